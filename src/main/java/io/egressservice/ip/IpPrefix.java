@@ -1,0 +1,293 @@
+package io.egressservice.ip;
+
+import java.math.BigInteger;
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * An IPv4 or IPv6 address with a prefix length: a host ({@code /32}, {@code /128}) or a network.
+ *
+ * <p>Parsing accepts only literals (never resolves names). Text is canonical: IPv6 as RFC 5952 (the
+ * form iproute2 and nft print), hosts without a length, networks as {@code addr/len}.
+ * Networks are kept with their host bits cleared ({@code 10.1.2.3/8} becomes {@code 10.0.0.0/8}),
+ * because the kernel and nft store them that way.
+ */
+public final class IpPrefix implements Comparable<IpPrefix> {
+  private final IpFamily family;
+  private final byte[] bytes;
+  private final int length;
+
+  private IpPrefix(IpFamily family, byte[] bytes, int length) {
+    this.family = family;
+    this.bytes = bytes;
+    this.length = length;
+  }
+
+  /** A prefix from raw network-order bytes (4 or 16) and a length; host bits are cleared. */
+  public static IpPrefix of(byte[] address, int length) {
+    IpFamily family =
+        switch (address.length) {
+          case 4 -> IpFamily.V4;
+          case 16 -> IpFamily.V6;
+          default -> throw new IllegalArgumentException("an IP address has 4 or 16 bytes, not " + address.length);
+        };
+    if (length < 0 || length > family.bits()) {
+      throw new IllegalArgumentException("prefix length " + length + " is out of range for " + family);
+    }
+    byte[] copy = Arrays.copyOf(address, address.length);
+    for (int bit = length; bit < family.bits(); bit++) {
+      copy[bit / 8] &= (byte) ~(0x80 >>> (bit % 8));
+    }
+    return new IpPrefix(family, copy, length);
+  }
+
+  /** A single address (/32 or /128). */
+  public static IpPrefix host(byte[] address) {
+    return of(address, address.length * 8);
+  }
+
+  /**
+   * Parses "10.0.0.1", "10.0.0.0/8", "fd00::1", "fd00::/64".
+   *
+   * @throws IllegalArgumentException with a message naming the bad text
+   */
+  public static IpPrefix parse(String text) {
+    if (text == null || text.isBlank()) {
+      throw new IllegalArgumentException("empty IP address");
+    }
+    String s = text.trim();
+    int slash = s.indexOf('/');
+    String addr = slash < 0 ? s : s.substring(0, slash);
+    byte[] bytes = addr.contains(":") ? parseV6(addr, text) : parseV4(addr, text);
+    int length = bytes.length * 8;
+    if (slash >= 0) {
+      String len = s.substring(slash + 1);
+      if (len.isEmpty() || len.length() > 3 || !len.chars().allMatch(Character::isDigit)) {
+        throw new IllegalArgumentException("'" + text + "' has an invalid prefix length");
+      }
+      length = Integer.parseInt(len);
+      if (length > bytes.length * 8) {
+        throw new IllegalArgumentException("'" + text + "' has a prefix length over " + bytes.length * 8);
+      }
+    }
+    return of(bytes, length);
+  }
+
+  /** Like {@link #parse} but empty instead of an exception. */
+  public static Optional<IpPrefix> tryParse(String text) {
+    try {
+      return Optional.of(parse(text));
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+  }
+
+  /** Parses a single address; a prefix length other than the full one is refused. */
+  public static IpPrefix parseHost(String text) {
+    IpPrefix p = parse(text);
+    if (!p.isHost()) {
+      throw new IllegalArgumentException("'" + text + "' is a network, not a single address");
+    }
+    return p;
+  }
+
+  private static byte[] parseV4(String addr, String original) {
+    String[] parts = addr.split("\\.", -1);
+    if (parts.length != 4) {
+      throw new IllegalArgumentException("'" + original + "' is not an IP address");
+    }
+    byte[] out = new byte[4];
+    for (int i = 0; i < 4; i++) {
+      String p = parts[i];
+      if (p.isEmpty() || p.length() > 3 || !p.chars().allMatch(c -> c >= '0' && c <= '9')) {
+        throw new IllegalArgumentException("'" + original + "' is not an IP address");
+      }
+      if (p.length() > 1 && p.charAt(0) == '0') {
+        throw new IllegalArgumentException("'" + original + "' has a leading zero (ambiguous octal)");
+      }
+      int v = Integer.parseInt(p);
+      if (v > 255) {
+        throw new IllegalArgumentException("'" + original + "' is not an IP address");
+      }
+      out[i] = (byte) v;
+    }
+    return out;
+  }
+
+  private static byte[] parseV6(String addr, String original) {
+    IllegalArgumentException bad = new IllegalArgumentException("'" + original + "' is not an IP address");
+    if (addr.contains("%")) {
+      throw new IllegalArgumentException("'" + original + "' has a zone index, which is not allowed here");
+    }
+    int dc = addr.indexOf("::");
+    if (dc >= 0 && addr.indexOf("::", dc + 1) >= 0) {
+      throw bad;
+    }
+    String head = dc >= 0 ? addr.substring(0, dc) : addr;
+    String tail = dc >= 0 ? addr.substring(dc + 2) : "";
+    int[] headGroups = groups(head, bad);
+    int[] tailGroups = groups(tail, bad);
+    // An embedded IPv4 dotted quad may end the address (::ffff:1.2.3.4).
+    int total = headGroups.length + tailGroups.length;
+    if (dc < 0 && total != 8 || dc >= 0 && total > 7) {
+      throw bad;
+    }
+    byte[] out = new byte[16];
+    for (int i = 0; i < headGroups.length; i++) {
+      out[2 * i] = (byte) (headGroups[i] >> 8);
+      out[2 * i + 1] = (byte) headGroups[i];
+    }
+    int start = 8 - tailGroups.length;
+    for (int i = 0; i < tailGroups.length; i++) {
+      out[2 * (start + i)] = (byte) (tailGroups[i] >> 8);
+      out[2 * (start + i) + 1] = (byte) tailGroups[i];
+    }
+    return out;
+  }
+
+  private static int[] groups(String part, IllegalArgumentException bad) {
+    if (part.isEmpty()) {
+      return new int[0];
+    }
+    String[] fields = part.split(":", -1);
+    int extra = fields[fields.length - 1].contains(".") ? 1 : 0;
+    int[] out = new int[fields.length + extra];
+    for (int i = 0; i < fields.length; i++) {
+      String f = fields[i];
+      if (i == fields.length - 1 && f.contains(".")) {
+        byte[] v4 = parseV4(f, bad.getMessage());
+        out[i] = ((v4[0] & 0xff) << 8) | (v4[1] & 0xff);
+        out[i + 1] = ((v4[2] & 0xff) << 8) | (v4[3] & 0xff);
+        break;
+      }
+      if (f.isEmpty() || f.length() > 4) {
+        throw bad;
+      }
+      int v = 0;
+      for (char c : f.toCharArray()) {
+        int d = Character.digit(c, 16);
+        if (d < 0) {
+          throw bad;
+        }
+        v = v * 16 + d;
+      }
+      out[i] = v;
+    }
+    return out;
+  }
+
+  public IpFamily family() {
+    return family;
+  }
+
+  /** The network-order address bytes (a copy). */
+  public byte[] addressBytes() {
+    return Arrays.copyOf(bytes, bytes.length);
+  }
+
+  public int length() {
+    return length;
+  }
+
+  /** A single address: /32 or /128. */
+  public boolean isHost() {
+    return length == family.bits();
+  }
+
+  /** Whether {@code other} (an address or a prefix) lies entirely within this prefix. */
+  public boolean contains(IpPrefix other) {
+    if (other.family != family || other.length < length) {
+      return false;
+    }
+    return of(other.bytes, length).equals(this);
+  }
+
+  /** The address part alone, as canonical text. */
+  public String addressText() {
+    return family == IpFamily.V4 ? v4Text() : v6Text();
+  }
+
+  /** Always {@code addr/len}, also for hosts (for iproute2 arguments that want a prefix). */
+  public String cidrText() {
+    return addressText() + "/" + length;
+  }
+
+  /** The first address as an unsigned integer; with {@link #lastAddress()} for range arithmetic. */
+  public BigInteger firstAddress() {
+    return new BigInteger(1, bytes);
+  }
+
+  public BigInteger lastAddress() {
+    BigInteger hostMask = BigInteger.ONE.shiftLeft(family.bits() - length).subtract(BigInteger.ONE);
+    return firstAddress().or(hostMask);
+  }
+
+  private String v4Text() {
+    return (bytes[0] & 0xff) + "." + (bytes[1] & 0xff) + "." + (bytes[2] & 0xff) + "." + (bytes[3] & 0xff);
+  }
+
+  private String v6Text() {
+    int[] g = new int[8];
+    for (int i = 0; i < 8; i++) {
+      g[i] = ((bytes[2 * i] & 0xff) << 8) | (bytes[2 * i + 1] & 0xff);
+    }
+    // RFC 5952: compress the longest run (>= 2) of zero groups, the first one on a tie.
+    int bestStart = -1;
+    int bestLen = 0;
+    for (int i = 0; i < 8; ) {
+      if (g[i] != 0) {
+        i++;
+        continue;
+      }
+      int j = i;
+      while (j < 8 && g[j] == 0) {
+        j++;
+      }
+      if (j - i > bestLen && j - i >= 2) {
+        bestStart = i;
+        bestLen = j - i;
+      }
+      i = j;
+    }
+    StringBuilder sb = new StringBuilder();
+    for (int i = 0; i < 8; i++) {
+      if (i == bestStart) {
+        sb.append("::");
+        i += bestLen - 1;
+        continue;
+      }
+      if (sb.length() > 0 && sb.charAt(sb.length() - 1) != ':') {
+        sb.append(':');
+      }
+      sb.append(Integer.toHexString(g[i]));
+    }
+    return sb.toString();
+  }
+
+  /** Canonical text: the address alone for a host, {@code addr/len} for a network. */
+  @Override
+  public String toString() {
+    return isHost() ? addressText() : cidrText();
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof IpPrefix p && p.length == length && Arrays.equals(p.bytes, bytes);
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * Arrays.hashCode(bytes) + length;
+  }
+
+  /** Orders by family (v4 first), then address, then length. */
+  @Override
+  public int compareTo(IpPrefix o) {
+    int c = family.compareTo(o.family);
+    if (c != 0) {
+      return c;
+    }
+    c = Arrays.compareUnsigned(bytes, o.bytes);
+    return c != 0 ? c : Integer.compare(length, o.length);
+  }
+}
