@@ -1,7 +1,89 @@
 package io.egressservice.cli;
 
-public final class Main {
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code egress-service-agent} command line (DESIGN.md section 4). */
+@Command(
+    name = "egress-service-agent",
+    mixinStandardHelpOptions = true,
+    versionProvider = Main.Version.class,
+    description = "Implements k8s.ovn.org/v1 EgressService on a node with ip rules and nftables.",
+    subcommands = {PlanCommand.class, CommandLine.HelpCommand.class})
+public final class Main implements Runnable {
+  /** Success. */
+  public static final int EXIT_OK = 0;
+  /** A user error: a bad flag, unreadable or invalid objects. */
+  public static final int EXIT_USER_ERROR = 1;
+  /** A system error: no CAP_NET_ADMIN, no such netns, the kernel refused. */
+  public static final int EXIT_SYSTEM_ERROR = 2;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
   public static void main(String[] args) {
-    System.out.println(org.ovn.k8s.v1.EgressService.class);
+    System.exit(execute(args));
+  }
+
+  /** Runs the command line and returns the exit code, without exiting (for tests and the demo). */
+  public static int execute(String... args) {
+    CommandLine cl = commandLine();
+    return cl.execute(args);
+  }
+
+  static CommandLine commandLine() {
+    CommandLine cl = new CommandLine(new Main());
+    cl.setParameterExceptionHandler((ex, args) -> {
+      CommandLine cmd = ex.getCommandLine();
+      cmd.getErr().println("error: " + ex.getMessage());
+      if (!CommandLine.UnmatchedArgumentException.printSuggestions(ex, cmd.getErr())) {
+        cmd.getErr().println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for more information.");
+      }
+      return EXIT_USER_ERROR;
+    });
+    cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
+      if (ex instanceof UserError) {
+        cmd.getErr().println("error: " + ex.getMessage());
+        return EXIT_USER_ERROR;
+      }
+      if (ex instanceof SystemError) {
+        cmd.getErr().println("error: " + ex.getMessage());
+        return EXIT_SYSTEM_ERROR;
+      }
+      cmd.getErr().println("internal error: " + ex);
+      ex.printStackTrace(cmd.getErr());
+      return EXIT_SYSTEM_ERROR;
+    });
+    return cl;
+  }
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** A failure the user caused and can fix: exit 1. */
+  public static final class UserError extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public UserError(String message) {
+      super(message);
+    }
+  }
+
+  /** A failure of the system (privileges, kernel, namespace): exit 2. */
+  public static final class SystemError extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public SystemError(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String v = Main.class.getPackage().getImplementationVersion();
+      return new String[] {"egress-service-agent " + (v == null ? "(development build)" : v)};
+    }
   }
 }

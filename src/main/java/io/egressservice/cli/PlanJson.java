@@ -1,0 +1,84 @@
+package io.egressservice.cli;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.RuleSpec;
+import io.egressservice.plan.ServiceOutcome;
+import io.egressservice.plan.SnatEntry;
+import io.egressservice.plan.TableRef;
+
+/**
+ * {@code plan --output json}: the shape of DESIGN.md section 4 (fields may be added, never renamed).
+ * {@code table} is a number, or the network's name when an offline plan could not resolve it.
+ */
+public final class PlanJson {
+  private static final ObjectMapper MAPPER = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+  private PlanJson() {}
+
+  public static String render(DesiredState s) {
+    return write(toJson(s));
+  }
+
+  public static ObjectNode toJson(DesiredState s) {
+    ObjectNode root = MAPPER.createObjectNode();
+    root.put("node", s.node());
+    ArrayNode rules = root.putArray("rules");
+    for (RuleSpec r : s.rules()) {
+      ObjectNode o = rules.addObject();
+      o.put("family", r.family().iproute2Name());
+      o.put("priority", r.priority());
+      o.put("from", r.from().map(IpPrefix::toString).orElse(null));
+      o.put("to", r.to().map(IpPrefix::toString).orElse(null));
+      putTable(o, r.table());
+      o.put("service", r.service().map(Object::toString).orElse(null));
+    }
+    ArrayNode snat = root.putArray("snat");
+    for (SnatEntry e : s.snat()) {
+      ObjectNode o = snat.addObject();
+      o.put("family", e.family().iproute2Name());
+      o.put("source", e.source().toString());
+      o.put("to", e.to().toString());
+      o.put("service", e.service().toString());
+    }
+    ArrayNode inCluster = root.putArray("inCluster");
+    s.inCluster().forEach(p -> inCluster.add(p.toString()));
+    ArrayNode services = root.putArray("services");
+    for (ServiceOutcome so : s.services()) {
+      ObjectNode o = services.addObject();
+      o.put("service", so.service().toString());
+      o.put("configured", so.configured());
+      o.put("reason", so.reason());
+      ArrayNode skipped = o.putArray("skippedEndpoints");
+      for (ServiceOutcome.SkippedEndpoint se : so.skippedEndpoints()) {
+        skipped.addObject().put("address", se.address()).put("reason", se.reason());
+      }
+      ArrayNode remote = o.putArray("remoteEndpoints");
+      so.remoteEndpoints().forEach(remote::add);
+    }
+    root.put("priority", s.priority());
+    root.put("ruleProtocol", s.ruleProtocol());
+    return root;
+  }
+
+  private static void putTable(ObjectNode o, TableRef t) {
+    if (t.id().isPresent()) {
+      o.put("table", t.id().getAsLong());
+    } else {
+      o.put("table", t.name());
+    }
+  }
+
+  static String write(Object node) {
+    try {
+      return MAPPER.writeValueAsString(node);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write JSON", e);
+    }
+  }
+}

@@ -1,0 +1,70 @@
+package io.egressservice.cli;
+
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.plan.PlanConfig;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/**
+ * The flags that shape the plan, shared by {@code run}, {@code plan} and {@code apply}. Each also
+ * reads from {@code EGRESS_AGENT_<FLAG>} (lists comma-separated), which is how the DaemonSet sets them.
+ */
+public final class PlanOptions {
+  @Option(names = "--priority", defaultValue = "${env:EGRESS_AGENT_PRIORITY:-5000}",
+      description = "Priority P of the service rules; in-cluster rules sit at P-1 (default ${DEFAULT-VALUE}).")
+  int priority;
+
+  @Option(names = "--rule-protocol", defaultValue = "${env:EGRESS_AGENT_RULE_PROTOCOL:-201}",
+      description = "The ip rule 'protocol' that marks our rules; rules with another protocol are left alone (default ${DEFAULT-VALUE}).")
+  int ruleProtocol;
+
+  @Option(names = "--cluster-cidr", split = ",", defaultValue = "${env:EGRESS_AGENT_CLUSTER_CIDR}",
+      description = "Pod network(s), in addition to the Nodes' spec.podCIDRs. Repeatable.")
+  List<String> clusterCidrs = new ArrayList<>();
+
+  @Option(names = "--service-cidr", split = ",", defaultValue = "${env:EGRESS_AGENT_SERVICE_CIDR}",
+      description = "Service network(s) (ClusterIPs). Repeatable.")
+  List<String> serviceCidrs = new ArrayList<>();
+
+  @Option(names = "--exclude-cidr", split = ",", defaultValue = "${env:EGRESS_AGENT_EXCLUDE_CIDR}",
+      description = "Other in-cluster destinations, e.g. OVN-Kubernetes' masquerade subnet. Repeatable.")
+  List<String> excludeCidrs = new ArrayList<>();
+
+  @Option(names = "--no-in-cluster-exclusion", negatable = false,
+      defaultValue = "${env:EGRESS_AGENT_NO_IN_CLUSTER_EXCLUSION:-false}",
+      description = "Do not keep in-cluster destinations on the main table and out of SNAT.")
+  boolean noInClusterExclusion;
+
+  @Option(names = "--rule-mode", defaultValue = "${env:EGRESS_AGENT_RULE_MODE:-source}",
+      description = "source (one ip rule per source address). 'mark' is not implemented yet.")
+  String ruleMode;
+
+  /** Validates the flags into a {@link PlanConfig}; a bad value is a {@link Main.UserError}. */
+  public PlanConfig toConfig() {
+    if (!"source".equals(ruleMode)) {
+      throw new Main.UserError("--rule-mode " + ruleMode + " is not supported: only 'source' is implemented");
+    }
+    try {
+      return new PlanConfig(priority, ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
+          prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion);
+    } catch (IllegalArgumentException e) {
+      throw new Main.UserError(e.getMessage());
+    }
+  }
+
+  private static List<IpPrefix> prefixes(String flag, List<String> values) {
+    List<IpPrefix> out = new ArrayList<>();
+    for (String v : values) {
+      if (v == null || v.isBlank()) {
+        continue;
+      }
+      try {
+        out.add(IpPrefix.parse(v));
+      } catch (IllegalArgumentException e) {
+        throw new Main.UserError(flag + ": " + e.getMessage());
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,101 @@
+package io.egressservice.cli;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.RuleSpec;
+import io.egressservice.plan.ServiceOutcome;
+import io.egressservice.plan.SnatEntry;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * {@code plan --output text}: copy-pasteable {@code ip rule add} commands and an {@code nft -f}
+ * script for the owned table, with a comment line per service saying what was decided and why.
+ */
+public final class PlanText {
+  public static final String NFT_TABLE = "egress_service_agent";
+
+  private PlanText() {}
+
+  public static String render(DesiredState s) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("# egress-service-agent plan for node ").append(s.node()).append(": ")
+        .append(s.rules().size()).append(" ip rule(s), ").append(s.snat().size())
+        .append(" SNAT entr").append(s.snat().size() == 1 ? "y" : "ies")
+        .append(" (priority ").append(s.priority()).append(", protocol ").append(s.ruleProtocol()).append(")\n");
+    if (s.services().isEmpty()) {
+      sb.append("# no EgressService in the input\n");
+    }
+    for (ServiceOutcome o : s.services()) {
+      sb.append("# ").append(o.service()).append(": ")
+          .append(o.configured() ? "configured: " : "not configured: ").append(o.reason()).append('\n');
+      for (ServiceOutcome.SkippedEndpoint e : o.skippedEndpoints()) {
+        sb.append("#   skipped ").append(e.address()).append(": ").append(e.reason()).append('\n');
+      }
+      if (!o.remoteEndpoints().isEmpty()) {
+        sb.append("#   not on this node (their egress uses these rules only if the pod network steers it here): ")
+            .append(String.join(", ", o.remoteEndpoints())).append('\n');
+      }
+    }
+    sb.append('\n');
+    for (RuleSpec r : s.rules()) {
+      sb.append(ruleCommand(r, s.ruleProtocol()));
+      r.service().ifPresent(svc -> sb.append("  # ").append(svc));
+      if (r.service().isEmpty()) {
+        sb.append("  # in-cluster destination keeps the main table");
+      }
+      sb.append('\n');
+    }
+    sb.append('\n').append(nftScript(s));
+    return sb.toString();
+  }
+
+  /** {@code ip -4 rule add priority 5000 from 10.0.0.5 lookup 100 protocol 201}. */
+  public static String ruleCommand(RuleSpec r, int protocol) {
+    StringBuilder sb = new StringBuilder("ip ").append(r.family().ipFlag()).append(" rule add priority ")
+        .append(r.priority());
+    r.from().ifPresent(p -> sb.append(" from ").append(p));
+    r.to().ifPresent(p -> sb.append(" to ").append(p));
+    sb.append(" lookup ").append(r.table().name()).append(" protocol ").append(protocol);
+    return sb.toString();
+  }
+
+  private static String nftScript(DesiredState s) {
+    StringBuilder sb = new StringBuilder("nft -f - <<'NFT'\n");
+    sb.append("table inet ").append(NFT_TABLE).append(" {\n");
+    for (IpFamily f : IpFamily.values()) {
+      String type = f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
+      List<SnatEntry> entries = s.snat().stream().filter(e -> e.family() == f).toList();
+      sb.append("  map snat_").append(suffix(f)).append(" { type ").append(type).append(" : ").append(type).append(';');
+      if (!entries.isEmpty()) {
+        sb.append(" elements = { ").append(entries.stream()
+            .map(e -> e.source() + " comment \"" + e.service() + "\" : " + e.to())
+            .collect(Collectors.joining(", "))).append(" }");
+      }
+      sb.append(" }\n");
+    }
+    for (IpFamily f : IpFamily.values()) {
+      String type = f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
+      String elements = s.inCluster().stream().filter(p -> p.family() == f).map(Object::toString)
+          .collect(Collectors.joining(", "));
+      sb.append("  set in_cluster_").append(suffix(f)).append(" { type ").append(type)
+          .append("; flags interval; auto-merge;");
+      if (!elements.isEmpty()) {
+        sb.append(" elements = { ").append(elements).append(" }");
+      }
+      sb.append(" }\n");
+    }
+    sb.append("  chain postrouting {\n")
+        .append("    type nat hook postrouting priority srcnat - 10; policy accept;\n")
+        .append("    ip daddr @in_cluster_v4 return\n")
+        .append("    ip6 daddr @in_cluster_v6 return\n")
+        .append("    snat ip to ip saddr map @snat_v4\n")
+        .append("    snat ip6 to ip6 saddr map @snat_v6\n")
+        .append("  }\n}\nNFT\n");
+    return sb.toString();
+  }
+
+  private static String suffix(IpFamily f) {
+    return f == IpFamily.V4 ? "v4" : "v6";
+  }
+}

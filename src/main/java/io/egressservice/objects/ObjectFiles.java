@@ -1,0 +1,221 @@
+package io.egressservice.objects;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MappingIterator;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.InvalidFormatException;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceSpec;
+
+/**
+ * Reads kubectl-style input: YAML (several documents per file) or JSON, {@code kind: List}, and
+ * directories (their {@code .yaml}, {@code .yml} and {@code .json} files, sorted). Kinds other than
+ * EgressService, Service, EndpointSlice and Node are skipped with a note.
+ */
+public final class ObjectFiles {
+  private static final ObjectMapper MAPPER =
+      new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+  private static final YAMLMapper YAML = new YAMLMapper();
+
+  private ObjectFiles() {}
+
+  /**
+   * Loads every object under {@code paths}.
+   *
+   * @param notes receives one line per skipped object (unknown kind)
+   * @throws ObjectsException for unreadable files and invalid objects, naming the file and the object
+   */
+  public static ClusterObjects load(List<Path> paths, Consumer<String> notes) throws ObjectsException {
+    Collector collector = new Collector(notes);
+    for (Path path : paths) {
+      for (Path file : expand(path)) {
+        collector.file(file);
+      }
+    }
+    return new ClusterObjects(collector.egressServices, collector.services, collector.slices, collector.nodes);
+  }
+
+  private static List<Path> expand(Path path) throws ObjectsException {
+    if (!Files.exists(path)) {
+      throw new ObjectsException(path + ": no such file or directory");
+    }
+    if (!Files.isDirectory(path)) {
+      return List.of(path);
+    }
+    try (Stream<Path> files = Files.walk(path)) {
+      List<Path> out = files.filter(Files::isRegularFile)
+          .filter(p -> {
+            String n = p.getFileName().toString();
+            return n.endsWith(".yaml") || n.endsWith(".yml") || n.endsWith(".json");
+          })
+          .sorted()
+          .collect(Collectors.toList());
+      if (out.isEmpty()) {
+        throw new ObjectsException(path + ": directory holds no .yaml, .yml or .json file");
+      }
+      return out;
+    } catch (IOException e) {
+      throw new ObjectsException(path + ": cannot read directory: " + e.getMessage(), e);
+    }
+  }
+
+  private static final class Collector {
+    private final Consumer<String> notes;
+    private final List<EgressService> egressServices = new ArrayList<>();
+    private final List<Service> services = new ArrayList<>();
+    private final List<EndpointSlice> slices = new ArrayList<>();
+    private final List<Node> nodes = new ArrayList<>();
+
+    Collector(Consumer<String> notes) {
+      this.notes = notes;
+    }
+
+    void file(Path file) throws ObjectsException {
+      String text;
+      try {
+        text = Files.readString(file);
+      } catch (IOException e) {
+        throw new ObjectsException(file + ": cannot read: " + e.getMessage(), e);
+      }
+      List<JsonNode> documents = new ArrayList<>();
+      // YAML is a superset of JSON, so one parser reads both, multi-document files included.
+      try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(text)) {
+        while (it.hasNextValue()) {
+          JsonNode doc = it.nextValue();
+          if (doc != null && !doc.isNull() && !doc.isMissingNode()) {
+            documents.add(doc);
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        throw new ObjectsException(file + ": not valid YAML or JSON: " + firstLine(e.getMessage()), e);
+      }
+      int index = 0;
+      for (JsonNode doc : documents) {
+        index++;
+        object(file, "document " + index, doc);
+      }
+    }
+
+    private void object(Path file, String where, JsonNode doc) throws ObjectsException {
+      if (!doc.isObject()) {
+        throw new ObjectsException(file + ": " + where + " is not an object (a mapping with kind and metadata)");
+      }
+      String kind = doc.path("kind").asText("");
+      String apiVersion = doc.path("apiVersion").asText("");
+      String ns = doc.path("metadata").path("namespace").asText("");
+      String name = doc.path("metadata").path("name").asText("");
+      String label = kind + " " + (ns.isEmpty() ? "" : ns + "/") + (name.isEmpty() ? "(no name)" : name);
+      if (kind.isEmpty()) {
+        throw new ObjectsException(file + ": " + where + " has no kind");
+      }
+      if (kind.equals("List") || kind.endsWith("List") && doc.has("items")) {
+        JsonNode items = doc.path("items");
+        int i = 0;
+        for (JsonNode item : items) {
+          object(file, where + " item " + (++i), item);
+        }
+        return;
+      }
+      boolean known = switch (kind) {
+        case "EgressService", "Service", "EndpointSlice", "Node" -> true;
+        default -> false;
+      };
+      if (!known) {
+        notes.accept(file + ": skipping " + label + " (" + where + "): kind " + kind + " is not used by the plan");
+        return;
+      }
+      if (name.isEmpty()) {
+        throw new ObjectsException(file + ": " + label + " (" + where + "): metadata.name is required");
+      }
+      String expectedApi = switch (kind) {
+        case "EgressService" -> "k8s.ovn.org/v1";
+        case "EndpointSlice" -> "discovery.k8s.io/v1";
+        default -> "v1";
+      };
+      if (!apiVersion.equals(expectedApi)) {
+        throw new ObjectsException(file + ": " + label + " (" + where + "): apiVersion is '" + apiVersion
+            + "', expected " + expectedApi);
+      }
+      try {
+        switch (kind) {
+          case "EgressService" -> {
+            EgressService es = MAPPER.treeToValue(doc, EgressService.class);
+            defaultNamespace(es.getMetadata());
+            egressServices.add(es);
+          }
+          case "Service" -> {
+            Service s = MAPPER.treeToValue(doc, Service.class);
+            defaultNamespace(s.getMetadata());
+            services.add(s);
+          }
+          case "EndpointSlice" -> {
+            EndpointSlice s = MAPPER.treeToValue(doc, EndpointSlice.class);
+            defaultNamespace(s.getMetadata());
+            slices.add(s);
+          }
+          default -> nodes.add(MAPPER.treeToValue(doc, Node.class));
+        }
+      } catch (JsonProcessingException | IllegalArgumentException e) {
+        throw new ObjectsException(file + ": " + label + " (" + where + "): " + describe(e), e);
+      }
+    }
+  }
+
+  private static void defaultNamespace(io.fabric8.kubernetes.api.model.ObjectMeta meta) {
+    if (meta.getNamespace() == null || meta.getNamespace().isEmpty()) {
+      meta.setNamespace("default");
+    }
+  }
+
+  private static String describe(Exception e) {
+    if (e instanceof InvalidFormatException ife && ife.getTargetType() != null && ife.getTargetType().isEnum()) {
+      String allowed = Arrays.stream(ife.getTargetType().getEnumConstants())
+          .map(c -> c instanceof EgressServiceSpec.SourceIPBy s ? s.getValue() : c.toString())
+          .collect(Collectors.joining(", "));
+      return path(ife) + ": '" + ife.getValue() + "' is not one of " + allowed;
+    }
+    if (e instanceof JsonMappingException jme) {
+      return path(jme) + ": " + firstLine(jme.getOriginalMessage());
+    }
+    return firstLine(e.getMessage());
+  }
+
+  private static String path(JsonMappingException e) {
+    StringBuilder sb = new StringBuilder();
+    for (JsonMappingException.Reference ref : e.getPath()) {
+      if (ref.getFieldName() != null) {
+        if (sb.length() > 0) {
+          sb.append('.');
+        }
+        sb.append(ref.getFieldName());
+      } else if (ref.getIndex() >= 0) {
+        sb.append('[').append(ref.getIndex()).append(']');
+      }
+    }
+    return sb.length() == 0 ? "(object)" : sb.toString();
+  }
+
+  private static String firstLine(String s) {
+    if (s == null) {
+      return "(no detail)";
+    }
+    int nl = s.indexOf('\n');
+    return nl < 0 ? s : s.substring(0, nl);
+  }
+}

@@ -1,0 +1,129 @@
+package io.egressservice.objects;
+
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.plan.EgressServiceInfo;
+import io.egressservice.plan.EndpointSliceInfo;
+import io.egressservice.plan.NetworkResolution;
+import io.egressservice.plan.NodeInfo;
+import io.egressservice.plan.NodeInputs;
+import io.egressservice.plan.ObjectRef;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.ServiceInfo;
+import io.egressservice.plan.SourceIpBy;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.LoadBalancerIngress;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeAddress;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceSpec;
+
+/** fabric8 models (with their nulls) to the plan's null-free inputs. */
+public final class PlanInputs {
+  public static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+
+  private PlanInputs() {}
+
+  public static NodeInputs of(
+      String nodeName,
+      ClusterObjects objects,
+      List<IpPrefix> connectedSubnets,
+      NetworkResolution networks,
+      PlanConfig config) {
+    return new NodeInputs(
+        nodeName,
+        objects.egressServices().stream().map(PlanInputs::egressService).toList(),
+        objects.services().stream().map(PlanInputs::service).toList(),
+        objects.endpointSlices().stream().map(PlanInputs::slice).toList(),
+        objects.nodes().stream().map(PlanInputs::node).toList(),
+        connectedSubnets,
+        networks,
+        config);
+  }
+
+  public static ObjectRef ref(HasMetadata o) {
+    return new ObjectRef(o.getMetadata().getNamespace(), o.getMetadata().getName());
+  }
+
+  public static EgressServiceInfo egressService(EgressService es) {
+    EgressServiceSpec spec = es.getSpec() == null ? new EgressServiceSpec() : es.getSpec();
+    SourceIpBy mode = spec.getSourceIPBy() == EgressServiceSpec.SourceIPBy.NETWORK
+        ? SourceIpBy.NETWORK : SourceIpBy.LOAD_BALANCER_IP;
+    String host = es.getStatus() == null ? "" : es.getStatus().getHost();
+    return new EgressServiceInfo(ref(es), created(es), mode, spec.getNetwork(), host);
+  }
+
+  private static Optional<Instant> created(HasMetadata o) {
+    String ts = o.getMetadata().getCreationTimestamp();
+    if (ts == null || ts.isEmpty()) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(Instant.parse(ts));
+    } catch (DateTimeParseException e) {
+      return Optional.empty();
+    }
+  }
+
+  public static ServiceInfo service(Service s) {
+    String type = s.getSpec() == null ? "" : s.getSpec().getType();
+    List<String> clusterIps = new ArrayList<>();
+    if (s.getSpec() != null) {
+      if (s.getSpec().getClusterIPs() != null && !s.getSpec().getClusterIPs().isEmpty()) {
+        clusterIps.addAll(s.getSpec().getClusterIPs());
+      } else if (s.getSpec().getClusterIP() != null) {
+        clusterIps.add(s.getSpec().getClusterIP());
+      }
+    }
+    List<ServiceInfo.Ingress> ingress = new ArrayList<>();
+    if (s.getStatus() != null && s.getStatus().getLoadBalancer() != null
+        && s.getStatus().getLoadBalancer().getIngress() != null) {
+      for (LoadBalancerIngress i : s.getStatus().getLoadBalancer().getIngress()) {
+        ingress.add(new ServiceInfo.Ingress(i.getIp(), i.getHostname()));
+      }
+    }
+    return new ServiceInfo(ref(s), type, clusterIps, ingress);
+  }
+
+  public static EndpointSliceInfo slice(EndpointSlice s) {
+    Map<String, String> labels = s.getMetadata().getLabels();
+    String svc = labels == null ? "" : labels.getOrDefault(SERVICE_NAME_LABEL, "");
+    List<EndpointSliceInfo.Endpoint> endpoints = new ArrayList<>();
+    if (s.getEndpoints() != null) {
+      for (Endpoint e : s.getEndpoints()) {
+        endpoints.add(new EndpointSliceInfo.Endpoint(
+            e.getAddresses() == null ? List.of() : e.getAddresses(),
+            Optional.ofNullable(e.getNodeName()).filter(n -> !n.isEmpty())));
+      }
+    }
+    return new EndpointSliceInfo(ref(s), svc, s.getAddressType(), endpoints);
+  }
+
+  public static NodeInfo node(Node n) {
+    List<String> addresses = new ArrayList<>();
+    if (n.getStatus() != null && n.getStatus().getAddresses() != null) {
+      for (NodeAddress a : n.getStatus().getAddresses()) {
+        if ("InternalIP".equals(a.getType()) || "ExternalIP".equals(a.getType())) {
+          addresses.add(a.getAddress());
+        }
+      }
+    }
+    List<String> podCidrs = new ArrayList<>();
+    if (n.getSpec() != null) {
+      if (n.getSpec().getPodCIDRs() != null && !n.getSpec().getPodCIDRs().isEmpty()) {
+        podCidrs.addAll(n.getSpec().getPodCIDRs());
+      } else if (n.getSpec().getPodCIDR() != null) {
+        podCidrs.add(n.getSpec().getPodCIDR());
+      }
+    }
+    return new NodeInfo(n.getMetadata().getName(), addresses, podCidrs);
+  }
+}

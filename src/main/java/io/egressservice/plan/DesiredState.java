@@ -1,0 +1,26 @@
+package io.egressservice.plan;
+
+import io.egressservice.ip.IpPrefix;
+import java.util.List;
+
+/**
+ * The node's desired state: ip rules, SNAT map elements, the in-cluster destinations SNAT skips, and
+ * an outcome per EgressService. Lists are sorted, so equal inputs give equal output.
+ *
+ * @param inCluster the {@code in_cluster_v4/v6} set: aggregated prefixes plus Node addresses
+ */
+public record DesiredState(
+    String node,
+    int priority,
+    int ruleProtocol,
+    List<RuleSpec> rules,
+    List<SnatEntry> snat,
+    List<IpPrefix> inCluster,
+    List<ServiceOutcome> services) {
+  public DesiredState {
+    rules = List.copyOf(rules);
+    snat = List.copyOf(snat);
+    inCluster = List.copyOf(inCluster);
+    services = List.copyOf(services);
+  }
+}

@@ -1,0 +1,430 @@
+package io.egressservice.plan;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.plan.EndpointSliceInfo.Endpoint;
+import io.egressservice.plan.ServiceOutcome.SkippedEndpoint;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+/**
+ * The pure heart of the agent: {@link NodeInputs} to {@link DesiredState} (DESIGN.md section 1). No
+ * kernel, no API, no clock: the same inputs always give the same, sorted output.
+ */
+public final class Planner {
+  private Planner() {}
+
+  public static DesiredState plan(NodeInputs in) {
+    return new Planner.Run(in).plan();
+  }
+
+  /** One planning pass; holds the indexes built from the inputs. */
+  private static final class Run {
+    private final NodeInputs in;
+    private final PlanConfig config;
+    private final Map<ObjectRef, ServiceInfo> services = new HashMap<>();
+    private final Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
+    private final Set<IpPrefix> nodeAddresses = new TreeSet<>();
+    private final Map<IpFamily, List<IpPrefix>> podNetworks = new EnumMap<>(IpFamily.class);
+    private final List<IpPrefix> localPodCidrs = new ArrayList<>();
+
+    Run(NodeInputs in) {
+      this.in = in;
+      this.config = in.config();
+      for (ServiceInfo s : in.services()) {
+        services.put(s.ref(), s);
+      }
+      for (EndpointSliceInfo slice : in.endpointSlices()) {
+        if (!slice.serviceName().isEmpty()) {
+          slicesByService
+              .computeIfAbsent(new ObjectRef(slice.ref().namespace(), slice.serviceName()), k -> new ArrayList<>())
+              .add(slice);
+        }
+      }
+      for (IpFamily f : IpFamily.values()) {
+        podNetworks.put(f, new ArrayList<>());
+      }
+      for (NodeInfo node : in.nodes()) {
+        for (String a : node.addresses()) {
+          IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeAddresses::add);
+        }
+        for (String c : node.podCidrs()) {
+          IpPrefix.tryParse(c).ifPresent(p -> {
+            podNetworks.get(p.family()).add(p);
+            if (node.name().equals(in.nodeName())) {
+              localPodCidrs.add(p);
+            }
+          });
+        }
+      }
+      for (IpPrefix p : config.clusterCidrs()) {
+        podNetworks.get(p.family()).add(p);
+      }
+    }
+
+    DesiredState plan() {
+      List<EgressServiceInfo> ordered = new ArrayList<>(in.egressServices());
+      // Oldest first: an endpoint claimed by two EgressServices belongs to the older one.
+      ordered.sort(
+          Comparator.comparing((EgressServiceInfo e) -> e.created().orElse(Instant.MAX))
+              .thenComparing(EgressServiceInfo::ref));
+
+      Map<IpPrefix, ObjectRef> claims = new HashMap<>();
+      Map<ObjectRef, ServiceOutcome> outcomes = new HashMap<>();
+      List<RuleSpec> rules = new ArrayList<>();
+      List<SnatEntry> snat = new ArrayList<>();
+
+      for (EgressServiceInfo es : ordered) {
+        Evaluation ev = evaluate(es);
+        if (ev.notConfiguredReason().isPresent()) {
+          outcomes.put(es.ref(), notConfigured(es.ref(), ev.notConfiguredReason().get(), ev.skipped()));
+          continue;
+        }
+        List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
+        List<CandidateEndpoint> owned = new ArrayList<>();
+        for (CandidateEndpoint c : ev.endpoints()) {
+          ObjectRef owner = claims.putIfAbsent(c.address(), es.ref());
+          if (owner == null) {
+            owned.add(c);
+          } else {
+            skipped.add(new SkippedEndpoint(
+                c.address().toString(),
+                "also an endpoint of " + owner + ", whose EgressService is older and owns it"));
+          }
+        }
+        outcomes.put(es.ref(), actOnNode(es, ev, owned, skipped, rules, snat));
+      }
+
+      List<IpPrefix> inCluster = List.of();
+      if (config.inClusterExclusion()) {
+        inCluster = inClusterSet();
+        rules.addAll(inClusterRules(rules));
+      }
+      rules.sort(RuleSpec.ORDER);
+      snat.sort(SnatEntry.ORDER);
+      List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
+      outcomeList.sort(Comparator.comparing(ServiceOutcome::service));
+      return new DesiredState(
+          in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster, outcomeList);
+    }
+
+    /** Cluster-wide checks (the same on every node) and the service's usable endpoints. */
+    private Evaluation evaluate(EgressServiceInfo es) {
+      ServiceInfo svc = services.get(es.ref());
+      if (svc == null) {
+        return Evaluation.refused(
+            "no Service " + es.ref() + ": an EgressService applies to the LoadBalancer Service of the same name");
+      }
+      if (!ServiceInfo.LOAD_BALANCER.equals(svc.type())) {
+        return Evaluation.refused("Service type is " + svc.type() + ", not LoadBalancer");
+      }
+      List<SkippedEndpoint> skipped = new ArrayList<>();
+      Map<IpFamily, IpPrefix> lbIps = new EnumMap<>(IpFamily.class);
+      for (ServiceInfo.Ingress ing : svc.ingress()) {
+        if (ing.ip().isEmpty()) {
+          continue;
+        }
+        Optional<IpPrefix> ip = IpPrefix.tryParse(ing.ip()).filter(IpPrefix::isHost);
+        if (ip.isEmpty()) {
+          skipped.add(new SkippedEndpoint(ing.ip(), "LoadBalancer ingress IP is not a valid address; ignored"));
+          continue;
+        }
+        lbIps.putIfAbsent(ip.get().family(), ip.get());
+      }
+      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
+      if (lbMode && lbIps.isEmpty()) {
+        String hostnames =
+            svc.ingress().stream().map(ServiceInfo.Ingress::hostname).filter(h -> !h.isEmpty())
+                .collect(Collectors.joining(", "));
+        return Evaluation.refused(hostnames.isEmpty()
+            ? "the Service has no LoadBalancer ingress IP yet"
+            : "the Service's LoadBalancer ingress has only a hostname (" + hostnames + "): no IP to SNAT to");
+      }
+      String host = es.statusHost();
+      if (host.isEmpty()) {
+        return Evaluation.refused("not allocated: status.host is empty (no node chosen yet)");
+      }
+      if (lbMode && host.equals(EgressServiceInfo.HOST_ALL)) {
+        return Evaluation.refused(
+            "status.host is ALL, which is for sourceIPBy: Network; waiting for the allocator to choose a node");
+      }
+      if (!lbMode && !host.equals(EgressServiceInfo.HOST_ALL)) {
+        return Evaluation.refused(
+            "status.host is '" + host + "' but sourceIPBy: Network needs ALL; waiting for the allocator");
+      }
+      if (!lbMode && es.network().isEmpty()) {
+        return Evaluation.refused("sourceIPBy: Network without spec.network: nothing to do");
+      }
+      List<CandidateEndpoint> endpoints = endpointsOf(es.ref(), skipped);
+      return new Evaluation(Optional.empty(), svc, lbIps, endpoints, skipped);
+    }
+
+    /** The pod-network endpoints of the service, deduplicated; everything else refused with a reason. */
+    private List<CandidateEndpoint> endpointsOf(ObjectRef service, List<SkippedEndpoint> skipped) {
+      Map<IpPrefix, CandidateEndpoint> byAddress = new LinkedHashMap<>();
+      List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service, List.of()));
+      slices.sort(Comparator.comparing(EndpointSliceInfo::ref));
+      for (EndpointSliceInfo slice : slices) {
+        Optional<IpFamily> sliceFamily =
+            switch (slice.addressType()) {
+              case "IPv4" -> Optional.of(IpFamily.V4);
+              case "IPv6" -> Optional.of(IpFamily.V6);
+              default -> Optional.empty();
+            };
+        if (sliceFamily.isEmpty()) {
+          skipped.add(new SkippedEndpoint(
+              "EndpointSlice " + slice.ref(),
+              "addressType " + (slice.addressType().isEmpty() ? "(none)" : slice.addressType())
+                  + " is not supported: only IPv4 and IPv6 endpoints are handled"));
+          continue;
+        }
+        for (Endpoint ep : slice.endpoints()) {
+          for (String raw : ep.addresses()) {
+            Optional<IpPrefix> parsed = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
+            if (parsed.isEmpty()) {
+              skipped.add(new SkippedEndpoint(raw, "not a valid IP address"));
+              continue;
+            }
+            IpPrefix address = parsed.get();
+            if (address.family() != sliceFamily.get()) {
+              skipped.add(new SkippedEndpoint(raw, "an " + address.family() + " address in an "
+                  + slice.addressType() + " EndpointSlice (" + slice.ref() + ")"));
+              continue;
+            }
+            if (nodeAddresses.contains(address)) {
+              skipped.add(new SkippedEndpoint(raw,
+                  "host-network endpoint (a Node address): the node's own traffic is never changed"));
+              continue;
+            }
+            List<IpPrefix> pods = podNetworks.get(address.family());
+            if (!pods.isEmpty() && !Cidrs.anyContains(pods, address)) {
+              skipped.add(new SkippedEndpoint(raw,
+                  "outside the pod CIDRs (a host-network endpoint?): never touched"));
+              continue;
+            }
+            CandidateEndpoint candidate = new CandidateEndpoint(address, ep.nodeName());
+            byAddress.merge(address, candidate, (a, b) -> a.nodeName().isPresent() ? a : b);
+          }
+        }
+      }
+      return new ArrayList<>(byAddress.values());
+    }
+
+    private ServiceOutcome actOnNode(
+        EgressServiceInfo es,
+        Evaluation ev,
+        List<CandidateEndpoint> owned,
+        List<SkippedEndpoint> skipped,
+        List<RuleSpec> rules,
+        List<SnatEntry> snat) {
+      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
+      if (lbMode && !es.statusHost().equals(in.nodeName())) {
+        return notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
+      }
+      Optional<TableRef> table = Optional.empty();
+      if (!es.network().isEmpty()) {
+        TableOrFailure resolved = resolveNetwork(es.network());
+        if (resolved.failure().isPresent()) {
+          return notConfigured(es.ref(), resolved.failure().get(), skipped);
+        }
+        table = resolved.table();
+      }
+
+      List<RuleSpec> myRules = new ArrayList<>();
+      List<SnatEntry> mySnat = new ArrayList<>();
+      List<String> remote = new ArrayList<>();
+      Set<IpFamily> families = new HashSet<>();
+      for (CandidateEndpoint c : owned) {
+        IpFamily family = c.address().family();
+        if (lbMode) {
+          IpPrefix lbIp = ev.lbIps().get(family);
+          if (lbIp == null) {
+            skipped.add(new SkippedEndpoint(c.address().toString(),
+                "the Service has no " + familyName(family) + " LoadBalancer ingress IP: not SNATed, not routed"));
+            continue;
+          }
+          mySnat.add(new SnatEntry(c.address(), lbIp, es.ref()));
+          if (c.nodeName().isPresent() && !c.nodeName().get().equals(in.nodeName())) {
+            remote.add(c.address().toString());
+          }
+        } else if (!isLocal(c)) {
+          continue;
+        }
+        families.add(family);
+        table.ifPresent(t -> myRules.add(serviceRule(c.address(), t, es.ref())));
+      }
+      if (table.isPresent()) {
+        for (String raw : ev.service().clusterIps()) {
+          if (raw.isEmpty() || raw.equals("None")) {
+            continue;
+          }
+          Optional<IpPrefix> cip = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
+          if (cip.isEmpty()) {
+            skipped.add(new SkippedEndpoint(raw, "ClusterIP is not a valid IP address"));
+            continue;
+          }
+          if (lbMode && !ev.lbIps().containsKey(cip.get().family())) {
+            continue;
+          }
+          myRules.add(serviceRule(cip.get(), table.get(), es.ref()));
+        }
+      }
+      rules.addAll(myRules);
+      snat.addAll(mySnat);
+      return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size()), skipped, remote);
+    }
+
+    private String describe(EgressServiceInfo es, Evaluation ev, Optional<TableRef> table, int snats, int ruleCount) {
+      StringBuilder sb = new StringBuilder();
+      if (es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP) {
+        sb.append("host of this service: SNAT of ").append(snats).append(" endpoint(s) to ")
+            .append(ev.lbIps().values().stream().map(IpPrefix::toString).collect(Collectors.joining(", ")));
+      } else {
+        sb.append("sourceIPBy Network (status.host ALL): local endpoints keep the network's source");
+      }
+      table.ifPresent(t -> {
+        sb.append("; ").append(ruleCount).append(" source rule(s) to table ").append(t.name());
+        if (!t.resolved()) {
+          sb.append(" (a name: resolved on each node)");
+        }
+      });
+      return sb.toString();
+    }
+
+    private boolean isLocal(CandidateEndpoint c) {
+      if (c.nodeName().isPresent()) {
+        return c.nodeName().get().equals(in.nodeName());
+      }
+      // No nodeName: judge by this node's pod CIDRs; when unknown, act (as OVN-Kubernetes does): the
+      // address can only originate on the node that hosts the pod, so a rule elsewhere is inert.
+      List<IpPrefix> own = localPodCidrs.stream().filter(p -> p.family() == c.address().family()).toList();
+      return own.isEmpty() || Cidrs.anyContains(own, c.address());
+    }
+
+    private TableOrFailure resolveNetwork(String network) {
+      if (network.chars().allMatch(Character::isDigit)) {
+        long id;
+        try {
+          id = Long.parseLong(network);
+        } catch (NumberFormatException e) {
+          id = -1;
+        }
+        if (id <= 0 || id > 0xFFFFFFFFL) {
+          return TableOrFailure.failed("network '" + network + "' is not a usable routing table id (1 to 4294967295)");
+        }
+        if (id == 255) {
+          return TableOrFailure.failed("network '255' is the kernel's local table, not an egress network");
+        }
+        return TableOrFailure.of(TableRef.of(id));
+      }
+      OptionalLong id = in.networks().table(network);
+      if (id.isPresent()) {
+        return TableOrFailure.of(new TableRef(id, network));
+      }
+      Optional<String> failure = in.networks().failure(network);
+      if (failure.isPresent()) {
+        return TableOrFailure.failed(failure.get());
+      }
+      if (in.networks().offline()) {
+        return TableOrFailure.of(TableRef.unresolved(network));
+      }
+      return TableOrFailure.failed(
+          "network '" + network + "' not found on this node: not a table number, a VRF device, or a name in"
+              + " /etc/iproute2/rt_tables");
+    }
+
+    private RuleSpec serviceRule(IpPrefix source, TableRef table, ObjectRef service) {
+      return new RuleSpec(source.family(), config.priority(), Optional.of(source), Optional.empty(), table,
+          Optional.of(service));
+    }
+
+    private List<IpPrefix> inClusterPrefixes(IpFamily family) {
+      List<IpPrefix> all = new ArrayList<>(podNetworks.get(family));
+      config.serviceCidrs().stream().filter(p -> p.family() == family).forEach(all::add);
+      config.excludeCidrs().stream().filter(p -> p.family() == family).forEach(all::add);
+      return all;
+    }
+
+    /** SNAT skips these destinations: in-cluster prefixes and every Node address exactly. */
+    private List<IpPrefix> inClusterSet() {
+      List<IpPrefix> out = new ArrayList<>();
+      for (IpFamily f : IpFamily.values()) {
+        List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
+        nodeAddresses.stream().filter(a -> a.family() == f).forEach(all::add);
+        out.addAll(Cidrs.aggregate(all));
+      }
+      return out;
+    }
+
+    /**
+     * {@code to <prefix> lookup main} at P-1, per family that has service rules: in-cluster traffic of
+     * opted-in sources keeps the main table. Node addresses count through the node's connected subnets
+     * that hold them, so the rule count stays O(prefixes), never O(nodes).
+     */
+    private List<RuleSpec> inClusterRules(List<RuleSpec> serviceRules) {
+      Set<IpFamily> withRules = new HashSet<>();
+      serviceRules.forEach(r -> withRules.add(r.family()));
+      List<RuleSpec> out = new ArrayList<>();
+      for (IpFamily f : IpFamily.values()) {
+        if (!withRules.contains(f)) {
+          continue;
+        }
+        List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
+        for (IpPrefix subnet : in.connectedSubnets()) {
+          if (subnet.family() == f && !subnet.isHost() && nodeAddresses.stream().anyMatch(subnet::contains)) {
+            all.add(subnet);
+          }
+        }
+        for (IpPrefix p : Cidrs.aggregate(all)) {
+          out.add(new RuleSpec(f, config.priority() - 1, Optional.empty(), Optional.of(p), TableRef.main(),
+              Optional.empty()));
+        }
+      }
+      return out;
+    }
+
+    private static ServiceOutcome notConfigured(ObjectRef ref, String reason, List<SkippedEndpoint> skipped) {
+      return new ServiceOutcome(ref, false, reason, skipped, List.of());
+    }
+
+    private static String familyName(IpFamily f) {
+      return f == IpFamily.V4 ? "IPv4" : "IPv6";
+    }
+  }
+
+  private record CandidateEndpoint(IpPrefix address, Optional<String> nodeName) {}
+
+  private record Evaluation(
+      Optional<String> notConfiguredReason,
+      ServiceInfo service,
+      Map<IpFamily, IpPrefix> lbIps,
+      List<CandidateEndpoint> endpoints,
+      List<SkippedEndpoint> skipped) {
+    static Evaluation refused(String reason) {
+      return new Evaluation(Optional.of(reason), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
+          Map.of(), List.of(), List.of());
+    }
+  }
+
+  private record TableOrFailure(Optional<TableRef> table, Optional<String> failure) {
+    static TableOrFailure of(TableRef t) {
+      return new TableOrFailure(Optional.of(t), Optional.empty());
+    }
+
+    static TableOrFailure failed(String reason) {
+      return new TableOrFailure(Optional.empty(), Optional.of(reason));
+    }
+  }
+}
