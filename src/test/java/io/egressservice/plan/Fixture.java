@@ -1,0 +1,146 @@
+package io.egressservice.plan;
+
+import io.egressservice.ip.IpPrefix;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/** Builds plan inputs the way a cluster would hold them, and reads the plan back as short lines. */
+final class Fixture {
+  static final String NS = "default";
+
+  private final List<EgressServiceInfo> egressServices = new ArrayList<>();
+  private final List<ServiceInfo> services = new ArrayList<>();
+  private final List<EndpointSliceInfo> slices = new ArrayList<>();
+  private final List<NodeInfo> nodes = new ArrayList<>();
+  private final List<IpPrefix> connectedSubnets = new ArrayList<>();
+  private final Map<String, Long> networkTables = new HashMap<>();
+  private final Map<String, String> networkFailures = new HashMap<>();
+  private boolean offline = false;
+  private PlanConfig config = PlanConfig.defaults();
+
+  static Fixture cluster() {
+    return new Fixture();
+  }
+
+  Fixture node(String name, List<String> addresses, String... podCidrs) {
+    nodes.add(new NodeInfo(name, addresses, List.of(podCidrs)));
+    return this;
+  }
+
+  /** An EgressService in namespace default, created at second {@code createdSecond}. */
+  Fixture egress(String name, SourceIpBy mode, String network, String host) {
+    return egress(NS, name, mode, network, host, Optional.empty());
+  }
+
+  Fixture egress(String ns, String name, SourceIpBy mode, String network, String host, Optional<Instant> created) {
+    egressServices.removeIf(e -> e.ref().equals(new ObjectRef(ns, name)));
+    egressServices.add(new EgressServiceInfo(new ObjectRef(ns, name), created, mode, network, host));
+    return this;
+  }
+
+  Fixture removeEgress(String name) {
+    egressServices.removeIf(e -> e.ref().equals(new ObjectRef(NS, name)));
+    return this;
+  }
+
+  /** A LoadBalancer Service with ClusterIPs and ingress IPs. */
+  Fixture lbService(String name, List<String> clusterIps, String... ingressIps) {
+    return service(NS, name, "LoadBalancer", clusterIps,
+        Arrays.stream(ingressIps).map(ip -> new ServiceInfo.Ingress(ip, "")).toList());
+  }
+
+  Fixture service(String ns, String name, String type, List<String> clusterIps, List<ServiceInfo.Ingress> ingress) {
+    services.removeIf(s -> s.ref().equals(new ObjectRef(ns, name)));
+    services.add(new ServiceInfo(new ObjectRef(ns, name), type, clusterIps, ingress));
+    return this;
+  }
+
+  Fixture slice(String service, String sliceName, String addressType, EndpointSliceInfo.Endpoint... endpoints) {
+    return slice(NS, service, sliceName, addressType, endpoints);
+  }
+
+  Fixture slice(String ns, String service, String sliceName, String addressType, EndpointSliceInfo.Endpoint... endpoints) {
+    slices.removeIf(s -> s.ref().equals(new ObjectRef(ns, sliceName)));
+    slices.add(new EndpointSliceInfo(new ObjectRef(ns, sliceName), service, addressType, List.of(endpoints)));
+    return this;
+  }
+
+  static EndpointSliceInfo.Endpoint ep(String address, String node) {
+    return new EndpointSliceInfo.Endpoint(List.of(address), Optional.ofNullable(node));
+  }
+
+  Fixture connected(String... subnets) {
+    Arrays.stream(subnets).map(IpPrefix::parse).forEach(connectedSubnets::add);
+    return this;
+  }
+
+  Fixture networkName(String name, long table) {
+    networkTables.put(name, table);
+    return this;
+  }
+
+  Fixture networkFailure(String name, String reason) {
+    networkFailures.put(name, reason);
+    return this;
+  }
+
+  Fixture offline() {
+    offline = true;
+    return this;
+  }
+
+  Fixture config(PlanConfig c) {
+    config = c;
+    return this;
+  }
+
+  Fixture noInClusterExclusion() {
+    config = new PlanConfig(config.priority(), config.ruleProtocol(), config.clusterCidrs(), config.serviceCidrs(),
+        config.excludeCidrs(), false);
+    return this;
+  }
+
+  NodeInputs inputs(String nodeName) {
+    return new NodeInputs(nodeName, egressServices, services, slices, nodes, connectedSubnets,
+        new NetworkResolution(networkTables, networkFailures, offline), config);
+  }
+
+  DesiredState plan(String nodeName) {
+    return Planner.plan(inputs(nodeName));
+  }
+
+  // --- reading the plan back -------------------------------------------------------------------
+
+  /** Service rules as "from 10.128.0.3 lookup 100 default/svc1" (family implied by the address). */
+  static List<String> sourceRules(DesiredState s) {
+    return s.rules().stream().filter(r -> r.service().isPresent())
+        .map(r -> r.priority() + ": from " + r.from().orElseThrow() + " lookup " + r.table().name() + " "
+            + r.service().get())
+        .toList();
+  }
+
+  /** In-cluster rules as "4999: to 10.128.0.0/14 lookup main". */
+  static List<String> inClusterRules(DesiredState s) {
+    return s.rules().stream().filter(r -> r.service().isEmpty())
+        .map(r -> r.priority() + ": to " + r.to().orElseThrow() + " lookup " + r.table().name())
+        .toList();
+  }
+
+  /** SNAT entries as "10.128.0.3 -> 5.5.5.5 default/svc1". */
+  static List<String> snat(DesiredState s) {
+    return s.snat().stream().map(e -> e.source() + " -> " + e.to() + " " + e.service()).toList();
+  }
+
+  static ServiceOutcome outcome(DesiredState s, String name) {
+    return s.services().stream().filter(o -> o.service().name().equals(name)).findFirst().orElseThrow();
+  }
+
+  static List<String> skipped(DesiredState s, String name) {
+    return outcome(s, name).skippedEndpoints().stream().map(e -> e.address() + ": " + e.reason()).toList();
+  }
+}
