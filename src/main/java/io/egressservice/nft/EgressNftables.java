@@ -1,0 +1,639 @@
+package io.egressservice.nft;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.NetnsThread;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The one nftables table the agent owns (DESIGN.md section 2), and nothing else:
+ *
+ * <pre>
+ * table inet egress_service_agent {
+ *   map snat_v4 { type ipv4_addr : ipv4_addr; }          # endpoint -> LB IP, comment "ns/name"
+ *   map snat_v6 { type ipv6_addr : ipv6_addr; }
+ *   set in_cluster_v4 { type ipv4_addr; flags interval; }
+ *   set in_cluster_v6 { type ipv6_addr; flags interval; }
+ *   chain postrouting {
+ *     type nat hook postrouting priority srcnat - 10; policy accept;   # priority 90
+ *     ip daddr @in_cluster_v4 return
+ *     ip6 daddr @in_cluster_v6 return
+ *     snat ip to ip saddr map @snat_v4
+ *     snat ip6 to ip6 saddr map @snat_v6
+ *   }
+ * }
+ * </pre>
+ *
+ * The chain is static; everything that changes is a map or set element, so the per-packet cost is
+ * a hash/interval lookup (O(1) in the number of endpoints) and a change of one endpoint is one
+ * element in one transaction.
+ *
+ * <p>nft 1.0.6 quirks handled here:
+ *
+ * <ul>
+ *   <li>JSON input cannot express {@code auto-merge} (neither as a key nor a set flag; it is silently
+ *       dropped or rejected) and JSON listings do not show it. The agent therefore merges in-cluster
+ *       prefixes itself into disjoint, non-adjacent ranges before adding them, which is what
+ *       auto-merge would do; sets created by this class carry {@code flags interval} only.
+ *   <li>{@code destroy} (delete-if-present) does not exist in nft 1.0.6 (added in 1.0.8), and
+ *       {@code delete element} of an absent element fails the whole batch with ENOENT. {@link #apply}
+ *       lists the table first and only deletes elements that are there.
+ *   <li>{@code add element} with an existing key and a different value fails with EEXIST, so a
+ *       changed element is a delete and an add in the same transaction.
+ * </ul>
+ */
+public final class EgressNftables implements AutoCloseable {
+  public static final String TABLE = "egress_service_agent";
+  public static final String FAMILY = "inet";
+  public static final String CHAIN = "postrouting";
+  /** {@code srcnat - 10}: before kube-proxy's / the CNI's masquerade at srcnat (100). */
+  public static final int CHAIN_PRIORITY = 90;
+  /** nft limits comments to 128 bytes. */
+  public static final int MAX_COMMENT_BYTES = 128;
+
+  private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+  private final NftClient client;
+
+  private EgressNftables(NftClient client) {
+    this.client = client;
+  }
+
+  /** Opens a libnftables context on {@code thread}; the table is neither read nor written yet. */
+  public static EgressNftables open(NetnsThread thread) {
+    return new EgressNftables(NftClient.open(thread));
+  }
+
+  /** {@code snat_v4} / {@code snat_v6}. */
+  public static String snatMap(IpFamily family) {
+    return family == IpFamily.V4 ? "snat_v4" : "snat_v6";
+  }
+
+  /** {@code in_cluster_v4} / {@code in_cluster_v6}. */
+  public static String inClusterSet(IpFamily family) {
+    return family == IpFamily.V4 ? "in_cluster_v4" : "in_cluster_v6";
+  }
+
+  private static String nftType(IpFamily family) {
+    return family == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
+  }
+
+  // ---------------------------------------------------------------- values
+
+  /** One SNAT map element: pod (endpoint) address -> LoadBalancer IP, commented {@code namespace/name}. */
+  public record SnatElement(IpPrefix source, IpPrefix target, String comment) {
+    public SnatElement {
+      Objects.requireNonNull(source, "source");
+      Objects.requireNonNull(target, "target");
+      Objects.requireNonNull(comment, "comment");
+      if (!source.isHost() || !target.isHost()) {
+        throw new IllegalArgumentException("SNAT source and target must be single addresses: " + source + " -> " + target);
+      }
+      if (source.family() != target.family()) {
+        throw new IllegalArgumentException("SNAT source and target differ in family: " + source + " -> " + target);
+      }
+      if (comment.getBytes(StandardCharsets.UTF_8).length > MAX_COMMENT_BYTES) {
+        throw new IllegalArgumentException("nft comments are limited to " + MAX_COMMENT_BYTES + " bytes: " + comment);
+      }
+    }
+
+    public IpFamily family() {
+      return source.family();
+    }
+
+    @Override
+    public String toString() {
+      return source + " : " + target + " (" + comment + ")";
+    }
+  }
+
+  /** What an interval-set element covers: the addresses first..last (both hosts, same family). */
+  public record IpRange(IpPrefix first, IpPrefix last) {
+    public IpRange {
+      Objects.requireNonNull(first, "first");
+      Objects.requireNonNull(last, "last");
+      if (!first.isHost() || !last.isHost() || first.family() != last.family()) {
+        throw new IllegalArgumentException("a range is two addresses of one family: " + first + "-" + last);
+      }
+      if (first.firstAddress().compareTo(last.firstAddress()) > 0) {
+        throw new IllegalArgumentException("range ends before it starts: " + first + "-" + last);
+      }
+    }
+
+    /** The addresses of a prefix. */
+    public static IpRange of(IpPrefix prefix) {
+      return new IpRange(
+          host(prefix.firstAddress(), prefix.family()), host(prefix.lastAddress(), prefix.family()));
+    }
+
+    public IpFamily family() {
+      return first.family();
+    }
+
+    @Override
+    public String toString() {
+      return first.equals(last) ? first.toString() : first + "-" + last;
+    }
+  }
+
+  /**
+   * What {@link #observe()} found. {@code baseIntact}: the table, both maps, both sets and the chain
+   * with its hook, priority, policy and exactly the four rules in order are as specified.
+   */
+  public record NftState(boolean tablePresent, boolean baseIntact, Set<SnatElement> snat, List<IpRange> inCluster) {
+    public NftState {
+      snat = Set.copyOf(snat);
+      inCluster = List.copyOf(inCluster);
+    }
+  }
+
+  /**
+   * One transaction's worth of element changes.
+   *
+   * @param replaceInCluster when present, both in-cluster sets are flushed and refilled with these
+   *     prefixes (any family mix; overlaps and adjacency are merged) in the same transaction
+   */
+  public record NftChange(
+      Set<SnatElement> addSnat, Set<SnatElement> deleteSnat, Optional<List<IpPrefix>> replaceInCluster) {
+    public NftChange {
+      addSnat = Set.copyOf(addSnat);
+      deleteSnat = Set.copyOf(deleteSnat);
+      replaceInCluster = replaceInCluster.map(List::copyOf);
+      Set<IpPrefix> keys = new HashSet<>();
+      for (SnatElement e : addSnat) {
+        if (!keys.add(e.source())) {
+          throw new IllegalArgumentException("two SNAT elements to add for source " + e.source());
+        }
+      }
+    }
+
+    public static NftChange none() {
+      return new NftChange(Set.of(), Set.of(), Optional.empty());
+    }
+
+    public boolean isEmpty() {
+      return addSnat.isEmpty() && deleteSnat.isEmpty() && replaceInCluster.isEmpty();
+    }
+  }
+
+  // ---------------------------------------------------------------- observe
+
+  /** Everything parsed from one listing, including what is wrong with the base objects. */
+  private record Observed(
+      boolean tablePresent,
+      Map<String, ObjectStatus> objects, // maps and sets by name
+      ObjectStatus chain,
+      Map<IpPrefix, SnatElement> snat,
+      List<IpRange> inCluster) {
+    boolean baseIntact() {
+      return tablePresent
+          && chain == ObjectStatus.OK
+          && objects.values().stream().allMatch(s -> s == ObjectStatus.OK);
+    }
+
+    NftState state() {
+      return new NftState(tablePresent, baseIntact(), new HashSet<>(snat.values()), inCluster);
+    }
+  }
+
+  /** A base object: missing, as specified, or present but different (for the chain: other hook/type/priority). */
+  private enum ObjectStatus {
+    ABSENT,
+    OK,
+    WRONG,
+    /** Chain only: chain as specified, but its rules are not exactly the four. */
+    RULES_DIFFER
+  }
+
+  /** Lists the table once ({@code nft -j list table inet egress_service_agent}). */
+  public NftState observe() {
+    return observeRaw().state();
+  }
+
+  private Observed observeRaw() {
+    Optional<JsonNode> listing = client.listTableIfPresent(FAMILY, TABLE);
+    Map<String, ObjectStatus> objects = new HashMap<>();
+    for (IpFamily f : IpFamily.values()) {
+      objects.put(snatMap(f), ObjectStatus.ABSENT);
+      objects.put(inClusterSet(f), ObjectStatus.ABSENT);
+    }
+    if (listing.isEmpty()) {
+      return new Observed(false, objects, ObjectStatus.ABSENT, Map.of(), List.of());
+    }
+    Map<IpPrefix, SnatElement> snat = new HashMap<>();
+    List<IpRange> inCluster = new ArrayList<>();
+    ObjectStatus chain = ObjectStatus.ABSENT;
+    List<JsonNode> rules = new ArrayList<>();
+    for (JsonNode item : listing.get().path("nftables")) {
+      if (item.has("map")) {
+        JsonNode m = item.get("map");
+        String name = m.path("name").asText();
+        for (IpFamily f : IpFamily.values()) {
+          if (name.equals(snatMap(f))) {
+            boolean ok = m.path("type").asText().equals(nftType(f))
+                && m.path("map").asText().equals(nftType(f))
+                && m.path("flags").isMissingNode();
+            objects.put(name, ok ? ObjectStatus.OK : ObjectStatus.WRONG);
+            if (ok) {
+              for (JsonNode e : m.path("elem")) {
+                SnatElement el = parseSnatElement(e, f);
+                snat.put(el.source(), el);
+              }
+            }
+          }
+        }
+        // A set of ours that someone re-created as a map is wrong too.
+        objects.computeIfPresent(name, (k, v) -> name.startsWith("in_cluster") ? ObjectStatus.WRONG : v);
+      } else if (item.has("set")) {
+        JsonNode s = item.get("set");
+        String name = s.path("name").asText();
+        for (IpFamily f : IpFamily.values()) {
+          if (name.equals(inClusterSet(f))) {
+            JsonNode flags = s.path("flags");
+            boolean ok = s.path("type").asText().equals(nftType(f))
+                && flags.isArray()
+                && flags.size() == 1
+                && flags.get(0).asText().equals("interval");
+            objects.put(name, ok ? ObjectStatus.OK : ObjectStatus.WRONG);
+            if (ok) {
+              for (JsonNode e : s.path("elem")) {
+                inCluster.add(parseIntervalElement(e, f));
+              }
+            }
+          }
+        }
+        objects.computeIfPresent(name, (k, v) -> name.startsWith("snat") ? ObjectStatus.WRONG : v);
+      } else if (item.has("chain")) {
+        JsonNode c = item.get("chain");
+        if (c.path("name").asText().equals(CHAIN)) {
+          boolean ok = c.path("type").asText().equals("nat")
+              && c.path("hook").asText().equals("postrouting")
+              && c.path("prio").isInt()
+              && c.path("prio").asInt() == CHAIN_PRIORITY
+              && c.path("policy").asText().equals("accept")
+              && !c.has("dev");
+          chain = ok ? ObjectStatus.OK : ObjectStatus.WRONG;
+        }
+      } else if (item.has("rule")) {
+        JsonNode r = item.get("rule");
+        if (r.path("chain").asText().equals(CHAIN)) {
+          rules.add(r.path("expr"));
+        }
+      }
+    }
+    if (chain == ObjectStatus.OK && !rules.equals(expectedRuleExpressions())) {
+      chain = ObjectStatus.RULES_DIFFER;
+    }
+    inCluster.sort(RANGE_ORDER);
+    return new Observed(true, objects, chain, snat, inCluster);
+  }
+
+  private static SnatElement parseSnatElement(JsonNode e, IpFamily family) {
+    // [key, value] where key is "addr" or {"elem":{"val":"addr","comment":"..."}}
+    if (!e.isArray() || e.size() != 2) {
+      throw new NftException("unexpected map element in " + snatMap(family) + ": " + e);
+    }
+    JsonNode key = e.get(0);
+    String comment = "";
+    if (key.has("elem")) {
+      comment = key.get("elem").path("comment").asText("");
+      key = key.get("elem").path("val");
+    }
+    return new SnatElement(parseHost(key, family), parseHost(e.get(1), family), comment);
+  }
+
+  private static IpRange parseIntervalElement(JsonNode e, IpFamily family) {
+    if (e.has("elem")) {
+      e = e.get("elem").path("val");
+    }
+    if (e.isTextual()) {
+      IpPrefix p = parseHost(e, family);
+      return new IpRange(p, p);
+    }
+    if (e.has("prefix")) {
+      JsonNode p = e.get("prefix");
+      return IpRange.of(IpPrefix.parse(p.path("addr").asText() + "/" + p.path("len").asInt()));
+    }
+    if (e.has("range") && e.get("range").size() == 2) {
+      return new IpRange(parseHost(e.get("range").get(0), family), parseHost(e.get("range").get(1), family));
+    }
+    throw new NftException("unexpected interval element in " + inClusterSet(family) + ": " + e);
+  }
+
+  private static IpPrefix parseHost(JsonNode text, IpFamily family) {
+    IpPrefix p = IpPrefix.parse(text.asText());
+    if (!p.isHost() || p.family() != family) {
+      throw new NftException("expected an " + family + " address in nft output, got " + text);
+    }
+    return p;
+  }
+
+  // ---------------------------------------------------------------- coverage
+
+  private static final Comparator<IpRange> RANGE_ORDER =
+      Comparator.comparing(IpRange::family).thenComparing(r -> r.first().firstAddress());
+
+  /**
+   * Whether the observed set elements cover exactly the addresses of the desired prefixes. Compares
+   * merged ranges, so 10.0.0.0/24 + 10.0.1.0/24 equals 10.0.0.0/23 and overlaps do not matter.
+   */
+  public static boolean sameCoverage(List<IpRange> observed, List<IpPrefix> desired) {
+    return merge(observed).equals(merge(desired.stream().map(IpRange::of).toList()));
+  }
+
+  /** Sorted, disjoint and non-adjacent ranges covering exactly the given ranges. */
+  public static List<IpRange> merge(Collection<IpRange> ranges) {
+    List<IpRange> sorted = new ArrayList<>(ranges);
+    sorted.sort(RANGE_ORDER);
+    List<IpRange> out = new ArrayList<>();
+    IpRange cur = null;
+    for (IpRange r : sorted) {
+      if (cur != null
+          && cur.family() == r.family()
+          && r.first().firstAddress().compareTo(cur.last().firstAddress().add(BigInteger.ONE)) <= 0) {
+        if (r.last().firstAddress().compareTo(cur.last().firstAddress()) > 0) {
+          cur = new IpRange(cur.first(), r.last());
+        }
+      } else {
+        if (cur != null) {
+          out.add(cur);
+        }
+        cur = r;
+      }
+    }
+    if (cur != null) {
+      out.add(cur);
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- apply
+
+  /**
+   * Applies {@code change} in ONE nft transaction (all or nothing). With {@code ensureBase}, first
+   * (re)creates whatever of the table, maps, sets and chain is missing or wrong; a chain whose rules
+   * differ from the four specified is flushed and refilled in the same transaction, an intact chain
+   * is never touched. Then elements are deleted (only those present: deletion is by source address),
+   * then added; an element whose key is present with another value or comment is deleted and re-added,
+   * one already present exactly is skipped. Nothing is sent when nothing needs doing.
+   *
+   * <p>CLI equivalent: {@code nft -j -f -} with the generated batch.
+   */
+  public void apply(NftChange change, boolean ensureBase) {
+    JsonNode doc = plan(change, ensureBase);
+    if (!doc.path("nftables").isEmpty()) {
+      client.run(doc);
+    }
+  }
+
+  /**
+   * The transaction {@link #apply} would run now (after one listing), as a libnftables-json
+   * document; {@code {"nftables":[]}} when nothing needs doing. For tests and {@code --dry-run}.
+   */
+  public JsonNode plan(NftChange change, boolean ensureBase) {
+    Observed obs = observeRaw();
+    ArrayNode cmds = F.arrayNode();
+    Set<String> recreated = new HashSet<>();
+    if (ensureBase) {
+      ensureBase(obs, cmds, recreated);
+    }
+    Map<IpPrefix, SnatElement> present = new HashMap<>();
+    for (Map.Entry<IpPrefix, SnatElement> e : obs.snat().entrySet()) {
+      if (!recreated.contains(snatMap(e.getValue().family()))) {
+        present.put(e.getKey(), e.getValue());
+      }
+    }
+
+    if (change.replaceInCluster().isPresent()) {
+      List<IpRange> merged = merge(change.replaceInCluster().get().stream().map(IpRange::of).toList());
+      for (IpFamily f : IpFamily.values()) {
+        if (obs.tablePresent() && obs.objects().get(inClusterSet(f)) != ObjectStatus.ABSENT
+            && !recreated.contains(inClusterSet(f))) {
+          cmds.add(command("flush", "set", setRef(inClusterSet(f))));
+        }
+        ArrayNode elems = F.arrayNode();
+        for (IpRange r : merged) {
+          if (r.family() == f) {
+            elems.add(intervalElement(r));
+          }
+        }
+        if (!elems.isEmpty()) {
+          cmds.add(command("add", "element", setRef(inClusterSet(f)).set("elem", elems)));
+        }
+      }
+    }
+
+    // Deletions: requested ones that are present, plus keys that an add changes.
+    Map<IpFamily, Set<IpPrefix>> deleteKeys = new EnumMap<>(IpFamily.class);
+    Map<IpFamily, List<SnatElement>> adds = new EnumMap<>(IpFamily.class);
+    for (SnatElement e : change.deleteSnat()) {
+      if (present.containsKey(e.source())) {
+        deleteKeys.computeIfAbsent(e.family(), k -> new LinkedHashSet<>()).add(e.source());
+      }
+    }
+    for (SnatElement e : sorted(change.addSnat())) {
+      SnatElement old = present.get(e.source());
+      Set<IpPrefix> deleting = deleteKeys.getOrDefault(e.family(), Set.of());
+      if (old != null && old.equals(e) && !deleting.contains(e.source())) {
+        continue; // already there exactly
+      }
+      if (old != null) {
+        deleteKeys.computeIfAbsent(e.family(), k -> new LinkedHashSet<>()).add(e.source());
+      }
+      adds.computeIfAbsent(e.family(), k -> new ArrayList<>()).add(e);
+    }
+    for (IpFamily f : IpFamily.values()) {
+      Set<IpPrefix> keys = deleteKeys.getOrDefault(f, Set.of());
+      if (!keys.isEmpty()) {
+        ArrayNode elems = F.arrayNode();
+        keys.stream().sorted().forEach(k -> elems.add(k.addressText()));
+        cmds.add(command("delete", "element", setRef(snatMap(f)).set("elem", elems)));
+      }
+    }
+    for (IpFamily f : IpFamily.values()) {
+      List<SnatElement> list = adds.getOrDefault(f, List.of());
+      if (!list.isEmpty()) {
+        ArrayNode elems = F.arrayNode();
+        list.forEach(e -> elems.add(mapElement(e)));
+        cmds.add(command("add", "element", setRef(snatMap(f)).set("elem", elems)));
+      }
+    }
+    ObjectNode doc = F.objectNode();
+    doc.set("nftables", cmds);
+    return doc;
+  }
+
+  private static void ensureBase(Observed obs, ArrayNode cmds, Set<String> recreated) {
+    if (!obs.tablePresent()) {
+      cmds.add(command("add", "table", F.objectNode().put("family", FAMILY).put("name", TABLE)));
+    }
+    boolean anyWrongObject = obs.objects().values().stream().anyMatch(s -> s == ObjectStatus.WRONG);
+    boolean chainPresent = obs.chain() != ObjectStatus.ABSENT;
+    boolean refillRules = obs.chain() != ObjectStatus.OK || anyWrongObject;
+    // Rules reference the maps and sets: they go first so that wrong ones can be deleted.
+    if (chainPresent && refillRules) {
+      cmds.add(command("flush", "chain", chainRef()));
+    }
+    if (obs.chain() == ObjectStatus.WRONG) {
+      cmds.add(command("delete", "chain", chainRef()));
+    }
+    for (IpFamily f : IpFamily.values()) {
+      for (String name : List.of(snatMap(f), inClusterSet(f))) {
+        ObjectStatus s = obs.objects().get(name);
+        if (s == ObjectStatus.WRONG) {
+          // delete by name works for sets and maps alike ("delete set").
+          cmds.add(command("delete", "set", setRef(name)));
+        }
+        if (s != ObjectStatus.OK) {
+          recreated.add(name);
+          cmds.add(name.startsWith("snat") ? mapSpec(f) : setSpec(f));
+        }
+      }
+    }
+    if (obs.chain() == ObjectStatus.ABSENT || obs.chain() == ObjectStatus.WRONG) {
+      cmds.add(command("add", "chain", chainRef()
+          .put("type", "nat")
+          .put("hook", "postrouting")
+          .put("prio", CHAIN_PRIORITY)
+          .put("policy", "accept")));
+    }
+    if (refillRules) {
+      for (JsonNode expr : expectedRuleExpressions()) {
+        ObjectNode rule = chainRef();
+        rule.remove("name");
+        rule.put("chain", CHAIN);
+        rule.set("expr", expr.deepCopy());
+        cmds.add(command("add", "rule", rule));
+      }
+    }
+  }
+
+  private static ObjectNode mapSpec(IpFamily f) {
+    return command("add", "map", setRef(snatMap(f)).put("type", nftType(f)).put("map", nftType(f)));
+  }
+
+  private static ObjectNode setSpec(IpFamily f) {
+    ObjectNode set = setRef(inClusterSet(f)).put("type", nftType(f));
+    set.putArray("flags").add("interval");
+    return command("add", "set", set);
+  }
+
+  /**
+   * The four rules as libnftables-json expressions, in order; also what nft 1.0.6 prints for them,
+   * so observed rules are compared to exactly this.
+   */
+  static List<JsonNode> expectedRuleExpressions() {
+    List<JsonNode> rules = new ArrayList<>();
+    for (IpFamily f : IpFamily.values()) {
+      ArrayNode expr = F.arrayNode();
+      ObjectNode match = expr.addObject().putObject("match");
+      match.put("op", "==");
+      match.putObject("left").putObject("payload").put("protocol", f.nftName()).put("field", "daddr");
+      match.put("right", "@" + inClusterSet(f));
+      expr.addObject().putNull("return");
+      rules.add(expr);
+    }
+    for (IpFamily f : IpFamily.values()) {
+      ArrayNode expr = F.arrayNode();
+      ObjectNode snat = expr.addObject().putObject("snat");
+      snat.put("family", f.nftName());
+      ObjectNode map = snat.putObject("addr").putObject("map");
+      map.putObject("key").putObject("payload").put("protocol", f.nftName()).put("field", "saddr");
+      map.put("data", "@" + snatMap(f));
+      rules.add(expr);
+    }
+    return rules;
+  }
+
+  private static JsonNode mapElement(SnatElement e) {
+    ArrayNode pair = F.arrayNode();
+    if (e.comment().isEmpty()) {
+      pair.add(e.source().addressText());
+    } else {
+      pair.addObject().putObject("elem").put("val", e.source().addressText()).put("comment", e.comment());
+    }
+    pair.add(e.target().addressText());
+    return pair;
+  }
+
+  static JsonNode intervalElement(IpRange r) {
+    BigInteger first = r.first().firstAddress();
+    BigInteger last = r.last().firstAddress();
+    if (first.equals(last)) {
+      return F.textNode(r.first().addressText());
+    }
+    BigInteger size = last.subtract(first).add(BigInteger.ONE);
+    if (size.bitCount() == 1 && first.mod(size).signum() == 0) {
+      int len = r.family().bits() - (size.bitLength() - 1);
+      ObjectNode p = F.objectNode();
+      p.putObject("prefix").put("addr", r.first().addressText()).put("len", len);
+      return p;
+    }
+    ObjectNode range = F.objectNode();
+    range.putArray("range").add(r.first().addressText()).add(r.last().addressText());
+    return range;
+  }
+
+  private static List<SnatElement> sorted(Set<SnatElement> elements) {
+    return elements.stream().sorted(Comparator.comparing(SnatElement::source)).toList();
+  }
+
+  private static ObjectNode command(String verb, String object, ObjectNode body) {
+    ObjectNode cmd = F.objectNode();
+    cmd.putObject(verb).set(object, body);
+    return cmd;
+  }
+
+  private static ObjectNode setRef(String name) {
+    return F.objectNode().put("family", FAMILY).put("table", TABLE).put("name", name);
+  }
+
+  private static ObjectNode chainRef() {
+    return F.objectNode().put("family", FAMILY).put("table", TABLE).put("name", CHAIN);
+  }
+
+  static IpPrefix host(BigInteger address, IpFamily family) {
+    byte[] raw = address.toByteArray();
+    byte[] bytes = new byte[family.byteLength()];
+    int n = Math.min(raw.length, bytes.length);
+    System.arraycopy(raw, raw.length - n, bytes, bytes.length - n, n);
+    return IpPrefix.host(bytes);
+  }
+
+  // ---------------------------------------------------------------- cleanup
+
+  /** Removes the whole owned table and nothing else ({@code nft delete table inet egress_service_agent}); absent is fine. */
+  public void deleteTable() {
+    ObjectNode doc = F.objectNode();
+    doc.putArray("nftables").add(command("delete", "table", F.objectNode().put("family", FAMILY).put("name", TABLE)));
+    try {
+      client.run(doc);
+    } catch (NftException e) {
+      if (!e.isNotFound()) {
+        throw e;
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    client.close();
+  }
+}

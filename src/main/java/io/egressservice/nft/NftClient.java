@@ -1,0 +1,198 @@
+package io.egressservice.nft;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.jna.Pointer;
+import io.egressservice.netlink.NetnsThread;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * A libnftables context living on one {@link NetnsThread}: every call runs there, so all commands
+ * act in that thread's network namespace. Input and output are libnftables-json(5) documents
+ * ({@code {"nftables":[...]}}).
+ *
+ * <p>One {@link #run} is one {@code nft_run_cmd_from_buffer} call, which libnftables sends to the
+ * kernel as one batch: either every command takes effect or none does (CLI equivalent: {@code nft -j -f
+ * FILE}).
+ */
+public final class NftClient implements AutoCloseable {
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  private final NetnsThread thread;
+  private final Libnftables lib;
+  private Pointer ctx;
+
+  private NftClient(NetnsThread thread, Libnftables lib, Pointer ctx) {
+    this.thread = thread;
+    this.lib = lib;
+    this.ctx = ctx;
+  }
+
+  /** Creates a context on {@code thread} (so in its namespace) with buffered JSON output and errors. */
+  public static NftClient open(NetnsThread thread) {
+    return thread.call(
+        () -> {
+          Libnftables lib = Libnftables.get();
+          Pointer ctx = lib.nft_ctx_new(Libnftables.NFT_CTX_DEFAULT);
+          if (ctx == null) {
+            throw new NftException("nft_ctx_new failed in " + thread.describe());
+          }
+          lib.nft_ctx_output_set_flags(ctx, lib.nft_ctx_output_get_flags(ctx) | Libnftables.NFT_CTX_OUTPUT_JSON);
+          if (lib.nft_ctx_buffer_output(ctx) != 0 || lib.nft_ctx_buffer_error(ctx) != 0) {
+            lib.nft_ctx_free(ctx);
+            throw new NftException("cannot buffer libnftables output in " + thread.describe());
+          }
+          return new NftClient(thread, lib, ctx);
+        });
+  }
+
+  /** The namespace this client acts in, for messages. */
+  public String describe() {
+    return thread.describe();
+  }
+
+  /**
+   * Runs a libnftables-json document ({@code {"nftables":[{"add":{...}}, ...]}}) as one atomic
+   * transaction and returns its parsed output ({@code {"nftables":[]}} when there is none, as for
+   * add/delete commands).
+   *
+   * @throws NftException with nft's error text and a summary of the commands; nothing was applied
+   */
+  public JsonNode run(JsonNode nftablesCommands) {
+    String input;
+    try {
+      input = JSON.writeValueAsString(nftablesCommands);
+    } catch (JsonProcessingException e) {
+      throw new NftException("cannot serialize nft commands: " + e.getMessage(), e);
+    }
+    String[] result =
+        thread.call(
+            () -> {
+              if (ctx == null) {
+                throw new IllegalStateException("NftClient is closed");
+              }
+              int rc = lib.nft_run_cmd_from_buffer(ctx, input);
+              String out = lib.nft_ctx_get_output_buffer(ctx);
+              String err = lib.nft_ctx_get_error_buffer(ctx);
+              return new String[] {Integer.toString(rc), out == null ? "" : out, err == null ? "" : err};
+            });
+    if (!result[0].equals("0")) {
+      throw failure(result[2], summarize(nftablesCommands), thread.describe());
+    }
+    String out = result[1].trim();
+    if (out.isEmpty()) {
+      ObjectNode empty = JSON.createObjectNode();
+      empty.putArray("nftables");
+      return empty;
+    }
+    try {
+      return JSON.readTree(out);
+    } catch (JsonProcessingException e) {
+      throw new NftException("nft printed output that is not JSON: " + abbreviate(out), e);
+    }
+  }
+
+  /** {@code nft -j list table FAMILY NAME}; throws {@link NftException} (isNotFound) when absent. */
+  public JsonNode listTable(String family, String name) {
+    ObjectNode doc = JSON.createObjectNode();
+    doc.putArray("nftables").addObject().putObject("list").putObject("table").put("family", family).put("name", name);
+    return run(doc);
+  }
+
+  /** Like {@link #listTable} but empty when the table does not exist. */
+  public Optional<JsonNode> listTableIfPresent(String family, String name) {
+    try {
+      return Optional.of(listTable(family, name));
+    } catch (NftException e) {
+      if (e.isNotFound()) {
+        return Optional.empty();
+      }
+      throw e;
+    }
+  }
+
+  /** {@code nft -j list tables}. */
+  public JsonNode listTables() {
+    ObjectNode doc = JSON.createObjectNode();
+    doc.putArray("nftables").addObject().putObject("list").putObject("tables");
+    return run(doc);
+  }
+
+  static NftException failure(String nftError, String summary, String where) {
+    String err = nftError.strip();
+    if (err.contains("Operation not permitted")) {
+      return new NftException.PermissionDenied(
+          "nft: Operation not permitted: CAP_NET_ADMIN is required in " + where + " (" + summary + ")", err);
+    }
+    return new NftException("nft failed in " + where + " (" + summary + "): " + abbreviate(err), err, null);
+  }
+
+  /** E.g. "3 commands: add table, add chain, add element x2 (10 elements)". */
+  static String summarize(JsonNode doc) {
+    JsonNode cmds = doc.path("nftables");
+    if (!cmds.isArray()) {
+      return "not an {\"nftables\":[...]} document";
+    }
+    Map<String, Integer> counts = new LinkedHashMap<>();
+    int elements = 0;
+    for (JsonNode cmd : cmds) {
+      Iterator<Map.Entry<String, JsonNode>> fields = cmd.properties().iterator();
+      if (!fields.hasNext()) {
+        counts.merge("{}", 1, Integer::sum);
+        continue;
+      }
+      Map.Entry<String, JsonNode> verb = fields.next();
+      String object = verb.getValue().isObject() && verb.getValue().fieldNames().hasNext()
+          ? verb.getValue().fieldNames().next()
+          : "?";
+      counts.merge(verb.getKey() + " " + object, 1, Integer::sum);
+      JsonNode elem = verb.getValue().path(object).path("elem");
+      if (elem instanceof ArrayNode a) {
+        elements += a.size();
+      }
+    }
+    StringBuilder sb = new StringBuilder();
+    sb.append(cmds.size()).append(cmds.size() == 1 ? " command: " : " commands: ");
+    int i = 0;
+    for (Map.Entry<String, Integer> e : counts.entrySet()) {
+      if (i++ > 0) {
+        sb.append(", ");
+      }
+      sb.append(e.getKey());
+      if (e.getValue() > 1) {
+        sb.append(" x").append(e.getValue());
+      }
+    }
+    if (elements > 0) {
+      sb.append(" (").append(elements).append(elements == 1 ? " element)" : " elements)");
+    }
+    return sb.toString();
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 2000 ? s : s.substring(0, 2000) + "... (" + s.length() + " chars)";
+  }
+
+  /** Frees the context (on its thread). The thread itself belongs to the caller. */
+  @Override
+  public void close() {
+    try {
+      thread.call(
+          () -> {
+            if (ctx != null) {
+              lib.nft_ctx_free(ctx);
+              ctx = null;
+            }
+            return null;
+          });
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // The thread was closed first; its context dies with it (and the process).
+    }
+  }
+}
