@@ -16,12 +16,25 @@ public class NetlinkException extends RuntimeException {
   public static final int EINVAL = 22;
   public static final int EOPNOTSUPP = 95;
   public static final int EAFNOSUPPORT = 97;
+  public static final int ENOBUFS = 105;
 
   private final int errno;
+  private final String request;
 
   public NetlinkException(int errno, String message) {
+    this(errno, message, null);
+  }
+
+  /** {@code request} describes what was asked of the kernel, e.g. "add ip rule '5000: from 10.0.0.5 lookup 100'". */
+  public NetlinkException(int errno, String message, String request) {
     super(message);
     this.errno = errno;
+    this.request = request;
+  }
+
+  /** The request that failed, as text (e.g. "add ip rule '...'"), when known. */
+  public java.util.Optional<String> request() {
+    return java.util.Optional.ofNullable(request);
   }
 
   /** The kernel's errno, positive; 0 when the failure did not come from the kernel. */
@@ -34,17 +47,28 @@ public class NetlinkException extends RuntimeException {
    * e.g. "permission denied: CAP_NET_ADMIN is required to add ip rule ... in netns X".
    */
   public static NetlinkException fromErrno(int errno, String operation, String where) {
+    return fromErrno(errno, operation, where, "");
+  }
+
+  /**
+   * As {@link #fromErrno(int, String, String)}, adding the kernel's own explanation (the netlink
+   * extended ACK message, e.g. "Backward goto not supported") when there is one.
+   */
+  public static NetlinkException fromErrno(int errno, String operation, String where, String kernelMessage) {
+    String kernel = kernelMessage == null || kernelMessage.isEmpty() ? "" : " (kernel: " + kernelMessage + ")";
     return switch (errno) {
       case EPERM, EACCES -> new PermissionDenied(
           errno,
-          "permission denied: CAP_NET_ADMIN is required to " + operation + " in " + where);
-      case EEXIST -> new AlreadyExists(errno, operation + " in " + where + ": already exists");
+          "permission denied: CAP_NET_ADMIN is required to " + operation + " in " + where + kernel,
+          operation);
+      case EEXIST -> new AlreadyExists(errno, operation + " in " + where + ": already exists" + kernel, operation);
       case ENOENT, ESRCH, ENODEV -> new NotFound(
-          errno, operation + " in " + where + ": no such object");
+          errno, operation + " in " + where + ": no such object" + kernel, operation);
       case EINVAL -> new InvalidArgument(
-          errno, operation + " in " + where + ": invalid argument (the kernel refused the request)");
+          errno, operation + " in " + where + ": invalid argument (the kernel refused the request)" + kernel,
+          operation);
       default -> new NetlinkException(
-          errno, operation + " in " + where + ": " + ErrnoNames.describe(errno));
+          errno, operation + " in " + where + ": " + ErrnoNames.describe(errno) + kernel, operation);
     };
   }
 
@@ -55,6 +79,10 @@ public class NetlinkException extends RuntimeException {
     public PermissionDenied(int errno, String message) {
       super(errno, message);
     }
+
+    public PermissionDenied(int errno, String message, String request) {
+      super(errno, message, request);
+    }
   }
 
   /** EEXIST: the object to add is already there. */
@@ -63,6 +91,10 @@ public class NetlinkException extends RuntimeException {
 
     public AlreadyExists(int errno, String message) {
       super(errno, message);
+    }
+
+    public AlreadyExists(int errno, String message, String request) {
+      super(errno, message, request);
     }
   }
 
@@ -73,6 +105,10 @@ public class NetlinkException extends RuntimeException {
     public NotFound(int errno, String message) {
       super(errno, message);
     }
+
+    public NotFound(int errno, String message, String request) {
+      super(errno, message, request);
+    }
   }
 
   /** EINVAL: the kernel refused the request as malformed. */
@@ -81,6 +117,10 @@ public class NetlinkException extends RuntimeException {
 
     public InvalidArgument(int errno, String message) {
       super(errno, message);
+    }
+
+    public InvalidArgument(int errno, String message, String request) {
+      super(errno, message, request);
     }
   }
 

@@ -125,6 +125,14 @@ public final class NetnsThread implements AutoCloseable {
     }
   }
 
+  /**
+   * Starts a long-running task (e.g. a notification loop) on this namespace's thread without
+   * waiting for it. Calls made with {@link #call} afterwards queue behind it.
+   */
+  public Future<?> submit(Runnable task) {
+    return executor.submit(task);
+  }
+
   @Override
   public void close() {
     executor.shutdown();

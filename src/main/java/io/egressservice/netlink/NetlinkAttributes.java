@@ -1,0 +1,102 @@
+package io.egressservice.netlink;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/**
+ * The {@code struct nlattr} list of a message, indexed by type (the NLA_F_NESTED and
+ * NLA_F_NET_BYTEORDER bits are masked off, as the kernel may or may not set them). A later attribute
+ * of the same type wins, like {@code nla_parse}.
+ */
+final class NetlinkAttributes {
+  private static final int MAX_TYPE = 64;
+  private final ByteBuffer buf;
+  private final int[] offset = new int[MAX_TYPE];
+  private final int[] length = new int[MAX_TYPE];
+
+  private NetlinkAttributes(ByteBuffer buf) {
+    this.buf = buf;
+    Arrays.fill(offset, -1);
+  }
+
+  /** Parses attributes between {@code start} and {@code end} of {@code buf}. */
+  static NetlinkAttributes parse(ByteBuffer buf, int start, int end) {
+    ByteBuffer b = buf.duplicate().order(ByteOrder.nativeOrder());
+    NetlinkAttributes a = new NetlinkAttributes(b);
+    int pos = start;
+    while (pos + NetlinkConstants.NLA_HDRLEN <= end) {
+      int len = Short.toUnsignedInt(b.getShort(pos));
+      int type = Short.toUnsignedInt(b.getShort(pos + 2)) & NetlinkConstants.NLA_TYPE_MASK;
+      if (len < NetlinkConstants.NLA_HDRLEN || pos + len > end) {
+        throw new IllegalArgumentException("malformed attribute at offset " + pos + ": length " + len);
+      }
+      if (type < MAX_TYPE) {
+        a.offset[type] = pos + NetlinkConstants.NLA_HDRLEN;
+        a.length[type] = len - NetlinkConstants.NLA_HDRLEN;
+      }
+      pos += NetlinkMessageWriter.align(len);
+    }
+    return a;
+  }
+
+  boolean has(int type) {
+    return offset[type] >= 0;
+  }
+
+  private void need(int type, int bytes) {
+    if (length[type] < bytes) {
+      throw new IllegalArgumentException("attribute " + type + " has " + length[type] + " bytes, expected " + bytes);
+    }
+  }
+
+  OptionalInt u8(int type) {
+    if (!has(type)) {
+      return OptionalInt.empty();
+    }
+    need(type, 1);
+    return OptionalInt.of(Byte.toUnsignedInt(buf.get(offset[type])));
+  }
+
+  /** A u32 as a Java int (callers use Integer.toUnsignedLong where the full range matters). */
+  OptionalInt u32(int type) {
+    if (!has(type)) {
+      return OptionalInt.empty();
+    }
+    need(type, 4);
+    return OptionalInt.of(buf.getInt(offset[type]));
+  }
+
+  Optional<byte[]> bytes(int type) {
+    if (!has(type)) {
+      return Optional.empty();
+    }
+    byte[] out = new byte[length[type]];
+    buf.get(offset[type], out);
+    return Optional.of(out);
+  }
+
+  /** A string attribute without its terminating NUL (and anything after it). */
+  Optional<String> string(int type) {
+    return bytes(type)
+        .map(
+            b -> {
+              int n = 0;
+              while (n < b.length && b[n] != 0) {
+                n++;
+              }
+              return new String(b, 0, n, StandardCharsets.UTF_8);
+            });
+  }
+
+  /** The attributes nested inside attribute {@code type}. */
+  Optional<NetlinkAttributes> nested(int type) {
+    if (!has(type)) {
+      return Optional.empty();
+    }
+    return Optional.of(parse(buf, offset[type], offset[type] + length[type]));
+  }
+}

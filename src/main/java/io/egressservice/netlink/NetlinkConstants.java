@@ -1,0 +1,126 @@
+package io.egressservice.netlink;
+
+/**
+ * Numbers from the Linux UAPI headers used on the wire. Values are architecture independent (they
+ * are protocol constants, not struct layouts); the header names are given so they can be checked.
+ */
+final class NetlinkConstants {
+  private NetlinkConstants() {}
+
+  // <linux/netlink.h>
+  static final int AF_NETLINK = 16;
+  static final int NETLINK_ROUTE = 0;
+  static final int SOL_NETLINK = 270;
+  static final int NETLINK_CAP_ACK = 10;
+  static final int NETLINK_EXT_ACK = 11;
+
+  static final int NLMSG_HDRLEN = 16; // struct nlmsghdr: u32 len, u16 type, u16 flags, u32 seq, u32 pid
+  static final int NLA_HDRLEN = 4; // struct nlattr: u16 len, u16 type
+  static final int NLA_F_NESTED = 0x8000;
+  static final int NLA_F_NET_BYTEORDER = 0x4000;
+  static final int NLA_TYPE_MASK = ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER) & 0xffff;
+
+  static final int NLMSG_NOOP = 1;
+  static final int NLMSG_ERROR = 2;
+  static final int NLMSG_DONE = 3;
+  static final int NLMSG_OVERRUN = 4;
+
+  static final int NLM_F_REQUEST = 0x01;
+  static final int NLM_F_MULTI = 0x02;
+  static final int NLM_F_ACK = 0x04;
+  static final int NLM_F_DUMP_INTR = 0x10;
+  static final int NLM_F_ROOT = 0x100;
+  static final int NLM_F_MATCH = 0x200;
+  static final int NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH;
+  static final int NLM_F_EXCL = 0x200;
+  static final int NLM_F_CREATE = 0x400;
+  /** In an NLMSG_ERROR reply: the echoed request was cut to its header (NETLINK_CAP_ACK). */
+  static final int NLM_F_CAPPED = 0x100;
+  /** In an NLMSG_ERROR reply: extended-ack TLVs follow the echoed request. */
+  static final int NLM_F_ACK_TLVS = 0x200;
+  static final int NLMSGERR_ATTR_MSG = 1;
+
+  // <linux/rtnetlink.h>
+  static final int RTM_NEWLINK = 16;
+  static final int RTM_DELLINK = 17;
+  static final int RTM_GETLINK = 18;
+  static final int RTM_NEWROUTE = 24;
+  static final int RTM_DELROUTE = 25;
+  static final int RTM_GETROUTE = 26;
+  static final int RTM_NEWRULE = 32;
+  static final int RTM_DELRULE = 33;
+  static final int RTM_GETRULE = 34;
+
+  static final int RTMSG_LEN = 12; // struct rtmsg: 8 x u8, u32 flags
+  static final int FIB_RULE_HDR_LEN = 12; // struct fib_rule_hdr: 8 x u8, u32 flags
+  static final int IFINFOMSG_LEN = 16; // struct ifinfomsg: u8 family, u8 pad, u16 type, s32 index, u32 flags, u32 change
+
+  static final int RTA_DST = 1;
+  static final int RTA_OIF = 4;
+  static final int RTA_GATEWAY = 5;
+  static final int RTA_PRIORITY = 6;
+  static final int RTA_TABLE = 15;
+
+  static final int RTM_F_CLONED = 0x200;
+
+  static final int RT_TABLE_UNSPEC = 0;
+  static final int RT_TABLE_COMPAT = 252;
+  static final int RT_TABLE_DEFAULT = 253;
+  static final int RT_TABLE_MAIN = 254;
+  static final int RT_TABLE_LOCAL = 255;
+
+  static final int RT_SCOPE_UNIVERSE = 0;
+  static final int RT_SCOPE_LINK = 253;
+  static final int RT_SCOPE_HOST = 254;
+  static final int RT_SCOPE_NOWHERE = 255;
+
+  static final int RTN_UNICAST = 1;
+  static final int RTN_LOCAL = 2;
+  static final int RTN_BROADCAST = 3;
+  static final int RTN_BLACKHOLE = 6;
+  static final int RTN_UNREACHABLE = 7;
+  static final int RTN_PROHIBIT = 8;
+  static final int RTN_THROW = 9;
+
+  static final int RTPROT_UNSPEC = 0;
+  static final int RTPROT_KERNEL = 2;
+  static final int RTPROT_BOOT = 3;
+
+  // rtnetlink multicast groups (enum rtnetlink_groups); bind() takes the bit 1 << (group - 1)
+  static final int RTNLGRP_LINK = 1;
+  static final int RTNLGRP_IPV4_ROUTE = 7;
+  static final int RTNLGRP_IPV4_RULE = 8;
+  static final int RTNLGRP_IPV6_ROUTE = 11;
+  static final int RTNLGRP_IPV6_RULE = 19;
+
+  // <linux/fib_rules.h>
+  static final int FRA_DST = 1;
+  static final int FRA_SRC = 2;
+  static final int FRA_IIFNAME = 3;
+  static final int FRA_GOTO = 4;
+  static final int FRA_PRIORITY = 6;
+  static final int FRA_FWMARK = 10;
+  static final int FRA_SUPPRESS_PREFIXLEN = 14;
+  static final int FRA_TABLE = 15;
+  static final int FRA_FWMASK = 16;
+  static final int FRA_OIFNAME = 17;
+  static final int FRA_PROTOCOL = 21;
+
+  static final int FR_ACT_TO_TBL = 1;
+  static final int FR_ACT_GOTO = 2;
+  static final int FR_ACT_NOP = 3;
+  static final int FR_ACT_BLACKHOLE = 6;
+  static final int FR_ACT_UNREACHABLE = 7;
+  static final int FR_ACT_PROHIBIT = 8;
+
+  static final int FIB_RULE_INVERT = 0x2;
+
+  // <linux/if_link.h>
+  static final int IFLA_IFNAME = 3;
+  static final int IFLA_LINKINFO = 18;
+  static final int IFLA_INFO_KIND = 1;
+  static final int IFLA_INFO_DATA = 2;
+  static final int IFLA_VRF_TABLE = 1;
+
+  static final int IFNAMSIZ = 16;
+}

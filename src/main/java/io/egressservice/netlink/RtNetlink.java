@@ -1,0 +1,491 @@
+package io.egressservice.netlink;
+
+import static io.egressservice.netlink.NetlinkConstants.*;
+
+import io.egressservice.ip.IpFamily;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.IntConsumer;
+
+/**
+ * A NETLINK_ROUTE connection in one network namespace: rules (read/write), routes (read/write),
+ * links (read) and change notifications. Each instance owns one socket, created and used on a
+ * {@link NetnsThread} of that namespace; calls from any thread are serialised onto it. The
+ * equivalent of a vishvananda/netlink {@code Handle}.
+ *
+ * <p>Errors come back as the typed {@link NetlinkException}s, with the request and the namespace in
+ * the message (and the kernel's extended-ACK text when it gives one).
+ */
+public final class RtNetlink implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(RtNetlink.class.getName());
+  /** Requested SO_RCVBUF / SO_SNDBUF; the kernel doubles it for its bookkeeping. */
+  static final int SOCKET_BUFFER_BYTES = 4 << 20;
+  /** One received datagram; dumps are sent in skbs of at most 32 KiB, so this is ample. */
+  private static final int RECEIVE_BYTES = 1 << 20;
+  /** Batch chunk size in bytes (also capped by SO_SNDBUF). */
+  private static final int SEND_BYTES = 1 << 20;
+  /** Upper bound of one encoded rule request (v6 src+dst, both ifnames and every u32). */
+  private static final int MAX_RULE_MESSAGE = 256;
+  /**
+   * Receive-queue memory one acknowledgement takes (skb truesize, conservatively): a chunk must not
+   * produce more ACKs than the receive buffer holds, or the kernel drops them (ENOBUFS).
+   */
+  private static final int ACK_TRUESIZE = 2048;
+  private static final int DUMP_ATTEMPTS = 5;
+
+  private final NetnsThread thread;
+  private final boolean ownsThread;
+  private final NetlinkSocket socket;
+  private final ByteBuffer sendBuffer;
+  private final ByteBuffer receiveBuffer;
+  private final NetlinkMessageWriter writer;
+  private final int maxMessagesPerChunk;
+  private final int maxChunkBytes;
+  private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
+  private int seq;
+  private boolean closed;
+
+  private RtNetlink(NetnsThread thread, boolean ownsThread) {
+    this.thread = thread;
+    this.ownsThread = ownsThread;
+    this.socket = thread.call(() -> openSocket(0, thread.describe()));
+    this.sendBuffer = ByteBuffer.allocateDirect(SEND_BYTES);
+    this.receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BYTES);
+    this.writer = new NetlinkMessageWriter(sendBuffer);
+    int rcv = Math.max(socket.receiveBufferSize(), 64 * 1024);
+    int snd = Math.max(socket.sendBufferSize(), 64 * 1024);
+    this.maxMessagesPerChunk = Math.max(16, rcv / ACK_TRUESIZE);
+    this.maxChunkBytes = Math.min(SEND_BYTES, snd - 32);
+    this.seq = (int) (System.nanoTime() & 0x3fffffff);
+  }
+
+  private static NetlinkSocket openSocket(int groups, String where) {
+    NetlinkSocket s = NetlinkSocket.open(NETLINK_ROUTE, groups, where);
+    s.setBufferSizes(SOCKET_BUFFER_BYTES);
+    // Extended ACKs: the kernel explains EINVAL and friends in text. Capped ACKs: an error echoes only
+    // the request's header, not the whole request. Both are optional; old kernels ignore them.
+    s.setOption(SOL_NETLINK, NETLINK_EXT_ACK, 1);
+    s.setOption(SOL_NETLINK, NETLINK_CAP_ACK, 1);
+    return s;
+  }
+
+  /**
+   * Opens a connection in the named namespace ({@code ip netns exec NAME ...}), or in the current one
+   * when empty, on a thread of its own that {@link #close()} ends.
+   *
+   * @throws NetlinkException.NoSuchNamespace if {@code /run/netns/NAME} does not exist
+   * @throws NetlinkException.PermissionDenied without CAP_SYS_ADMIN (setns) / CAP_NET_ADMIN
+   */
+  public static RtNetlink open(Optional<String> netns) {
+    NetnsThread t = NetnsThread.enter(netns);
+    try {
+      return new RtNetlink(t, true);
+    } catch (RuntimeException e) {
+      t.close();
+      throw e;
+    }
+  }
+
+  /** Opens a connection on a caller-owned namespace thread, which {@link #close()} leaves running. */
+  public static RtNetlink open(NetnsThread thread) {
+    return new RtNetlink(thread, false);
+  }
+
+  /** "netns X" or "the current network namespace". */
+  public String describe() {
+    return thread.describe();
+  }
+
+  private int nextSeq() {
+    seq = seq + 1 == 0 ? 1 : seq + 1;
+    return seq;
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw new IllegalStateException("netlink connection to " + describe() + " is closed");
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------- rules
+
+  /**
+   * All rules of one family: {@code ip -4 rule show} / {@code ip -6 rule show}. Retried when the
+   * kernel flags the dump as interrupted (NLM_F_DUMP_INTR: the list changed while being read).
+   */
+  public List<Rule> listRules(IpFamily family) {
+    return dump(
+        "list " + ruleCommand(family),
+        s -> RuleCodec.encodeDump(writer, s, family),
+        m -> m.type() == RTM_NEWRULE ? RuleCodec.decode(m.payload()).filter(r -> r.family() == family) : Optional.empty());
+  }
+
+  /**
+   * {@code ip rule add ...}: adds the rule with NLM_F_CREATE|NLM_F_EXCL.
+   *
+   * @throws NetlinkException.AlreadyExists when an identical rule exists (EEXIST)
+   * @throws NetlinkException.InvalidArgument when the kernel refuses it (EINVAL, e.g. a goto to a
+   *     priority at or below the rule's own)
+   */
+  public void addRule(Rule rule) {
+    String op = describeChange(RuleChange.add(rule));
+    request(op, s -> RuleCodec.encode(writer, RTM_NEWRULE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, rule));
+  }
+
+  /**
+   * {@code ip rule del ...}: deletes the first rule (in priority order) that matches.
+   *
+   * <p>The kernel's matching ({@code rule_find} in net/core/fib_rules.c) treats what the request does
+   * not say as a wildcard: action, table, iif/oif, fwmark/fwmask, suppress_prefixlength and
+   * protocol are compared only when non-zero / set, the source and destination only when their
+   * prefix length is non-zero. The priority is always sent, so it always matches exactly. A rule
+   * "from all" with protocol 0 therefore deletes the first rule of that priority and action, whatever
+   * its source or protocol: give the source and the protocol (the agent's 201) to delete exactly
+   * one rule. FRA_PROTOCOL is sent whenever {@code rule.protocol() != 0}.
+   *
+   * @throws NetlinkException.NotFound when nothing matches (ENOENT)
+   */
+  public void deleteRule(Rule rule) {
+    String op = describeChange(RuleChange.delete(rule));
+    request(op, s -> RuleCodec.encode(writer, RTM_DELRULE, NLM_F_REQUEST | NLM_F_ACK, s, rule));
+  }
+
+  /**
+   * Applies many rule changes in order, like {@code ip -batch} of {@code rule add}/{@code rule del}
+   * lines but with many requests per {@code sendmsg}: chunks are sized so the acknowledgements fit
+   * the socket's receive buffer. Every request is acknowledged; a failed request is reported in
+   * {@link BatchResult#failed()} with its typed error and does not stop the others (there is no
+   * transaction: the kernel applies each request on its own).
+   */
+  public BatchResult apply(List<RuleChange> changes) {
+    List<RuleChange> in = List.copyOf(changes);
+    return thread.call(() -> applyOnThread(in));
+  }
+
+  private BatchResult applyOnThread(List<RuleChange> changes) {
+    checkOpen();
+    int n = changes.size();
+    NetlinkException[] errors = new NetlinkException[n];
+    boolean[] answered = new boolean[n];
+    int i = 0;
+    while (i < n) {
+      writer.clear();
+      int first = i;
+      int firstSeq = seq + 1;
+      while (i < n && i - first < maxMessagesPerChunk && writer.position() + MAX_RULE_MESSAGE <= maxChunkBytes) {
+        RuleChange c = changes.get(i);
+        int s = nextSeq();
+        if (c.op() == RuleChange.Op.ADD) {
+          RuleCodec.encode(writer, RTM_NEWRULE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, c.rule());
+        } else {
+          RuleCodec.encode(writer, RTM_DELRULE, NLM_F_REQUEST | NLM_F_ACK, s, c.rule());
+        }
+        i++;
+      }
+      int count = i - first;
+      socket.send(sendBuffer, writer.position());
+      int pending = count;
+      try {
+        while (pending > 0) {
+          int len = socket.receive(receiveBuffer);
+          for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
+            int k = m.seq() - firstSeq;
+            if (m.type() != NLMSG_ERROR || k < 0 || k >= count || answered[first + k]) {
+              continue;
+            }
+            answered[first + k] = true;
+            pending--;
+            int errno = m.errorCode();
+            if (errno != 0) {
+              errors[first + k] = NetlinkException.fromErrno(
+                  errno, describeChange(changes.get(first + k)), describe(), m.extendedAckMessage());
+            }
+          }
+        }
+      } catch (NetlinkException e) {
+        if (e.errno() != NetlinkSocket.ENOBUFS) {
+          throw e;
+        }
+        // Acknowledgements were dropped: the outcome of the unanswered requests is unknown.
+        LOG.log(System.Logger.Level.WARNING, "lost netlink acknowledgements in {0}: {1}", describe(), e.getMessage());
+        for (int k = first; k < i; k++) {
+          if (!answered[k]) {
+            answered[k] = true;
+            errors[k] = new NetlinkException(NetlinkSocket.ENOBUFS, describeChange(changes.get(k)) + " in "
+                + describe() + ": outcome unknown, the acknowledgement was lost (ENOBUFS); list the rules again",
+                describeChange(changes.get(k)));
+          }
+        }
+      }
+    }
+    List<RuleChange> ok = new ArrayList<>();
+    List<BatchResult.Failure> failed = new ArrayList<>();
+    for (int k = 0; k < n; k++) {
+      if (errors[k] == null) {
+        ok.add(changes.get(k));
+      } else {
+        failed.add(new BatchResult.Failure(changes.get(k), errors[k]));
+      }
+    }
+    return new BatchResult(ok, failed);
+  }
+
+  private static String ruleCommand(IpFamily family) {
+    return family == IpFamily.V6 ? "ip -6 rule" : "ip rule";
+  }
+
+  static String describeChange(RuleChange c) {
+    return (c.op() == RuleChange.Op.ADD ? "add " : "delete ") + ruleCommand(c.rule().family()) + " '" + c.rule() + "'";
+  }
+
+  // --------------------------------------------------------------------------------------- routes
+
+  /**
+   * The routes of one table and family: {@code ip [-6] route show table N} (all route types; cache
+   * clones are skipped). The kernel dumps every table; the table is filtered here on RTA_TABLE.
+   */
+  public List<Route> listRoutes(IpFamily family, int table) {
+    return dump(
+        "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table " + Integer.toUnsignedString(table),
+        s -> RouteCodec.encodeDump(writer, s, family),
+        m -> m.type() == RTM_NEWROUTE
+            ? RouteCodec.decode(m.payload()).filter(r -> r.family() == family && r.table() == table)
+            : Optional.empty());
+  }
+
+  /** {@code ip route add ...} (NLM_F_CREATE|NLM_F_EXCL): AlreadyExists on EEXIST. */
+  public void addRoute(Route route) {
+    request("add " + routeCommand(route) + " '" + route + "'",
+        s -> RouteCodec.encode(writer, RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, route));
+  }
+
+  /**
+   * {@code ip route del ...}: the kernel matches destination and table exactly; type, protocol,
+   * gateway/oif and metric only when given (scope is sent as "nowhere", i.e. any). NotFound on ESRCH.
+   */
+  public void deleteRoute(Route route) {
+    request("delete " + routeCommand(route) + " '" + route + "'",
+        s -> RouteCodec.encode(writer, RTM_DELROUTE, NLM_F_REQUEST | NLM_F_ACK, s, route));
+  }
+
+  private static String routeCommand(Route r) {
+    return r.family() == IpFamily.V6 ? "ip -6 route" : "ip route";
+  }
+
+  // ---------------------------------------------------------------------------------------- links
+
+  /** {@code ip -d link show}: every device with its index, name, kind and VRF table. */
+  public List<Link> listLinks() {
+    return dump("list links (ip link show)", s -> LinkCodec.encodeDump(writer, s),
+        m -> m.type() == RTM_NEWLINK ? Optional.of(LinkCodec.decode(m.payload())) : Optional.empty());
+  }
+
+  // -------------------------------------------------------------------------------- notifications
+
+  /** As {@link #subscribe(Set, Consumer, Runnable)} with no overflow callback. */
+  public Subscription subscribe(Set<ChangeGroup> groups, Consumer<ChangeEvent> listener) {
+    return subscribe(groups, listener, () -> {});
+  }
+
+  /**
+   * {@code ip monitor rule route link}: a separate socket bound to the given multicast groups
+   * (RTNLGRP_IPV4_RULE, ...), read on a thread of its own in the same namespace; the listener runs on
+   * that thread. Events after this method returns are delivered. If the kernel drops notifications
+   * because the listener is slow (ENOBUFS), {@code onOverflow} runs: the caller should re-list.
+   * A listener that throws is logged and does not stop the subscription.
+   */
+  public Subscription subscribe(Set<ChangeGroup> groups, Consumer<ChangeEvent> listener, Runnable onOverflow) {
+    checkOpen();
+    if (groups.isEmpty()) {
+      throw new IllegalArgumentException("subscribe to at least one group");
+    }
+    Set<ChangeGroup> wanted = EnumSet.copyOf(groups);
+    int mask = 0;
+    for (ChangeGroup g : wanted) {
+      mask |= g.bindMask();
+    }
+    int bindMask = mask;
+    NetnsThread t = NetnsThread.enter(thread.netns());
+    String description = "subscription to " + wanted + " in " + describe();
+    NetlinkSocket s;
+    try {
+      s = t.call(() -> {
+        NetlinkSocket sock = openSocket(bindMask, t.describe());
+        sock.setReceiveTimeoutMillis(Subscription.POLL_MILLIS);
+        return sock;
+      });
+    } catch (RuntimeException e) {
+      t.close();
+      throw e;
+    }
+    Subscription sub = new Subscription(t, description);
+    t.submit(() -> listen(s, sub, wanted, listener, onOverflow));
+    subscriptions.add(sub);
+    return sub;
+  }
+
+  private static void listen(NetlinkSocket s, Subscription sub, Set<ChangeGroup> wanted,
+      Consumer<ChangeEvent> listener, Runnable onOverflow) {
+    ByteBuffer buf = ByteBuffer.allocateDirect(RECEIVE_BYTES);
+    try {
+      while (!sub.closing()) {
+        int len;
+        try {
+          len = s.receive(buf);
+        } catch (NetlinkException e) {
+          if (e.errno() == NetlinkSocket.ENOBUFS) {
+            sub.countOverflow();
+            runQuietly(onOverflow, sub);
+            continue;
+          }
+          LOG.log(System.Logger.Level.ERROR, sub + " stopped: " + e.getMessage(), e);
+          return;
+        }
+        if (len <= 0) {
+          continue;
+        }
+        for (NetlinkMessage m : NetlinkMessage.parse(buf, len)) {
+          Optional<ChangeEvent> ev;
+          try {
+            ev = toEvent(m);
+          } catch (IllegalArgumentException e) {
+            LOG.log(System.Logger.Level.WARNING, sub + ": undecodable message type " + m.type() + ": " + e.getMessage());
+            continue;
+          }
+          if (ev.isPresent() && wanted.contains(ev.get().group()) && !sub.closing()) {
+            sub.countDelivered();
+            ChangeEvent e = ev.get();
+            runQuietly(() -> listener.accept(e), sub);
+          }
+        }
+      }
+    } finally {
+      s.close();
+    }
+  }
+
+  private static void runQuietly(Runnable r, Subscription sub) {
+    try {
+      r.run();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, sub + ": listener failed: " + e, e);
+    }
+  }
+
+  static Optional<ChangeEvent> toEvent(NetlinkMessage m) {
+    return switch (m.type()) {
+      case RTM_NEWRULE -> RuleCodec.decode(m.payload()).map(r -> ChangeEvent.ofRule(ChangeKind.NEW, r));
+      case RTM_DELRULE -> RuleCodec.decode(m.payload()).map(r -> ChangeEvent.ofRule(ChangeKind.DELETED, r));
+      case RTM_NEWROUTE -> RouteCodec.decode(m.payload()).map(r -> ChangeEvent.ofRoute(ChangeKind.NEW, r));
+      case RTM_DELROUTE -> RouteCodec.decode(m.payload()).map(r -> ChangeEvent.ofRoute(ChangeKind.DELETED, r));
+      case RTM_NEWLINK -> Optional.of(ChangeEvent.ofLink(ChangeKind.NEW, LinkCodec.decode(m.payload())));
+      case RTM_DELLINK -> Optional.of(ChangeEvent.ofLink(ChangeKind.DELETED, LinkCodec.decode(m.payload())));
+      default -> Optional.empty();
+    };
+  }
+
+  // ------------------------------------------------------------------------------------ plumbing
+
+  /** Sends one request with NLM_F_ACK and waits for its acknowledgement, throwing its error. */
+  private void request(String op, IntConsumer encode) {
+    thread.call(() -> {
+      checkOpen();
+      writer.clear();
+      int s = nextSeq();
+      encode.accept(s);
+      socket.send(sendBuffer, writer.position());
+      while (true) {
+        int len = socket.receive(receiveBuffer);
+        for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
+          if (m.seq() == s && m.type() == NLMSG_ERROR) {
+            int errno = m.errorCode();
+            if (errno == 0) {
+              return null;
+            }
+            throw NetlinkException.fromErrno(errno, op, describe(), m.extendedAckMessage());
+          }
+        }
+      }
+    });
+  }
+
+  /** Runs a dump (NLM_F_DUMP) to NLMSG_DONE, retrying it when the kernel marks it interrupted. */
+  private <T> List<T> dump(String op, IntConsumer encode, Function<NetlinkMessage, Optional<T>> decode) {
+    return thread.call(() -> {
+      checkOpen();
+      for (int attempt = 1; attempt <= DUMP_ATTEMPTS; attempt++) {
+        writer.clear();
+        int s = nextSeq();
+        encode.accept(s);
+        socket.send(sendBuffer, writer.position());
+        List<T> out = new ArrayList<>();
+        boolean interrupted = false;
+        boolean done = false;
+        while (!done) {
+          int len = socket.receive(receiveBuffer);
+          for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
+            if (m.seq() != s) {
+              continue;
+            }
+            if ((m.flags() & NLM_F_DUMP_INTR) != 0) {
+              interrupted = true;
+            }
+            if (m.type() == NLMSG_DONE) {
+              int err = m.payload().limit() >= 4 ? -m.payload().getInt(0) : 0;
+              if (err == NetlinkSocket.EINTR) {
+                interrupted = true;
+              } else if (err != 0) {
+                throw NetlinkException.fromErrno(err, op, describe());
+              }
+              done = true;
+              break;
+            }
+            if (m.type() == NLMSG_ERROR) {
+              int errno = m.errorCode();
+              if (errno != 0) {
+                throw NetlinkException.fromErrno(errno, op, describe(), m.extendedAckMessage());
+              }
+              continue;
+            }
+            decode.apply(m).ifPresent(out::add);
+          }
+        }
+        if (!interrupted) {
+          return out;
+        }
+        LOG.log(System.Logger.Level.DEBUG, "{0} in {1}: dump interrupted, retrying ({2})", op, describe(), attempt);
+      }
+      throw new NetlinkException(NetlinkSocket.EINTR,
+          op + " in " + describe() + ": the dump was interrupted " + DUMP_ATTEMPTS + " times (the kernel state kept changing)", op);
+    });
+  }
+
+  /** Closes the socket, the subscriptions made through it, and the thread if this connection owns it. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    for (Subscription s : subscriptions) {
+      s.close();
+    }
+    try {
+      thread.call(() -> {
+        closed = true;
+        socket.close();
+        return null;
+      });
+    } finally {
+      if (ownsThread) {
+        thread.close();
+      }
+    }
+  }
+}
