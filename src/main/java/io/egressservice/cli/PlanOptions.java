@@ -4,6 +4,7 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.PlanConfig;
 import java.util.ArrayList;
 import java.util.List;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -11,13 +12,7 @@ import picocli.CommandLine.Option;
  * reads from {@code EGRESS_AGENT_<FLAG>} (lists comma-separated), which is how the DaemonSet sets them.
  */
 public final class PlanOptions {
-  @Option(names = "--priority", defaultValue = "${env:EGRESS_AGENT_PRIORITY:-5000}",
-      description = "Priority P of the service rules; in-cluster rules sit at P-1 (default ${DEFAULT-VALUE}).")
-  int priority;
-
-  @Option(names = "--rule-protocol", defaultValue = "${env:EGRESS_AGENT_RULE_PROTOCOL:-201}",
-      description = "The ip rule 'protocol' that marks our rules; rules with another protocol are left alone (default ${DEFAULT-VALUE}).")
-  int ruleProtocol;
+  @Mixin OwnershipOptions ownership = new OwnershipOptions();
 
   @Option(names = "--cluster-cidr", split = ",", defaultValue = "${env:EGRESS_AGENT_CLUSTER_CIDR}",
       description = "Pod network(s), in addition to the Nodes' spec.podCIDRs. Repeatable.")
@@ -46,7 +41,8 @@ public final class PlanOptions {
       throw new Main.UserError("--rule-mode " + ruleMode + " is not supported: only 'source' is implemented");
     }
     try {
-      return new PlanConfig(priority, ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
+      ownership.validate();
+      return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion);
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());

@@ -1,0 +1,123 @@
+package io.egressservice.cli;
+
+import io.egressservice.dataplane.ApplyReport;
+import io.egressservice.dataplane.Change;
+import io.egressservice.dataplane.ChangeSet;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.DataplaneException;
+import io.egressservice.dataplane.Differ;
+import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.Planner;
+import io.egressservice.plan.ServiceOutcome;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code apply}: plan for the node, then reconcile the kernel to it (or, with --dry-run, show the difference). */
+@Command(name = "apply", mixinStandardHelpOptions = true,
+    description = "Plan for a node and reconcile the kernel to it; --dry-run shows the difference and changes nothing.")
+public final class ApplyCommand implements Callable<Integer> {
+  @Option(names = "--objects", required = true, arity = "1..*", paramLabel = "PATH",
+      description = "YAML/JSON files or directories (multi-document, kind: List).")
+  List<Path> objects;
+
+  @Option(names = "--node", required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+      description = "The node this kernel belongs to.")
+  String node;
+
+  @Option(names = "--dry-run", description = "Print what differs between the plan and the kernel, per service; change nothing.")
+  boolean dryRun;
+
+  @Mixin NetnsOption netns;
+
+  @Mixin PlanOptions planOptions;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    PlanConfig config = planOptions.toConfig();
+    PrintWriter out = spec.commandLine().getOut();
+    ClusterObjects loaded = PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
+      DesiredState desired = planFor(dp, loaded, node, config);
+      if (dryRun) {
+        ChangeSet diff = Differ.diff(desired, dp.observe());
+        out.printf("dry run for node %s in %s: %d difference(s); nothing was changed%n",
+            node, dp.describe(), diff.changes().size());
+        printPerService(out, desired, diff.changes());
+        out.flush();
+        return Main.EXIT_OK;
+      }
+      ApplyReport report = dp.reconcile(desired);
+      out.printf("applied %d change(s) for node %s in %s (kernel time %.1f ms)%n",
+          report.applied().size(), node, dp.describe(), report.kernelNanos() / 1e6);
+      printPerService(out, desired, report.applied());
+      if (!report.succeeded()) {
+        PrintWriter err = spec.commandLine().getErr();
+        err.println("error: " + report.failures().size() + " change(s) were refused by the kernel;"
+            + " everything else was applied and a new 'apply' retries them:");
+        report.failures().forEach(f -> err.println("  " + f));
+        err.flush();
+        out.flush();
+        return Main.EXIT_SYSTEM_ERROR;
+      }
+      out.flush();
+      return Main.EXIT_OK;
+    } catch (DataplaneException e) {
+      throw new Main.SystemError(e.getMessage(), e);
+    }
+  }
+
+  /** The plan for this node, with its networks resolved and connected subnets read from the kernel. */
+  static DesiredState planFor(Dataplane dp, ClusterObjects objects, String node, PlanConfig config) {
+    TreeSet<String> networks = new TreeSet<>();
+    objects.egressServices().forEach(es -> {
+      if (es.getSpec() != null && es.getSpec().getNetwork() != null) {
+        networks.add(es.getSpec().getNetwork().trim());
+      }
+    });
+    NodeFacts facts = dp.facts(networks);
+    return Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(), config));
+  }
+
+  /** Groups changes by service, each under the plan's outcome for it, so "what is wrong here" reads top-down. */
+  static void printPerService(PrintWriter out, DesiredState desired, List<Change> changes) {
+    Map<String, List<Change>> byService = new LinkedHashMap<>();
+    for (ServiceOutcome o : desired.services()) {
+      byService.put(o.service().toString(), new java.util.ArrayList<>());
+    }
+    for (Change c : changes) {
+      byService.computeIfAbsent(c.service(), k -> new java.util.ArrayList<>()).add(c);
+    }
+    for (Map.Entry<String, List<Change>> e : byService.entrySet()) {
+      ServiceOutcome outcome = desired.services().stream()
+          .filter(o -> o.service().toString().equals(e.getKey())).findFirst().orElse(null);
+      out.print("  " + e.getKey());
+      if (outcome != null) {
+        out.print(": " + (outcome.configured() ? "configured: " : "not configured: ") + outcome.reason());
+      }
+      out.println();
+      if (outcome != null) {
+        outcome.skippedEndpoints().forEach(s -> out.println("      skipped " + s.address() + ": " + s.reason()));
+      }
+      if (e.getValue().isEmpty()) {
+        out.println("      (kernel matches the plan)");
+      }
+      e.getValue().forEach(c -> out.println("    " + c));
+    }
+  }
+}

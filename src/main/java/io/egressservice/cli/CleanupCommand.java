@@ -1,0 +1,42 @@
+package io.egressservice.cli;
+
+import io.egressservice.dataplane.ApplyReport;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.DataplaneException;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/** {@code cleanup}: removes everything the agent owns (DESIGN.md section 2) and nothing else. */
+@Command(name = "cleanup", mixinStandardHelpOptions = true,
+    description = "Remove every ip rule (priority P and P-1 with our protocol) and the nft table the agent owns; nothing else.")
+public final class CleanupCommand implements Callable<Integer> {
+  @Mixin NetnsOption netns;
+
+  @Mixin OwnershipOptions ownership;
+
+  @Spec CommandSpec spec;
+
+  @Override
+  public Integer call() {
+    ownership.validate();
+    PrintWriter out = spec.commandLine().getOut();
+    try (Dataplane dp = Kernel.open(netns.value(), ownership.priority, ownership.ruleProtocol)) {
+      ApplyReport report = dp.cleanup();
+      out.printf("removed %d owned object(s) in %s%n", report.applied().size(), dp.describe());
+      report.applied().forEach(c -> out.println("  " + c));
+      out.flush();
+      if (!report.succeeded()) {
+        report.failures().forEach(f -> spec.commandLine().getErr().println("error: " + f));
+        spec.commandLine().getErr().flush();
+        return Main.EXIT_SYSTEM_ERROR;
+      }
+      return Main.EXIT_OK;
+    } catch (DataplaneException e) {
+      throw new Main.SystemError(e.getMessage(), e);
+    }
+  }
+}

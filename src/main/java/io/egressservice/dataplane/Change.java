@@ -1,0 +1,39 @@
+package io.egressservice.dataplane;
+
+/**
+ * One kernel change, described for people: {@code + rule 5000: from 10.0.0.5 lookup 100} for service
+ * {@code ns/svc}.
+ *
+ * @param service the EgressService it belongs to, {@code (in-cluster)} for P-1 rules and the
+ *     in-cluster sets, {@code (base)} for the nft table itself, or {@code (unknown)} for a stale owned
+ *     object whose service is no longer known
+ */
+public record Change(Op op, Kind kind, String service, String description) {
+  public enum Op {
+    ADD("+"),
+    DELETE("-"),
+    REPLACE("~");
+
+    private final String symbol;
+
+    Op(String symbol) {
+      this.symbol = symbol;
+    }
+
+    public String symbol() {
+      return symbol;
+    }
+  }
+
+  public enum Kind {
+    RULE,
+    SNAT,
+    IN_CLUSTER,
+    NFT_BASE
+  }
+
+  @Override
+  public String toString() {
+    return op.symbol() + " " + description;
+  }
+}

@@ -1,0 +1,261 @@
+package io.egressservice.dataplane;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.BatchResult;
+import io.egressservice.netlink.NetlinkException;
+import io.egressservice.netlink.NetnsThread;
+import io.egressservice.netlink.Route;
+import io.egressservice.netlink.RouteType;
+import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Rule;
+import io.egressservice.netlink.RuleChange;
+import io.egressservice.nft.EgressNftables;
+import io.egressservice.nft.NftException;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.NetworkResolution;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The kernel side of one network namespace: observes what the agent owns, diffs it against the plan
+ * and applies the difference. Every reconcile (an event, the periodic resync, a drift notification,
+ * a one-shot {@code apply}) runs the same {@link #reconcile}.
+ */
+public final class Dataplane implements AutoCloseable {
+  private static final int RT_TABLE_MAIN = 254;
+
+  private final NetnsThread thread;
+  private final RtNetlink netlink;
+  private final EgressNftables nft;
+  private final int priority;
+  private final int protocol;
+
+  private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, int priority, int protocol) {
+    this.thread = thread;
+    this.netlink = netlink;
+    this.nft = nft;
+    this.priority = priority;
+    this.protocol = protocol;
+  }
+
+  /**
+   * Opens the dataplane of {@code netns} (empty: the current namespace) for rules at {@code priority}
+   * and {@code priority - 1} carrying {@code protocol}.
+   *
+   * @throws DataplaneException when the namespace does not exist or the process lacks privileges
+   */
+  public static Dataplane open(Optional<String> netns, int priority, int protocol) {
+    NetnsThread thread;
+    try {
+      thread = NetnsThread.enter(netns);
+    } catch (NetlinkException e) {
+      throw new DataplaneException(e.getMessage(), e);
+    }
+    try {
+      RtNetlink netlink = RtNetlink.open(thread);
+      EgressNftables nft = EgressNftables.open(thread);
+      return new Dataplane(thread, netlink, nft, priority, protocol);
+    } catch (NetlinkException | NftException e) {
+      thread.close();
+      throw new DataplaneException(e.getMessage(), e);
+    } catch (RuntimeException | UnsatisfiedLinkError e) {
+      thread.close();
+      throw new DataplaneException("cannot open the dataplane of " + thread.describe() + ": " + e.getMessage(), e);
+    }
+  }
+
+  public String describe() {
+    return thread.describe();
+  }
+
+  public NetnsThread thread() {
+    return thread;
+  }
+
+  public RtNetlink netlink() {
+    return netlink;
+  }
+
+  /** The owned state: our rules (P and P-1, our protocol, both families) and our nft table. */
+  public ObservedState observe() {
+    try {
+      List<Rule> rules = new ArrayList<>();
+      for (IpFamily f : IpFamily.values()) {
+        for (Rule r : netlink.listRules(f)) {
+          if (isOwned(r)) {
+            rules.add(r);
+          }
+        }
+      }
+      return new ObservedState(rules, nft.observe());
+    } catch (NetlinkException | NftException e) {
+      throw new DataplaneException("cannot read the owned state of " + describe() + ": " + e.getMessage(), e);
+    }
+  }
+
+  private boolean isOwned(Rule r) {
+    return r.protocol() == protocol && (r.priority() == priority || r.priority() == priority - 1);
+  }
+
+  /** Names in {@code spec.network} to tables: VRF devices of this namespace, then rt_tables. */
+  public NetworkResolution resolveNetworks(Collection<String> networks, RtTables rtTables) {
+    try {
+      return NetworkResolver.resolve(networks, netlink.listLinks(), rtTables);
+    } catch (NetlinkException e) {
+      throw new DataplaneException("cannot list links of " + describe() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Directly connected subnets of the main table (routes without gateway), both families. */
+  public List<IpPrefix> connectedSubnets() {
+    List<IpPrefix> out = new ArrayList<>();
+    try {
+      for (IpFamily f : IpFamily.values()) {
+        for (Route r : netlink.listRoutes(f, RT_TABLE_MAIN)) {
+          if (r.type() == RouteType.UNICAST && r.gateway().isEmpty() && r.destination().isPresent()
+              && !r.destination().get().isHost() && r.destination().get().length() > 0) {
+            out.add(r.destination().get());
+          }
+        }
+      }
+    } catch (NetlinkException e) {
+      throw new DataplaneException("cannot list routes of " + describe() + ": " + e.getMessage(), e);
+    }
+    return out;
+  }
+
+  /**
+   * What the plan needs to know of this node: how the given {@code spec.network} values resolve
+   * here, and the connected subnets.
+   */
+  public NodeFacts facts(Collection<String> networks) {
+    return new NodeFacts(resolveNetworks(networks, RtTables.read(RtTables.DEFAULT_FILES)), connectedSubnets());
+  }
+
+  /** Observe, diff, apply. */
+  public ApplyReport reconcile(DesiredState desired) {
+    long start = System.nanoTime();
+    ObservedState observed = observe();
+    long observeNanos = System.nanoTime() - start;
+    ApplyReport report = apply(Differ.diff(desired, observed));
+    return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
+  }
+
+  /**
+   * Applies a change set in its order: rule additions, the nft transaction, rule deletions. A refused
+   * request does not stop the others; it is reported, and the kernel holds either the old or the new
+   * form of every object, which the next reconcile completes.
+   */
+  public ApplyReport apply(ChangeSet changes) {
+    List<Change> applied = new ArrayList<>();
+    List<String> failures = new ArrayList<>();
+    long kernel = 0;
+    Map<Rule, Change> ruleChanges = new HashMap<>();
+    List<Change> ruleAddChanges = new ArrayList<>();
+    List<Change> nftChanges = new ArrayList<>();
+    List<Change> ruleDeleteChanges = new ArrayList<>();
+    for (Change c : changes.changes()) {
+      if (c.kind() == Change.Kind.RULE) {
+        (c.op() == Change.Op.ADD ? ruleAddChanges : ruleDeleteChanges).add(c);
+      } else {
+        nftChanges.add(c);
+      }
+    }
+    for (int i = 0; i < changes.ruleAdds().size(); i++) {
+      ruleChanges.put(changes.ruleAdds().get(i), ruleAddChanges.get(i));
+    }
+    for (int i = 0; i < changes.ruleDeletes().size(); i++) {
+      ruleChanges.put(changes.ruleDeletes().get(i), ruleDeleteChanges.get(i));
+    }
+
+    long t = System.nanoTime();
+    batch(changes.ruleAdds().stream().map(RuleChange::add).toList(), ruleChanges, applied, failures);
+    kernel += System.nanoTime() - t;
+
+    if (!changes.nft().isEmpty() || changes.ensureNftBase()) {
+      t = System.nanoTime();
+      try {
+        // ensureBase: element changes need the maps and sets; an intact base is left untouched.
+        nft.apply(changes.nft(), true);
+        applied.addAll(nftChanges);
+      } catch (NftException e) {
+        failures.add("nft transaction (" + nftChanges.size() + " change(s), none applied): " + e.getMessage());
+        if (e instanceof NftException.PermissionDenied) {
+          throw new DataplaneException(e.getMessage(), e);
+        }
+      }
+      kernel += System.nanoTime() - t;
+    }
+
+    t = System.nanoTime();
+    batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures);
+    kernel += System.nanoTime() - t;
+    return new ApplyReport(applied, failures, kernel);
+  }
+
+  private void batch(List<RuleChange> requests, Map<Rule, Change> described, List<Change> applied,
+      List<String> failures) {
+    if (requests.isEmpty()) {
+      return;
+    }
+    BatchResult result = netlink.apply(requests);
+    for (RuleChange ok : result.succeeded()) {
+      applied.add(described.get(ok.rule()));
+    }
+    for (BatchResult.Failure f : result.failed()) {
+      if (f.change().op() == RuleChange.Op.DELETE && f.error() instanceof NetlinkException.NotFound) {
+        applied.add(described.get(f.change().rule())); // already gone: the goal is met
+        continue;
+      }
+      if (f.change().op() == RuleChange.Op.ADD && f.error() instanceof NetlinkException.AlreadyExists) {
+        applied.add(described.get(f.change().rule()));
+        continue;
+      }
+      if (f.error() instanceof NetlinkException.PermissionDenied) {
+        throw new DataplaneException(f.error().getMessage(), f.error());
+      }
+      failures.add(f.error().getMessage());
+    }
+  }
+
+  /** Removes everything the agent owns in this namespace, and nothing else. */
+  public ApplyReport cleanup() {
+    long start = System.nanoTime();
+    ObservedState observed = observe();
+    List<Change> applied = new ArrayList<>();
+    List<String> failures = new ArrayList<>();
+    Map<Rule, Change> described = new HashMap<>();
+    for (Rule r : observed.rules()) {
+      described.put(r, new Change(Change.Op.DELETE, Change.Kind.RULE, Differ.UNKNOWN, "rule " + r));
+    }
+    batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures);
+    if (observed.nft().tablePresent()) {
+      try {
+        nft.deleteTable();
+        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
+            "nft table inet " + EgressNftables.TABLE + " (" + observed.nft().snat().size() + " SNAT element(s))"));
+      } catch (NftException e) {
+        failures.add("delete nft table inet " + EgressNftables.TABLE + ": " + e.getMessage());
+      }
+    }
+    return new ApplyReport(applied, failures, System.nanoTime() - start);
+  }
+
+  @Override
+  public void close() {
+    try {
+      nft.close();
+    } finally {
+      try {
+        netlink.close();
+      } finally {
+        thread.close();
+      }
+    }
+  }
+}

@@ -1,0 +1,136 @@
+package io.egressservice.dataplane;
+
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.Rule;
+import io.egressservice.nft.EgressNftables;
+import io.egressservice.nft.EgressNftables.NftChange;
+import io.egressservice.nft.EgressNftables.SnatElement;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.RuleSpec;
+import io.egressservice.plan.SnatEntry;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/** Pure: the plan against the observed owned state, as an ordered {@link ChangeSet}. */
+public final class Differ {
+  static final String IN_CLUSTER = "(in-cluster)";
+  static final String BASE = "(base)";
+  static final String UNKNOWN = "(unknown)";
+
+  private Differ() {}
+
+  public static ChangeSet diff(DesiredState desired, ObservedState observed) {
+    Map<Rule, String> wanted = new LinkedHashMap<>();
+    for (RuleSpec spec : desired.rules()) {
+      wanted.put(toRule(spec, desired.ruleProtocol()), spec.service().map(Object::toString).orElse(IN_CLUSTER));
+    }
+    Set<Rule> present = new HashSet<>(observed.rules());
+    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed);
+
+    List<Change> changes = new ArrayList<>();
+    List<Rule> adds = new ArrayList<>();
+    for (Map.Entry<Rule, String> e : wanted.entrySet()) {
+      if (!present.contains(e.getKey())) {
+        adds.add(e.getKey());
+        changes.add(new Change(Change.Op.ADD, Change.Kind.RULE, e.getValue(), "rule " + e.getKey()));
+      }
+    }
+
+    List<Rule> deletes = new ArrayList<>();
+    List<Rule> stale = new ArrayList<>(observed.rules());
+    stale.sort(Comparator.comparing(Rule::toString));
+    for (Rule r : stale) {
+      if (!wanted.containsKey(r)) {
+        deletes.add(r);
+        String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
+            .orElse(r.destination().isPresent() ? IN_CLUSTER : UNKNOWN);
+        changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, service, "rule " + r));
+      }
+    }
+
+    // nft: the table is needed while there is something to SNAT, and kept once it exists.
+    EgressNftables.NftState nft = observed.nft();
+    boolean needTable = !desired.snat().isEmpty() || nft.tablePresent();
+    boolean ensureBase = needTable && !nft.baseIntact();
+    if (ensureBase) {
+      changes.add(new Change(Change.Op.ADD, Change.Kind.NFT_BASE, BASE,
+          "nft table inet " + EgressNftables.TABLE + " (maps, sets, postrouting chain)"
+              + (nft.tablePresent() ? ": repairing" : "")));
+    }
+    Map<IpPrefix, SnatElement> observedSnat = new HashMap<>();
+    nft.snat().forEach(e -> observedSnat.put(e.source(), e));
+    Set<SnatElement> addSnat = new HashSet<>();
+    Set<IpPrefix> desiredSources = new HashSet<>();
+    for (SnatEntry s : desired.snat()) {
+      SnatElement element = new SnatElement(s.source(), s.to(), s.service().toString());
+      desiredSources.add(s.source());
+      SnatElement old = observedSnat.get(s.source());
+      if (!element.equals(old) || ensureBase) {
+        addSnat.add(element);
+        if (!element.equals(old)) {
+          changes.add(new Change(old == null ? Change.Op.ADD : Change.Op.REPLACE, Change.Kind.SNAT,
+              s.service().toString(), "snat " + s.source() + " -> " + s.to()
+                  + (old == null ? "" : " (was -> " + old.target() + " for " + old.comment() + ")")));
+        }
+      }
+    }
+    Set<SnatElement> deleteSnat = new HashSet<>();
+    List<SnatElement> observedSorted = new ArrayList<>(nft.snat());
+    observedSorted.sort(Comparator.comparing(SnatElement::source));
+    for (SnatElement e : observedSorted) {
+      if (!desiredSources.contains(e.source())) {
+        deleteSnat.add(e);
+        changes.add(new Change(Change.Op.DELETE, Change.Kind.SNAT, e.comment(),
+            "snat " + e.source() + " -> " + e.target()));
+      }
+    }
+    Optional<List<IpPrefix>> inCluster = Optional.empty();
+    if (needTable && (ensureBase || !EgressNftables.sameCoverage(nft.inCluster(), desired.inCluster()))) {
+      inCluster = Optional.of(desired.inCluster());
+      if (!EgressNftables.sameCoverage(nft.inCluster(), desired.inCluster())) {
+        changes.add(new Change(Change.Op.REPLACE, Change.Kind.IN_CLUSTER, IN_CLUSTER,
+            "nft in_cluster sets = " + desired.inCluster()));
+      }
+    }
+    // Reorder the descriptions like the execution: rule adds, nft, rule deletes.
+    List<Change> ordered = new ArrayList<>();
+    changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.ADD).forEach(ordered::add);
+    changes.stream().filter(c -> c.kind() != Change.Kind.RULE).forEach(ordered::add);
+    changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE).forEach(ordered::add);
+    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, deletes, ordered);
+  }
+
+  /** The netlink rule a plan rule becomes; tables must be resolved (they always are on a node). */
+  public static Rule toRule(RuleSpec spec, int protocol) {
+    if (spec.table().id().isEmpty()) {
+      throw new IllegalStateException("rule " + spec + " has an unresolved table; plans for a node resolve every network");
+    }
+    Rule r = Rule.lookup(spec.family(), spec.priority(), (int) spec.table().id().getAsLong()).protocol(protocol);
+    if (spec.from().isPresent()) {
+      r = r.from(spec.from().get());
+    }
+    if (spec.to().isPresent()) {
+      r = r.to(spec.to().get());
+    }
+    return r;
+  }
+
+  /** Which service a source address belongs to: the plan first, then the nft comments. */
+  private static Map<IpPrefix, String> serviceBySource(DesiredState desired, ObservedState observed) {
+    Map<IpPrefix, String> out = new HashMap<>();
+    observed.nft().snat().forEach(e -> out.put(e.source(), e.comment()));
+    for (RuleSpec r : desired.rules()) {
+      if (r.from().isPresent() && r.service().isPresent()) {
+        out.put(r.from().get(), r.service().get().toString());
+      }
+    }
+    return out;
+  }
+}
