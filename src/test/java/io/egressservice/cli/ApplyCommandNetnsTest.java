@@ -1,0 +1,137 @@
+package io.egressservice.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.dataplane.ApplyReport;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.Differ;
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.RtNetlink;
+import io.egressservice.objects.ObjectFiles;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code apply}, {@code status} and {@code cleanup} as a user runs them, against a throwaway namespace. */
+class ApplyCommandNetnsTest {
+  Netns ns;
+  @TempDir Path tmp;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("cli");
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  record Run(int exit, String out, String err) {}
+
+  static Run run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    var cl = Main.commandLine();
+    cl.setOut(new PrintWriter(out));
+    cl.setErr(new PrintWriter(err));
+    int exit = cl.execute(args);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  @Test
+  void dryRunShowsTheDifferencePerServiceAndChangesNothing() {
+    Run dry = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name(), "--dry-run");
+
+    assertThat(dry.exit()).isZero();
+    assertThat(dry.out()).contains("nothing was changed")
+        .contains("default/web: configured")
+        .contains("+ rule 5000: from 10.128.0.5 lookup 100 proto 201")
+        .contains("+ snat 10.128.0.5 -> 5.5.5.5")
+        .contains("default/pending: not configured: the Service has no LoadBalancer ingress IP yet");
+    assertThat(ns.exec("ip", "rule", "show")).doesNotContain("proto 201");
+  }
+
+  @Test
+  void applyThenReapplyThenStatusThenCleanup() {
+    Run first = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
+    assertThat(first.exit()).isZero();
+    assertThat(first.out()).containsPattern("applied \\d+ change\\(s\\) for node node-a in netns " + ns.name()
+        + " \\(kernel time [0-9.]+ ms\\)");
+
+    Run again = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
+    assertThat(again.out()).startsWith("applied 0 change(s)");
+
+    Run status = run("status", "--netns", ns.name());
+    assertThat(status.exit()).isZero();
+    assertThat(status.out()).contains("default/web\n  rule 5000: from 10.128.0.5 lookup 100 proto 201")
+        .contains("  snat 10.128.0.5 -> 5.5.5.5");
+    Run named = run("status", "--netns", ns.name(), "--objects", "examples", "--node", "node-a", "-o", "json");
+    assertThat(named.out()).contains("\"service\" : \"default/reports\"").doesNotContain("service unknown");
+
+    Run cleanup = run("cleanup", "--netns", ns.name());
+    assertThat(cleanup.exit()).isZero();
+    assertThat(ns.exec("ip", "rule", "show")).doesNotContain("proto 201");
+    assertThat(ns.tryExec("nft", "list", "table", "inet", "egress_service_agent").exitCode()).isNotZero();
+  }
+
+  @Test
+  void aMissingNamespaceIsASystemErrorWithExitTwo() {
+    Run r = run("apply", "--objects", "examples", "--node", "node-a", "--netns", "esa-does-not-exist");
+
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).contains("no such network namespace 'esa-does-not-exist'");
+    assertThat(run("status", "--netns", "esa-does-not-exist").exit()).isEqualTo(2);
+    assertThat(run("cleanup", "--netns", "esa-does-not-exist").exit()).isEqualTo(2);
+  }
+
+  @Test
+  void killedInTheMiddleOfALargeApplyTheNextApplyEndsExactlyAtThePlan() throws Exception {
+    int endpoints = 20_000;
+    Path objects = BigObjects.write(tmp.resolve("big"), endpoints);
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    List<String> cmd = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
+        Main.class.getName(), "apply", "--objects", objects.toString(), "--node", "node-a", "--netns", ns.name(),
+        "--cluster-cidr", "10.128.0.0/14"));
+    Process apply = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(tmp.resolve("apply.log").toFile())
+        .start();
+    int seen;
+    try (RtNetlink nl = RtNetlink.open(Optional.of(ns.name()))) {
+      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(2))
+          .until(() -> nl.listRules(IpFamily.V4).stream().filter(r -> r.protocol() == 201).count() > 500);
+      apply.destroyForcibly();
+      assertThat(apply.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      seen = (int) nl.listRules(IpFamily.V4).stream().filter(r -> r.protocol() == 201).count();
+    }
+    System.out.println("apply killed with " + seen + " of " + (endpoints + 3) + " owned rules in place");
+    assertThat(seen).as("the kill must land in the middle of the change").isLessThan(endpoints + 3);
+
+    PlanConfig config = PlanConfig.defaults().withCidrs(List.of(IpPrefix.parse("10.128.0.0/14")), List.of(), List.of());
+    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), config.priority(), config.ruleProtocol())) {
+      DesiredState plan = ApplyCommand.planFor(dp, ObjectFiles.load(List.of(objects), n -> {}), "node-a", config);
+      ApplyReport report = dp.reconcile(plan);
+      assertThat(report.succeeded()).isTrue();
+      assertThat(Differ.diff(plan, dp.observe()).isEmpty()).isTrue();
+      assertThat(dp.observe().rules()).hasSize(plan.rules().size());
+      assertThat(dp.observe().nft().snat()).hasSize(endpoints);
+    }
+  }
+}

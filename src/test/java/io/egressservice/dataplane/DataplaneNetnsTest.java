@@ -1,0 +1,288 @@
+package io.egressservice.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.ObjectFiles;
+import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.Planner;
+import io.egressservice.plan.RuleSpec;
+import io.egressservice.plan.SnatEntry;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The dataplane against a real kernel, in a throwaway namespace, with iproute2 and nft as the oracle:
+ * what the plan says is exactly what {@code ip -j rule show} and {@code nft -j list} print.
+ */
+class DataplaneNetnsTest {
+  static final String NODE = "node-a";
+  static final PlanConfig CONFIG = PlanConfig.defaults().withCidrs(
+      List.of(), List.of(IpPrefix.parse("172.30.0.0/16"), IpPrefix.parse("fd02::/112")), List.of());
+
+  Netns ns;
+  Dataplane dp;
+  @TempDir Path tmp;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("dp");
+    dp = Dataplane.open(Optional.of(ns.name()), CONFIG.priority(), CONFIG.ruleProtocol());
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (dp != null) {
+      dp.close();
+    }
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  static ClusterObjects examples() throws Exception {
+    return ObjectFiles.load(List.of(Path.of("examples")), note -> {});
+  }
+
+  DesiredState planFor(ClusterObjects objects) {
+    Set<String> networks = new TreeSet<>();
+    objects.egressServices().forEach(es -> networks.add(es.getSpec().getNetwork() == null ? "" : es.getSpec().getNetwork()));
+    NodeFacts facts = dp.facts(networks);
+    return Planner.plan(PlanInputs.of(NODE, objects, facts.connectedSubnets(), facts.networks(), CONFIG));
+  }
+
+  /** Owned rules as iproute2 prints them: "inet 5000 from 10.128.0.5 to - table 100". */
+  Set<String> ipRules() {
+    Set<String> out = new TreeSet<>();
+    for (String flag : List.of("-4", "-6")) {
+      for (JsonNode r : ns.json("ip", "-j", flag, "rule", "show")) {
+        if (!"201".equals(r.path("protocol").asText()) && r.path("protocol").asInt(-1) != 201) {
+          continue;
+        }
+        out.add(ruleLine(flag.equals("-4") ? "inet" : "inet6", r));
+      }
+    }
+    return out;
+  }
+
+  static String ruleLine(String family, JsonNode r) {
+    String src = r.path("src").asText("all");
+    if (r.has("srclen") && !src.equals("all") && r.path("srclen").asInt() != (family.equals("inet") ? 32 : 128)) {
+      src += "/" + r.path("srclen").asInt();
+    }
+    String dst = r.has("dst") ? r.path("dst").asText() + (r.has("dstlen") ? "/" + r.path("dstlen").asInt() : "") : "-";
+    return family + " " + r.path("priority").asInt() + " from " + src + " to " + dst + " table " + r.path("table").asText();
+  }
+
+  static Set<String> expectedRules(DesiredState s) {
+    Set<String> out = new TreeSet<>();
+    for (RuleSpec r : s.rules()) {
+      String table = r.table().id().getAsLong() == 254 ? "main" : Long.toString(r.table().id().getAsLong());
+      out.add(r.family().iproute2Name() + " " + r.priority() + " from " + r.from().map(IpPrefix::toString).orElse("all")
+          + " to " + r.to().map(IpPrefix::cidrText).orElse("-") + " table " + table);
+    }
+    return out;
+  }
+
+  /** SNAT elements as nft prints them: "10.128.0.5 -> 5.5.5.5 default/web". */
+  Set<String> nftElements() {
+    Set<String> out = new TreeSet<>();
+    JsonNode listing = ns.json("nft", "-j", "list", "table", "inet", "egress_service_agent");
+    for (JsonNode item : listing.path("nftables")) {
+      JsonNode map = item.path("map");
+      if (map.isMissingNode() || !map.path("name").asText().startsWith("snat_")) {
+        continue;
+      }
+      for (JsonNode elem : map.path("elem")) {
+        JsonNode key = elem.get(0).path("elem");
+        out.add(key.path("val").asText() + " -> " + elem.get(1).asText() + " " + key.path("comment").asText());
+      }
+    }
+    return out;
+  }
+
+  static Set<String> expectedElements(DesiredState s) {
+    Set<String> out = new TreeSet<>();
+    for (SnatEntry e : s.snat()) {
+      out.add(e.source() + " -> " + e.to() + " " + e.service());
+    }
+    return out;
+  }
+
+  @Test
+  void applyOfTheExamplesGivesExactlyThePlanAndReapplyChangesNothing() throws Exception {
+    DesiredState plan = planFor(examples());
+
+    ApplyReport first = dp.reconcile(plan);
+
+    assertThat(first.succeeded()).isTrue();
+    assertThat(ipRules()).isEqualTo(expectedRules(plan));
+    assertThat(nftElements()).isEqualTo(expectedElements(plan)).isNotEmpty();
+    ApplyReport second = dp.reconcile(plan);
+    assertThat(second.applied()).isEmpty();
+    assertThat(Differ.diff(plan, dp.observe()).isEmpty()).isTrue();
+  }
+
+  @Test
+  void removingAnEndpointRemovesExactlyItsRuleAndElement() throws Exception {
+    DesiredState before = planFor(examples());
+    dp.reconcile(before);
+    Set<String> rulesBefore = ipRules();
+    Set<String> elementsBefore = nftElements();
+
+    Path dir = copyExamplesWithout("10.128.0.9");
+    DesiredState after = planFor(ObjectFiles.load(List.of(dir), n -> {}));
+    ApplyReport report = dp.reconcile(after);
+
+    assertThat(report.applied()).extracting(Change::toString).containsExactlyInAnyOrder(
+        "- snat 10.128.0.9 -> 5.5.5.5", "- rule 5000: from 10.128.0.9 lookup 100 proto 201");
+    Set<String> expectedRules = new TreeSet<>(rulesBefore);
+    expectedRules.remove("inet 5000 from 10.128.0.9 to - table 100");
+    assertThat(ipRules()).isEqualTo(expectedRules);
+    Set<String> expectedElements = new TreeSet<>(elementsBefore);
+    expectedElements.remove("10.128.0.9 -> 5.5.5.5 default/web");
+    assertThat(nftElements()).isEqualTo(expectedElements);
+  }
+
+  private Path copyExamplesWithout(String address) throws Exception {
+    Path dir = Files.createDirectories(tmp.resolve("objects"));
+    for (Path f : Files.list(Path.of("examples")).toList()) {
+      String text = Files.readString(f);
+      text = text.replace("  - addresses: [" + address + "]\n    nodeName: node-a\n"
+          + "    conditions: {ready: false, serving: true, terminating: true}\n", "");
+      Files.writeString(dir.resolve(f.getFileName()), text);
+    }
+    assertThat(Files.readString(dir.resolve("web.yaml"))).doesNotContain(address);
+    return dir;
+  }
+
+  @Test
+  void driftIsRepairedAndForeignObjectsSurviveApplyAndCleanup() throws Exception {
+    DesiredState plan = planFor(examples());
+    ns.exec("ip", "rule", "add", "priority", "5000", "from", "10.128.0.5", "lookup", "300", "protocol", "static");
+    ns.exec("ip", "rule", "add", "priority", "4999", "to", "10.99.0.0/16", "lookup", "main");
+    ns.exec("nft", "add", "table", "inet", "other");
+    ns.exec("nft", "add", "chain", "inet", "other", "c", "{ type filter hook output priority 0; }");
+    ns.exec("nft", "add", "set", "inet", "other", "s", "{ type ipv4_addr; }");
+    dp.reconcile(plan);
+
+    // Drift: an owned rule deleted by hand, a stale one added with our protocol, an element deleted.
+    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
+    ns.exec("ip", "rule", "add", "priority", "5000", "from", "10.128.0.77", "lookup", "100", "protocol", "201");
+    ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.128.0.5 }");
+    ApplyReport repair = dp.reconcile(plan);
+
+    assertThat(repair.applied()).extracting(Change::toString).containsExactlyInAnyOrder(
+        "+ rule 5000: from 10.128.0.5 lookup 100 proto 201",
+        "+ snat 10.128.0.5 -> 5.5.5.5",
+        "- rule 5000: from 10.128.0.77 lookup 100 proto 201");
+    assertThat(ipRules()).isEqualTo(expectedRules(plan));
+    assertThat(nftElements()).isEqualTo(expectedElements(plan));
+    assertThat(ns.exec("ip", "rule", "show")).contains("5000:\tfrom 10.128.0.5 lookup 300 proto static")
+        .contains("4999:\tfrom all to 10.99.0.0/16 lookup main");
+
+    dp.cleanup();
+
+    assertThat(ipRules()).isEmpty();
+    assertThat(ns.tryExec("nft", "list", "table", "inet", "egress_service_agent").exitCode()).isNotZero();
+    assertThat(ns.exec("ip", "rule", "show")).contains("5000:\tfrom 10.128.0.5 lookup 300 proto static")
+        .contains("4999:\tfrom all to 10.99.0.0/16 lookup main");
+    assertThat(ns.exec("nft", "list", "table", "inet", "other")).contains("chain c").contains("set s");
+  }
+
+  @Test
+  void aTamperedChainIsRepairedWithoutLosingElements() throws Exception {
+    DesiredState plan = planFor(examples());
+    dp.reconcile(plan);
+    ns.exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
+
+    assertThat(dp.observe().nft().baseIntact()).isFalse();
+    dp.reconcile(plan);
+
+    assertThat(dp.observe().nft().baseIntact()).isTrue();
+    assertThat(ns.exec("nft", "list", "chain", "inet", "egress_service_agent", "postrouting"))
+        .contains("snat ip to ip saddr map @snat_v4");
+    assertThat(nftElements()).isEqualTo(expectedElements(plan));
+  }
+
+  @Test
+  void anUnknownNetworkFailsOnlyItsOwnService() throws Exception {
+    Path dir = Files.createDirectories(tmp.resolve("objects"));
+    for (Path f : Files.list(Path.of("examples")).toList()) {
+      Files.writeString(dir.resolve(f.getFileName()),
+          Files.readString(f).replace("network: \"101\"", "network: \"no-such-vrf\""));
+    }
+    DesiredState plan = planFor(ObjectFiles.load(List.of(dir), n -> {}));
+
+    ApplyReport report = dp.reconcile(plan);
+
+    assertThat(report.succeeded()).isTrue();
+    assertThat(plan.services()).filteredOn(o -> o.service().name().equals("reports")).singleElement()
+        .satisfies(o -> {
+          assertThat(o.configured()).isFalse();
+          assertThat(o.reason()).startsWith("network 'no-such-vrf' not found on this node");
+        });
+    assertThat(ipRules()).noneMatch(r -> r.contains("10.128.0.20")).anyMatch(r -> r.contains("10.128.0.5"));
+    assertThat(nftElements()).contains("10.128.0.5 -> 5.5.5.5 default/web");
+  }
+
+  @Test
+  void aNamedNetworkResolvesThroughRtTables() throws Exception {
+    Path rt = tmp.resolve("rt_tables");
+    Files.writeString(rt, "# test\n255 local\n254 main\n1001\tblue\n");
+    Path dir = Files.createDirectories(tmp.resolve("rt_tables.d"));
+    Files.writeString(dir.resolve("extra.conf"), "0x3ea green # 1002\n");
+
+    var resolution = dp.resolveNetworks(List.of("blue", "green", "red", "100"), RtTables.read(List.of(rt, dir)));
+
+    assertThat(resolution.tables()).containsEntry("blue", 1001L).containsEntry("green", 1002L).doesNotContainKey("100");
+    assertThat(resolution.failures().get("red")).startsWith("network 'red' not found on this node");
+  }
+
+  @Test
+  void aTableChangeAddsTheNewRuleBeforeDeletingTheOld() throws Exception {
+    DesiredState plan100 = planFor(examples());
+    dp.reconcile(plan100);
+    Path dir = Files.createDirectories(tmp.resolve("objects"));
+    for (Path f : Files.list(Path.of("examples")).toList()) {
+      Files.writeString(dir.resolve(f.getFileName()), Files.readString(f).replace("network: \"100\"", "network: \"200\""));
+    }
+    DesiredState plan200 = planFor(ObjectFiles.load(List.of(dir), n -> {}));
+
+    ChangeSet changes = Differ.diff(plan200, dp.observe());
+    List<String> order = new ArrayList<>();
+    changes.changes().forEach(c -> order.add(c.toString()));
+    int lastAdd = -1;
+    int firstDelete = Integer.MAX_VALUE;
+    for (int i = 0; i < order.size(); i++) {
+      if (order.get(i).startsWith("+ rule")) {
+        lastAdd = i;
+      } else if (order.get(i).startsWith("- rule")) {
+        firstDelete = Math.min(firstDelete, i);
+      }
+    }
+    assertThat(lastAdd).isLessThan(firstDelete);
+    dp.apply(changes);
+    assertThat(ipRules()).isEqualTo(expectedRules(plan200));
+    Set<String> tables = new HashSet<>();
+    ipRules().stream().filter(r -> r.contains("10.128.0.5")).forEach(tables::add);
+    assertThat(tables).containsExactly("inet 5000 from 10.128.0.5 to - table 200");
+  }
+}
