@@ -299,7 +299,8 @@ public final class RtNetlink implements AutoCloseable {
    * (RTNLGRP_IPV4_RULE, ...), read on a thread of its own in the same namespace; the listener runs on
    * that thread. Events after this method returns are delivered. If the kernel drops notifications
    * because the listener is slow (ENOBUFS), {@code onOverflow} runs: the caller should re-list.
-   * A listener that throws is logged and does not stop the subscription.
+   * A listener that throws is logged and does not stop the subscription. The listener may call this
+   * connection (e.g. re-list rules: it runs on another thread) and may close the subscription.
    */
   public Subscription subscribe(Set<ChangeGroup> groups, Consumer<ChangeEvent> listener, Runnable onOverflow) {
     checkOpen();
@@ -334,6 +335,7 @@ public final class RtNetlink implements AutoCloseable {
   private static void listen(NetlinkSocket s, Subscription sub, Set<ChangeGroup> wanted,
       Consumer<ChangeEvent> listener, Runnable onOverflow) {
     ByteBuffer buf = ByteBuffer.allocateDirect(RECEIVE_BYTES);
+    sub.runningOn(Thread.currentThread());
     try {
       while (!sub.closing()) {
         int len;

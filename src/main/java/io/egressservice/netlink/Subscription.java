@@ -13,12 +13,17 @@ public final class Subscription implements AutoCloseable {
   private final NetnsThread thread;
   private final String description;
   private volatile boolean closed;
+  private volatile Thread loopThread;
   private final AtomicLong overflows = new AtomicLong();
   private final AtomicLong delivered = new AtomicLong();
 
   Subscription(NetnsThread thread, String description) {
     this.thread = thread;
     this.description = description;
+  }
+
+  void runningOn(Thread t) {
+    loopThread = t;
   }
 
   boolean closing() {
@@ -55,11 +60,19 @@ public final class Subscription implements AutoCloseable {
     return description;
   }
 
+  /** Stops delivery; may also be called from inside the listener (then it returns at once). */
   @Override
   public void close() {
     if (!closed) {
       closed = true;
-      thread.close();
+      if (Thread.currentThread() == loopThread) {
+        // Waiting for our own thread to end would wait for ourselves: let another thread do it.
+        Thread closer = new Thread(thread::close, "close-" + thread.describe());
+        closer.setDaemon(true);
+        closer.start();
+      } else {
+        thread.close();
+      }
     }
   }
 }

@@ -106,16 +106,12 @@ class RtNetlinkKernelTest {
         {"priority":6000,"src":"all","dst":"10.3.0.0","dstlen":24,"table":"main","protocol":"201"}"""));
 
     // ... and listing them back gives exactly what was added, the kernel's default rules around them.
-    assertThat(nl.listRules(V4)).containsExactly(concat(
-        List.of(Rule.lookup(V4, 0, 255).protocol(2)), rules,
-        List.of(Rule.lookup(V4, 32766, 254).protocol(2), Rule.lookup(V4, 32767, 253).protocol(2))).toArray(Rule[]::new));
-  }
-
-  @SafeVarargs
-  private static <T> List<T> concat(List<T>... lists) {
-    List<T> out = new ArrayList<>();
-    Arrays.stream(lists).forEach(out::addAll);
-    return out;
+    List<Rule> expected = new ArrayList<>();
+    expected.add(Rule.lookup(V4, 0, 255).protocol(2));
+    expected.addAll(rules);
+    expected.add(Rule.lookup(V4, 32766, 254).protocol(2));
+    expected.add(Rule.lookup(V4, 32767, 253).protocol(2));
+    assertThat(nl.listRules(V4)).containsExactlyElementsOf(expected);
   }
 
   @Test
@@ -340,6 +336,19 @@ class RtNetlinkKernelTest {
   }
 
   @Test
+  void aListenerMayQueryTheConnectionAndCloseItsSubscription() {
+    List<Integer> ruleCounts = new CopyOnWriteArrayList<>();
+    Subscription[] holder = new Subscription[1];
+    holder[0] = nl.subscribe(EnumSet.of(ChangeGroup.IPV4_RULE), e -> {
+      ruleCounts.add(nl.listRules(V4).size());
+      holder[0].close();
+    });
+    ns.exec("ip", "rule", "add", "prio", "5000", "lookup", "100");
+    await().atMost(Duration.ofSeconds(5)).until(() -> holder[0].isClosed() && !ruleCounts.isEmpty());
+    assertThat(ruleCounts).containsExactly(4);
+  }
+
+  @Test
   void subscriptionDeliversOnlyTheGroupsAskedFor() {
     List<ChangeEvent> events = new CopyOnWriteArrayList<>();
     try (Subscription sub = nl.subscribe(EnumSet.of(ChangeGroup.IPV6_RULE), events::add)) {
@@ -347,6 +356,40 @@ class RtNetlinkKernelTest {
       ns.exec("ip", "-6", "rule", "add", "from", "2001:db8::5", "lookup", "100", "prio", "5000");
       await().atMost(Duration.ofSeconds(5)).until(() -> !events.isEmpty());
       assertThat(events).allMatch(e -> e.group() == ChangeGroup.IPV6_RULE).hasSize(1);
+      assertThat(sub.delivered()).isEqualTo(1);
+    }
+  }
+
+  /** capget/capset, to drop CAP_NET_ADMIN from one thread (capabilities are per thread in Linux). */
+  private interface Caps extends com.sun.jna.Library {
+    Caps C = com.sun.jna.Native.load("c", Caps.class);
+
+    int capget(int[] header, int[] data) throws com.sun.jna.LastErrorException;
+
+    int capset(int[] header, int[] data) throws com.sun.jna.LastErrorException;
+  }
+
+  @Test
+  void withoutCapNetAdminWritesFailAsPermissionDenied() {
+    try (NetnsThread t = NetnsThread.enter(Optional.of(ns.name()))) {
+      t.call(() -> {
+        int[] header = {0x20080522, 0}; // _LINUX_CAPABILITY_VERSION_3, this thread
+        int[] data = new int[6]; // two __user_cap_data_struct {effective, permitted, inheritable}
+        Caps.C.capget(header, data);
+        data[0] &= ~(1 << 12); // CAP_NET_ADMIN out of the effective set
+        Caps.C.capset(header, data);
+        return null;
+      });
+      try (RtNetlink weak = RtNetlink.open(t)) {
+        Rule rule = Rule.lookup(V4, 5000, 100).from(p("10.0.0.5"));
+        assertThatThrownBy(() -> weak.addRule(rule))
+            .isInstanceOfSatisfying(NetlinkException.PermissionDenied.class, e -> assertThat(e.errno()).isEqualTo(1))
+            .hasMessage("permission denied: CAP_NET_ADMIN is required to add ip rule '5000: from 10.0.0.5 lookup 100' in netns "
+                + ns.name());
+        assertThat(weak.apply(List.of(RuleChange.add(rule))).failed())
+            .singleElement().extracting(BatchResult.Failure::error).isInstanceOf(NetlinkException.PermissionDenied.class);
+        assertThat(weak.listRules(V4)).hasSize(3); // reading needs no capability
+      }
     }
   }
 

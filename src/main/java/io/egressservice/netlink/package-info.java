@@ -1,0 +1,20 @@
+/**
+ * A small rtnetlink (NETLINK_ROUTE) library on JNA: policy routing rules (read/write, both families),
+ * routes (read/write), links (read: index, name, kind, VRF table) and change notifications. It knows
+ * nothing about Kubernetes.
+ *
+ * <p>Layers: immutable model records ({@link io.egressservice.netlink.Rule}, {@link
+ * io.egressservice.netlink.Route}, {@link io.egressservice.netlink.Link}, ...) with no JNA; the wire
+ * encoding in package-private classes ({@code NetlinkMessageWriter}, {@code NetlinkMessage},
+ * {@code NetlinkAttributes}, {@code NetlinkConstants}, and the per-object codecs {@code RuleCodec},
+ * {@code RouteCodec}, {@code LinkCodec}), tested byte for byte without root; the only JNA user, {@code
+ * NetlinkSocket}; and {@link io.egressservice.netlink.RtNetlink}, the per-namespace connection.
+ *
+ * <p>Threading: {@code setns(2)} is per thread, so each connection's socket is created and used on a
+ * {@link io.egressservice.netlink.NetnsThread}; public methods may be called from any thread. There
+ * is no static mutable state: two connections to two namespaces are independent.
+ *
+ * <p>Each operation's Javadoc names its iproute2 equivalent; iproute2 is also the oracle of the
+ * kernel tests.
+ */
+package io.egressservice.netlink;
