@@ -57,7 +57,7 @@ public final class RtNetlink implements AutoCloseable {
     this.ownsThread = ownsThread;
     this.socket = thread.call(() -> openSocket(0, thread.describe()));
     this.sendBuffer = ByteBuffer.allocateDirect(SEND_BYTES);
-    this.receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BYTES);
+    this.receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BYTES).order(java.nio.ByteOrder.nativeOrder());
     this.writer = new NetlinkMessageWriter(sendBuffer);
     int rcv = Math.max(socket.receiveBufferSize(), 64 * 1024);
     int snd = Math.max(socket.sendBufferSize(), 64 * 1024);
@@ -103,9 +103,9 @@ public final class RtNetlink implements AutoCloseable {
     return thread.describe();
   }
 
+  /** Sequence numbers simply wrap; differences are computed in int arithmetic, so they stay right. */
   private int nextSeq() {
-    seq = seq + 1 == 0 ? 1 : seq + 1;
-    return seq;
+    return ++seq;
   }
 
   private void checkOpen() {
@@ -195,18 +195,26 @@ public final class RtNetlink implements AutoCloseable {
       try {
         while (pending > 0) {
           int len = socket.receive(receiveBuffer);
-          for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
-            int k = m.seq() - firstSeq;
-            if (m.type() != NLMSG_ERROR || k < 0 || k >= count || answered[first + k]) {
-              continue;
+          // Fast path without allocation: an ACK is read in place; only an error is fully parsed.
+          int off = 0;
+          while (off + NLMSG_HDRLEN <= len) {
+            int mlen = receiveBuffer.getInt(off);
+            if (mlen < NLMSG_HDRLEN || off + mlen > len) {
+              throw new IllegalArgumentException("malformed netlink message at offset " + off + ": length " + mlen);
             }
-            answered[first + k] = true;
-            pending--;
-            int errno = m.errorCode();
-            if (errno != 0) {
-              errors[first + k] = NetlinkException.fromErrno(
-                  errno, describeChange(changes.get(first + k)), describe(), m.extendedAckMessage());
+            int type = Short.toUnsignedInt(receiveBuffer.getShort(off + 4));
+            int k = receiveBuffer.getInt(off + 8) - firstSeq;
+            if (type == NLMSG_ERROR && mlen >= NLMSG_HDRLEN + 4 && k >= 0 && k < count && !answered[first + k]) {
+              answered[first + k] = true;
+              pending--;
+              int errno = -receiveBuffer.getInt(off + NLMSG_HDRLEN);
+              if (errno != 0) {
+                NetlinkMessage m = NetlinkMessage.parse(receiveBuffer.slice(off, mlen), mlen).get(0);
+                errors[first + k] = NetlinkException.fromErrno(
+                    errno, describeChange(changes.get(first + k)), describe(), m.extendedAckMessage());
+              }
             }
+            off += NetlinkMessageWriter.align(mlen);
           }
         }
       } catch (NetlinkException e) {
