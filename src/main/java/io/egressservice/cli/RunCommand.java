@@ -1,0 +1,130 @@
+package io.egressservice.cli;
+
+import io.egressservice.controller.KubernetesEvents;
+import io.egressservice.controller.NodeAgent;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.health.HealthServer;
+import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.plan.PlanConfig;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code run}: the DaemonSet process. */
+@Command(name = "run", mixinStandardHelpOptions = true,
+    description = "Run the node agent: informers, reconcile loop, drift repair, /metrics, /healthz, /readyz.")
+public final class RunCommand implements Callable<Integer> {
+  private static final Logger LOG = LoggerFactory.getLogger(RunCommand.class);
+
+  @Option(names = "--node-name", required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+      description = "This node's name (the DaemonSet sets it from spec.nodeName).")
+  String nodeName;
+
+  @Option(names = "--kubeconfig", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+      description = "Kubeconfig file; default: in-cluster configuration, then ~/.kube/config.")
+  Path kubeconfig;
+
+  @Option(names = "--resync", defaultValue = "${env:EGRESS_AGENT_RESYNC:-60s}", converter = DurationConverter.class,
+      description = "Period of the full reconcile that repairs drift (e.g. 60s, 5m; default ${DEFAULT-VALUE}).")
+  Duration resync;
+
+  @Option(names = "--metrics-port", defaultValue = "${env:EGRESS_AGENT_METRICS_PORT:-9464}",
+      description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
+  int metricsPort;
+
+  @Option(names = "--allocator", arity = "1", defaultValue = "${env:EGRESS_AGENT_ALLOCATOR:-true}",
+      description = "Also choose status.host when leader (false where OVN-Kubernetes' cluster manager does it).")
+  boolean allocator;
+
+  @Mixin NetnsOption netns;
+
+  @Mixin PlanOptions planOptions;
+
+  @Override
+  public Integer call() throws Exception {
+    if (nodeName == null || nodeName.isBlank()) {
+      throw new Main.UserError("--node-name (or EGRESS_AGENT_NODE_NAME) is required");
+    }
+    PlanConfig config = planOptions.toConfig();
+    KubernetesClient client = client();
+    Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
+    AgentMetrics metrics = new AgentMetrics();
+    NodeAgent agent = new NodeAgent(client, dataplane,
+        new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
+        new KubernetesEvents(client, nodeName, Clock.systemUTC()), Clock.systemUTC());
+    HealthServer health;
+    try {
+      health = HealthServer.start(metricsPort, metrics.registry(), agent::liveness, agent::readiness);
+    } catch (IOException e) {
+      dataplane.close();
+      throw new Main.SystemError("cannot listen on port " + metricsPort + " for /metrics: " + e.getMessage(), e);
+    }
+    CountDownLatch done = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      LOG.info("stopping: finishing the current reconcile; the kernel state stays as it is");
+      agent.close();
+      health.close();
+      dataplane.close();
+      client.close();
+      done.countDown();
+    }, "shutdown"));
+    agent.start();
+    LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on :{}, allocator {})",
+        nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync, health.port(),
+        allocator ? "on" : "off");
+    if (allocator) {
+      LOG.info("allocator: not part of this build yet; status.host must be set by another allocator");
+    }
+    done.await();
+    return Main.EXIT_OK;
+  }
+
+  private KubernetesClient client() {
+    if (kubeconfig == null) {
+      return new KubernetesClientBuilder().build();
+    }
+    try {
+      return new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
+    } catch (IOException e) {
+      throw new Main.UserError("cannot read --kubeconfig " + kubeconfig + ": " + e.getMessage());
+    }
+  }
+
+  /** "60s", "5m", "1h", "250ms" or ISO-8601 "PT60S". */
+  public static final class DurationConverter implements picocli.CommandLine.ITypeConverter<Duration> {
+    @Override
+    public Duration convert(String value) {
+      String v = value.trim();
+      try {
+        if (v.startsWith("P") || v.startsWith("p")) {
+          return Duration.parse(v);
+        }
+        if (v.endsWith("ms")) {
+          return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+        }
+        long n = Long.parseLong(v.substring(0, v.length() - 1));
+        return switch (v.charAt(v.length() - 1)) {
+          case 's' -> Duration.ofSeconds(n);
+          case 'm' -> Duration.ofMinutes(n);
+          case 'h' -> Duration.ofHours(n);
+          default -> throw new IllegalArgumentException();
+        };
+      } catch (RuntimeException e) {
+        throw new picocli.CommandLine.TypeConversionException(
+            "'" + value + "' is not a duration (e.g. 60s, 5m, 1h, 250ms)");
+      }
+    }
+  }
+}

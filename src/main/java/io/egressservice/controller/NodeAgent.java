@@ -1,0 +1,337 @@
+package io.egressservice.controller;
+
+import io.egressservice.dataplane.ApplyReport;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.health.HealthServer.Probe;
+import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.netlink.ChangeEvent;
+import io.egressservice.netlink.ChangeGroup;
+import io.egressservice.netlink.Subscription;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.Planner;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.ovn.k8s.v1.EgressService;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node agent's control loop: informers mark the node dirty, one worker coalesces bursts into a
+ * single reconcile (plan from the caches, then the dataplane), failures retry with capped exponential
+ * backoff, a periodic resync and kernel rule notifications run the very same reconcile (drift repair).
+ *
+ * <p>Nothing reconciles before every informer has synced, so an empty cache never prunes the kernel.
+ * Stopping leaves the kernel as it is: a restart or an upgrade does not disturb traffic.
+ */
+public final class NodeAgent implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
+  static final String TRIGGER_API = "api";
+  static final String TRIGGER_RESYNC = "resync";
+  static final String TRIGGER_KERNEL = "kernel";
+  static final String TRIGGER_STARTUP = "startup";
+  static final String TRIGGER_RETRY = "retry";
+
+  /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
+  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
+    public Settings {
+      if (resync.isNegative() || resync.isZero()) {
+        throw new IllegalArgumentException("resync must be positive, not " + resync);
+      }
+    }
+  }
+
+  private final KubernetesClient client;
+  private final Dataplane dataplane;
+  private final Settings settings;
+  private final AgentMetrics metrics;
+  private final OutcomeReporter reporter;
+  private final Clock clock;
+
+  private final Object lock = new Object();
+  private boolean dirty;
+  private boolean apiDirty;
+  private String pendingTrigger = TRIGGER_STARTUP;
+  private volatile boolean running;
+  private volatile boolean synced;
+  private volatile boolean firstReconcileDone;
+  private volatile long lastLoopNanos = System.nanoTime();
+  private final AtomicLong reconciles = new AtomicLong();
+  private volatile Optional<ApplyReport> lastReport = Optional.empty();
+  private final CountDownLatch stopped = new CountDownLatch(1);
+
+  private final List<SharedIndexInformer<? extends HasMetadata>> informers = new ArrayList<>();
+  private SharedIndexInformer<EgressService> egressServices;
+  private SharedIndexInformer<io.fabric8.kubernetes.api.model.Service> services;
+  private SharedIndexInformer<io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice> slices;
+  private SharedIndexInformer<io.fabric8.kubernetes.api.model.Node> nodes;
+  private Subscription kernelEvents;
+  private Thread worker;
+
+  public NodeAgent(KubernetesClient client, Dataplane dataplane, Settings settings, AgentMetrics metrics,
+      EventSink events, Clock clock) {
+    this.client = client;
+    this.dataplane = dataplane;
+    this.settings = settings;
+    this.metrics = metrics;
+    this.reporter = new OutcomeReporter(events, settings.nodeName());
+    this.clock = clock;
+  }
+
+  /** Starts the informers, the kernel subscription and the worker; returns at once. */
+  public void start() {
+    running = true;
+    ResourceEventHandler<HasMetadata> handler = new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(HasMetadata obj) {
+        trigger(TRIGGER_API);
+      }
+
+      @Override
+      public void onUpdate(HasMetadata oldObj, HasMetadata newObj) {
+        if (!java.util.Objects.equals(oldObj.getMetadata().getResourceVersion(), newObj.getMetadata().getResourceVersion())) {
+          trigger(TRIGGER_API);
+        }
+      }
+
+      @Override
+      public void onDelete(HasMetadata obj, boolean deletedFinalStateUnknown) {
+        trigger(TRIGGER_API);
+      }
+    };
+    egressServices = inform(client.resources(EgressService.class).inAnyNamespace().inform(cast(handler)));
+    services = inform(client.services().inAnyNamespace().inform(cast(handler)));
+    slices = inform(client.discovery().v1().endpointSlices().inAnyNamespace().inform(cast(handler)));
+    nodes = inform(client.nodes().inform(cast(handler)));
+    try {
+      kernelEvents = dataplane.netlink().subscribe(
+          EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.LINK), this::onKernelEvent,
+          () -> trigger(TRIGGER_KERNEL));
+    } catch (RuntimeException e) {
+      LOG.warn("no kernel change notifications ({}); drift is repaired at each resync only", e.getMessage());
+    }
+    worker = new Thread(this::loop, "reconcile-" + settings.nodeName());
+    worker.setDaemon(true);
+    worker.start();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> ResourceEventHandler<T> cast(ResourceEventHandler<HasMetadata> h) {
+    return (ResourceEventHandler<T>) (ResourceEventHandler<?>) h;
+  }
+
+  private <T extends HasMetadata> SharedIndexInformer<T> inform(SharedIndexInformer<T> informer) {
+    informers.add(informer);
+    return informer;
+  }
+
+  private void onKernelEvent(ChangeEvent e) {
+    boolean relevant = e.rule().map(r -> r.priority() == settings.config().priority()
+        || r.priority() == settings.config().priority() - 1).orElse(false)
+        || e.link().flatMap(l -> l.kind()).filter("vrf"::equals).isPresent();
+    if (relevant) {
+      trigger(TRIGGER_KERNEL);
+    }
+  }
+
+  /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
+  public void trigger(String cause) {
+    synchronized (lock) {
+      dirty = true;
+      if (TRIGGER_API.equals(cause)) {
+        apiDirty = true;
+      }
+      pendingTrigger = cause;
+      lock.notifyAll();
+    }
+  }
+
+  private void loop() {
+    try {
+      awaitSync();
+      long nextResync = System.nanoTime() + settings.resync().toNanos();
+      long notBefore = 0;
+      int failures = 0;
+      while (running) {
+        lastLoopNanos = System.nanoTime();
+        String cause;
+        boolean api;
+        synchronized (lock) {
+          while (running) {
+            long now = System.nanoTime();
+            if (dirty && now >= notBefore) {
+              break;
+            }
+            if (now >= nextResync) {
+              dirty = true;
+              pendingTrigger = TRIGGER_RESYNC;
+              break;
+            }
+            long until = dirty ? Math.min(notBefore, nextResync) : nextResync;
+            // Wake at least every second so /healthz sees a live loop.
+            long waitMillis = Math.max(1, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(until - now)));
+            lock.wait(waitMillis);
+            lastLoopNanos = System.nanoTime();
+          }
+          if (!running) {
+            break;
+          }
+          cause = failures > 0 && !apiDirty && !TRIGGER_KERNEL.equals(pendingTrigger) ? TRIGGER_RETRY : pendingTrigger;
+          api = apiDirty;
+          dirty = false;
+          apiDirty = false;
+        }
+        if (reconcileOnce(cause, api)) {
+          failures = 0;
+          notBefore = 0;
+        } else {
+          failures++;
+          long delay = Math.min(settings.maxBackoff().toMillis(), 100L << Math.min(failures - 1, 20));
+          notBefore = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
+          LOG.info("retrying in {} ms (attempt {})", delay, failures + 1);
+          synchronized (lock) {
+            dirty = true;
+          }
+        }
+        if (TRIGGER_RESYNC.equals(cause) || System.nanoTime() >= nextResync) {
+          nextResync = System.nanoTime() + settings.resync().toNanos();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      stopped.countDown();
+    }
+  }
+
+  private void awaitSync() throws InterruptedException {
+    long lastLog = 0;
+    while (running) {
+      if (informers.stream().allMatch(SharedIndexInformer::hasSynced)) {
+        synced = true;
+        synchronized (lock) {
+          dirty = true;
+          pendingTrigger = TRIGGER_STARTUP;
+        }
+        LOG.info("informers synced: {} EgressService(s), {} Service(s), {} EndpointSlice(s), {} Node(s)",
+            egressServices.getStore().list().size(), services.getStore().list().size(),
+            slices.getStore().list().size(), nodes.getStore().list().size());
+        return;
+      }
+      if (System.nanoTime() - lastLog > TimeUnit.SECONDS.toNanos(10)) {
+        LOG.info("waiting for the informers to sync before the first reconcile (the kernel is left as it is)");
+        lastLog = System.nanoTime();
+      }
+      lastLoopNanos = System.nanoTime();
+      synchronized (lock) {
+        lock.wait(50);
+      }
+    }
+  }
+
+  /** One reconcile; true when everything was applied. Never throws: the loop must go on. */
+  private boolean reconcileOnce(String trigger, boolean apiTriggered) {
+    long start = System.nanoTime();
+    try {
+      ClusterObjects objects = new ClusterObjects(egressServices.getStore().list(), services.getStore().list(),
+          slices.getStore().list(), nodes.getStore().list());
+      TreeSet<String> networks = new TreeSet<>();
+      for (EgressService es : objects.egressServices()) {
+        if (es.getSpec() != null && es.getSpec().getNetwork() != null) {
+          networks.add(es.getSpec().getNetwork().trim());
+        }
+      }
+      NodeFacts facts = dataplane.facts(networks);
+      DesiredState desired = Planner.plan(PlanInputs.of(settings.nodeName(), objects, facts.connectedSubnets(),
+          facts.networks(), settings.config()));
+      ApplyReport report = dataplane.reconcile(desired);
+      double seconds = (System.nanoTime() - start) / 1e9;
+      metrics.reconciled(trigger, seconds, desired, report, dataplane.observe(), clock.millis() / 1000.0, apiTriggered);
+      reporter.report(desired);
+      lastReport = Optional.of(report);
+      reconciles.incrementAndGet();
+      log(trigger, seconds, report);
+      firstReconcileDone = firstReconcileDone || report.succeeded();
+      return report.succeeded();
+    } catch (RuntimeException e) {
+      metrics.reconcileFailed(trigger, (System.nanoTime() - start) / 1e9);
+      LOG.error("reconcile ({}) failed: {}", trigger, e.getMessage(), e);
+      return false;
+    }
+  }
+
+  private void log(String trigger, double seconds, ApplyReport report) {
+    if (report.applied().isEmpty() && report.succeeded()) {
+      LOG.debug("reconcile ({}): in sync, {} ms", trigger, String.format("%.1f", seconds * 1000));
+      return;
+    }
+    LOG.info("reconcile ({}): {} change(s) in {} ms (kernel {} ms)", trigger, report.applied().size(),
+        String.format("%.1f", seconds * 1000), String.format("%.1f", report.kernelNanos() / 1e6));
+    report.applied().stream().limit(50).forEach(c -> LOG.info("  {} [{}]", c, c.service()));
+    if (report.applied().size() > 50) {
+      LOG.info("  ... and {} more", report.applied().size() - 50);
+    }
+    report.failures().forEach(f -> LOG.warn("  refused by the kernel: {}", f));
+  }
+
+  /** /healthz: the loop is alive (it wakes at least once a second). */
+  public Probe liveness() {
+    long idle = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastLoopNanos);
+    boolean alive = worker != null && worker.isAlive() && idle < 120;
+    return new Probe(alive, alive ? "reconcile loop alive" : "reconcile loop stuck or dead (idle " + idle + " s)");
+  }
+
+  /** /readyz: informers synced and the first reconcile applied. */
+  public Probe readiness() {
+    if (!synced) {
+      return new Probe(false, "informers not synced yet");
+    }
+    if (!firstReconcileDone) {
+      return new Probe(false, "first reconcile not done yet");
+    }
+    return new Probe(true, "synced and reconciled");
+  }
+
+  public long reconcileCount() {
+    return reconciles.get();
+  }
+
+  public Optional<ApplyReport> lastReport() {
+    return lastReport;
+  }
+
+  /** Stops after the current reconcile; leaves the kernel as it is. */
+  @Override
+  public void close() {
+    running = false;
+    synchronized (lock) {
+      lock.notifyAll();
+    }
+    try {
+      if (worker != null && !stopped.await(30, TimeUnit.SECONDS)) {
+        LOG.warn("the reconcile worker did not stop within 30 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (kernelEvents != null) {
+      kernelEvents.close();
+    }
+    informers.forEach(SharedIndexInformer::close);
+  }
+}

@@ -1,0 +1,82 @@
+package io.egressservice.controller;
+
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
+import io.egressservice.plan.ServiceOutcome;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.stream.Collectors;
+
+/**
+ * Turns the plan's outcomes into Events, only when an outcome on this node changes (never one per
+ * resync). Cluster-wide reasons (no Service, not allocated, handled by another node) are not this
+ * node's to report: every node would say the same; the allocator reports those.
+ */
+final class OutcomeReporter {
+  private final EventSink sink;
+  private final String node;
+  private final Map<ObjectRef, Snapshot> last = new HashMap<>();
+
+  /** What an Event depends on; equal snapshots emit nothing. */
+  private record Snapshot(boolean configured, String reason, List<String> skipped, List<String> remote) {}
+
+  OutcomeReporter(EventSink sink, String node) {
+    this.sink = sink;
+    this.node = node;
+  }
+
+  void report(DesiredState state) {
+    Map<ObjectRef, Snapshot> now = new HashMap<>();
+    for (ServiceOutcome o : state.services()) {
+      Snapshot s = new Snapshot(o.configured(), withoutCounts(o.reason()),
+          o.skippedEndpoints().stream().map(e -> e.address() + " (" + e.reason() + ")").sorted().toList(),
+          o.remoteEndpoints().stream().sorted().toList());
+      now.put(o.service(), s);
+      Snapshot before = last.get(o.service());
+      if (Objects.equals(before, s)) {
+        continue;
+      }
+      emitChange(o.service(), before, s);
+    }
+    last.clear();
+    last.putAll(now);
+  }
+
+  private void emitChange(ObjectRef es, Snapshot before, Snapshot now) {
+    boolean wasConfigured = before != null && before.configured();
+    if (now.configured() && (!wasConfigured || !now.reason().equals(before.reason()))) {
+      sink.emit(es, "Normal", "EgressConfigured", "configured on node " + node + ": " + now.reason());
+    } else if (!now.configured() && wasConfigured) {
+      sink.emit(es, "Normal", "EgressRemoved", "no longer configured on node " + node + ": " + now.reason());
+    } else if (!now.configured() && isNodeLocalFailure(now.reason())
+        && (before == null || !now.reason().equals(before.reason()))) {
+      sink.emit(es, "Warning", "NetworkNotFound", "on node " + node + ": " + now.reason());
+    }
+    boolean acting = now.configured() || isNodeLocalFailure(now.reason());
+    if (acting && !now.skipped().isEmpty() && (before == null || !now.skipped().equals(before.skipped()))) {
+      sink.emit(es, "Warning", "EndpointsRefused", "node " + node + " refuses " + now.skipped().size()
+          + " endpoint(s): " + summarize(now.skipped()));
+    }
+    if (now.configured() && !now.remote().isEmpty() && (before == null || !now.remote().equals(before.remote()))) {
+      sink.emit(es, "Warning", "EndpointsNotOnHost", now.remote().size() + " endpoint(s) are not on host node "
+          + node + "; their egress uses the service's SNAT and network only if the pod network steers it here: "
+          + summarize(now.remote()));
+    }
+  }
+
+  /** Endpoint counts change with every scale event; they are not an outcome change worth an Event. */
+  private static String withoutCounts(String reason) {
+    return reason.replaceAll("\\b\\d+ (endpoint|source rule)", "N $1");
+  }
+
+  private static boolean isNodeLocalFailure(String reason) {
+    return reason.startsWith("network '");
+  }
+
+  private static String summarize(List<String> items) {
+    String head = items.stream().limit(5).collect(Collectors.joining(", "));
+    return items.size() > 5 ? head + " and " + (items.size() - 5) + " more" : head;
+  }
+}

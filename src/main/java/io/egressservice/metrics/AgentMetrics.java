@@ -1,0 +1,99 @@
+package io.egressservice.metrics;
+
+import io.egressservice.dataplane.ApplyReport;
+import io.egressservice.dataplane.Change;
+import io.egressservice.dataplane.ObservedState;
+import io.egressservice.ip.IpFamily;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ServiceOutcome;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
+/** The agent's Prometheus metrics, all named {@code egress_service_agent_*}, in their own registry. */
+public final class AgentMetrics {
+  private final PrometheusRegistry registry = new PrometheusRegistry();
+  private final Histogram reconcileDuration = Histogram.builder()
+      .name("egress_service_agent_reconcile_duration_seconds")
+      .help("Time of one reconcile: plan, observe and apply.")
+      .classicUpperBounds(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+      .labelNames("trigger")
+      .register(registry);
+  private final Counter reconcileErrors = Counter.builder()
+      .name("egress_service_agent_reconcile_errors_total")
+      .help("Reconciles that failed or were partly refused by the kernel.")
+      .register(registry);
+  private final Counter changesApplied = Counter.builder()
+      .name("egress_service_agent_changes_applied_total")
+      .help("Kernel changes applied, by kind (rule, snat, in_cluster, nft_base) and op (add, delete, replace).")
+      .labelNames("kind", "op")
+      .register(registry);
+  private final Counter driftRepairs = Counter.builder()
+      .name("egress_service_agent_drift_repairs_total")
+      .help("Changes applied by reconciles that no API event caused (resync or a kernel change notification).")
+      .register(registry);
+  private final Gauge ownedRules = Gauge.builder()
+      .name("egress_service_agent_owned_rules")
+      .help("ip rules the agent owns on this node, by family.")
+      .labelNames("family")
+      .register(registry);
+  private final Gauge snatEntries = Gauge.builder()
+      .name("egress_service_agent_snat_entries")
+      .help("SNAT map elements the agent owns on this node, by family.")
+      .labelNames("family")
+      .register(registry);
+  private final Gauge services = Gauge.builder()
+      .name("egress_service_agent_services")
+      .help("EgressServices by outcome on this node: configured, not_configured.")
+      .labelNames("state")
+      .register(registry);
+  private final Gauge skippedEndpoints = Gauge.builder()
+      .name("egress_service_agent_skipped_endpoints")
+      .help("Endpoints refused on this node (host-network, malformed, FQDN, claimed by an older service, ...).")
+      .register(registry);
+  private final Gauge remoteEndpoints = Gauge.builder()
+      .name("egress_service_agent_remote_endpoints")
+      .help("LoadBalancerIP endpoints not on their host node (their egress needs the pod network to steer it there).")
+      .register(registry);
+  private final Gauge lastSuccess = Gauge.builder()
+      .name("egress_service_agent_last_successful_reconcile_timestamp_seconds")
+      .help("Unix time of the last reconcile that applied everything.")
+      .register(registry);
+
+  public PrometheusRegistry registry() {
+    return registry;
+  }
+
+  /** Records one reconcile; {@code trigger} is api, resync, kernel or startup. */
+  public void reconciled(String trigger, double seconds, DesiredState desired, ApplyReport report, ObservedState after,
+      double nowEpochSeconds, boolean apiTriggered) {
+    reconcileDuration.labelValues(trigger).observe(seconds);
+    for (Change c : report.applied()) {
+      changesApplied.labelValues(c.kind().name().toLowerCase(java.util.Locale.ROOT),
+          c.op().name().toLowerCase(java.util.Locale.ROOT)).inc();
+    }
+    if (!apiTriggered && !report.applied().isEmpty()) {
+      driftRepairs.inc(report.applied().size());
+    }
+    if (report.succeeded()) {
+      lastSuccess.set(nowEpochSeconds);
+    } else {
+      reconcileErrors.inc();
+    }
+    for (IpFamily f : IpFamily.values()) {
+      ownedRules.labelValues(f.iproute2Name()).set(after.rules().stream().filter(r -> r.family() == f).count());
+      snatEntries.labelValues(f.iproute2Name()).set(after.nft().snat().stream().filter(e -> e.family() == f).count());
+    }
+    long configured = desired.services().stream().filter(ServiceOutcome::configured).count();
+    services.labelValues("configured").set(configured);
+    services.labelValues("not_configured").set(desired.services().size() - configured);
+    skippedEndpoints.set(desired.services().stream().mapToInt(o -> o.skippedEndpoints().size()).sum());
+    remoteEndpoints.set(desired.services().stream().mapToInt(o -> o.remoteEndpoints().size()).sum());
+  }
+
+  public void reconcileFailed(String trigger, double seconds) {
+    reconcileDuration.labelValues(trigger).observe(seconds);
+    reconcileErrors.inc();
+  }
+}

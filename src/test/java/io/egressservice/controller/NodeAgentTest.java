@@ -1,0 +1,199 @@
+package io.egressservice.controller;
+
+import static io.egressservice.controller.KubeObjects.NS;
+import static io.egressservice.controller.KubeObjects.egressService;
+import static io.egressservice.controller.KubeObjects.lbService;
+import static io.egressservice.controller.KubeObjects.node;
+import static io.egressservice.controller.KubeObjects.slice;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.health.HealthServer;
+import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
+
+/**
+ * The node agent against fabric8's mock API server (CRUD mode, real client and informers) and a real
+ * kernel in a throwaway namespace.
+ */
+@EnableKubernetesMockClient(crud = true)
+class NodeAgentTest {
+  static final String NODE = "node-a";
+  static final Duration WAIT = Duration.ofSeconds(15);
+
+  KubernetesMockServer server;
+  KubernetesClient client;
+  Netns ns;
+  Dataplane dataplane;
+  final List<AutoCloseable> toClose = new ArrayList<>();
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("agent");
+    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
+    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
+    client.nodes().resource(node("node-b", "192.168.1.11", "10.128.1.0/24")).create();
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    for (int i = toClose.size() - 1; i >= 0; i--) {
+      toClose.get(i).close();
+    }
+    if (dataplane != null) {
+      dataplane.close();
+    }
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  NodeAgent startAgent(Duration resync) {
+    NodeAgent agent = new NodeAgent(client, dataplane,
+        new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, Duration.ofSeconds(2)), new AgentMetrics(),
+        new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
+    agent.start();
+    toClose.add(agent);
+    return agent;
+  }
+
+  void createWeb(String network) {
+    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, network, NODE)).create();
+    client.services().resource(lbService("web", "172.30.0.10", "5.5.5.5")).create();
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.6")).create();
+  }
+
+  String rules() {
+    return ns.exec("ip", "rule", "show");
+  }
+
+  List<Event> events(String reason) {
+    return client.v1().events().inNamespace(NS).list().getItems().stream()
+        .filter(e -> reason.equals(e.getReason())).toList();
+  }
+
+  @Test
+  void objectsCreatedThroughTheApiReachTheKernelAndUpdatesFollow() {
+    startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules())
+        .contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201")
+        .contains("5000:\tfrom 10.128.0.6 lookup 100 proto 201")
+        .contains("5000:\tfrom 172.30.0.10 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
+        .contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5")).update();
+
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("10.128.0.6"));
+    client.resources(EgressService.class).inNamespace(NS).withName("web").delete();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("proto 201"));
+  }
+
+  @Test
+  void aRuleDeletedByHandIsBackWithinASecondOrTwoWithoutWaitingForTheResync() {
+    NodeAgent agent = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+
+    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
+
+    await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(50))
+        .untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+  }
+
+  @Test
+  void aRestartOverExistingStateChangesNothing() {
+    NodeAgent first = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).until(() -> first.readiness().ok()
+        && first.lastReport().map(r -> !r.applied().isEmpty() || rules().contains("proto 201")).orElse(false));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 172.30.0.10 lookup 100 proto 201"));
+    first.close();
+    String before = rules();
+
+    NodeAgent second = startAgent(Duration.ofMinutes(10));
+
+    await().atMost(WAIT).until(() -> second.readiness().ok());
+    assertThat(second.lastReport().orElseThrow().applied()).isEmpty();
+    assertThat(rules()).isEqualTo(before);
+  }
+
+  @Test
+  void eventsAreWrittenWhenTheOutcomeChangesNeverPerResync() {
+    NodeAgent agent = startAgent(Duration.ofMillis(200));
+    createWeb("100");
+    client.resources(EgressService.class).resource(egressService("lost", SourceIPBy.LOADBALANCERIP, "no-such-net", NODE)).create();
+    client.services().resource(lbService("lost", "172.30.0.11", "5.5.5.6")).create();
+
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(events("EgressConfigured")).hasSize(1);
+      assertThat(events("NetworkNotFound")).singleElement()
+          .satisfies(e -> assertThat(e.getMessage()).contains("network 'no-such-net' not found on this node"));
+    });
+    long reconcilesSoFar = agent.reconcileCount();
+    await().atMost(WAIT).until(() -> agent.reconcileCount() >= reconcilesSoFar + 5);
+
+    assertThat(events("EgressConfigured")).hasSize(1);
+    assertThat(events("NetworkNotFound")).hasSize(1);
+    Event configured = events("EgressConfigured").get(0);
+    assertThat(configured.getInvolvedObject().getKind()).isEqualTo("EgressService");
+    assertThat(configured.getInvolvedObject().getName()).isEqualTo("web");
+    assertThat(configured.getReportingInstance()).isEqualTo(NODE);
+    assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201").doesNotContain("172.30.0.11");
+  }
+
+  @Test
+  void probesAndMetricsAreServedOnOnePort() throws Exception {
+    AgentMetrics metrics = new AgentMetrics();
+    NodeAgent agent = new NodeAgent(client, dataplane,
+        new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)), metrics,
+        (es, type, reason, message) -> {}, Clock.systemUTC());
+    HealthServer health = HealthServer.start(0, metrics.registry(), agent::liveness, agent::readiness);
+    toClose.add(health);
+    HttpClient http = HttpClient.newHttpClient();
+    URI base = URI.create("http://127.0.0.1:" + health.port());
+    assertThat(get(http, base.resolve("/readyz")).statusCode()).isEqualTo(503);
+
+    agent.start();
+    toClose.add(agent);
+    createWeb("100");
+
+    await().atMost(WAIT).untilAsserted(() -> assertThat(get(http, base.resolve("/readyz")).statusCode()).isEqualTo(200));
+    assertThat(get(http, base.resolve("/healthz")).statusCode()).isEqualTo(200);
+    await().atMost(WAIT).untilAsserted(() -> assertThat(get(http, base.resolve("/metrics")).body())
+        .contains("egress_service_agent_reconcile_duration_seconds_bucket")
+        .contains("egress_service_agent_owned_rules{family=\"inet\"} 4.0")
+        .contains("egress_service_agent_snat_entries{family=\"inet\"} 2.0")
+        .contains("egress_service_agent_services{state=\"configured\"} 1.0")
+        .contains("egress_service_agent_last_successful_reconcile_timestamp_seconds"));
+  }
+
+  private static HttpResponse<String> get(HttpClient http, URI uri) throws Exception {
+    return http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+}
