@@ -62,7 +62,7 @@ public final class IpPrefix implements Comparable<IpPrefix> {
     int length = bytes.length * 8;
     if (slash >= 0) {
       String len = s.substring(slash + 1);
-      if (len.isEmpty() || len.length() > 3 || !len.chars().allMatch(Character::isDigit)) {
+      if (len.isEmpty() || len.length() > 3 || !len.chars().allMatch(c -> c >= '0' && c <= '9')) {
         throw new IllegalArgumentException("'" + text + "' has an invalid prefix length");
       }
       length = Integer.parseInt(len);
@@ -125,8 +125,11 @@ public final class IpPrefix implements Comparable<IpPrefix> {
     }
     String head = dc >= 0 ? addr.substring(0, dc) : addr;
     String tail = dc >= 0 ? addr.substring(dc + 2) : "";
-    int[] headGroups = groups(head, bad);
-    int[] tailGroups = groups(tail, bad);
+    if (dc >= 0 && head.contains(".")) {
+      throw bad; // an embedded dotted quad may only end the address
+    }
+    int[] headGroups = groups(head, original, bad);
+    int[] tailGroups = groups(tail, original, bad);
     // An embedded IPv4 dotted quad may end the address (::ffff:1.2.3.4).
     int total = headGroups.length + tailGroups.length;
     if (dc < 0 && total != 8 || dc >= 0 && total > 7) {
@@ -145,7 +148,7 @@ public final class IpPrefix implements Comparable<IpPrefix> {
     return out;
   }
 
-  private static int[] groups(String part, IllegalArgumentException bad) {
+  private static int[] groups(String part, String original, IllegalArgumentException bad) {
     if (part.isEmpty()) {
       return new int[0];
     }
@@ -155,7 +158,7 @@ public final class IpPrefix implements Comparable<IpPrefix> {
     for (int i = 0; i < fields.length; i++) {
       String f = fields[i];
       if (i == fields.length - 1 && f.contains(".")) {
-        byte[] v4 = parseV4(f, bad.getMessage());
+        byte[] v4 = parseV4(f, original);
         out[i] = ((v4[0] & 0xff) << 8) | (v4[1] & 0xff);
         out[i + 1] = ((v4[2] & 0xff) << 8) | (v4[3] & 0xff);
         break;
@@ -165,7 +168,7 @@ public final class IpPrefix implements Comparable<IpPrefix> {
       }
       int v = 0;
       for (char c : f.toCharArray()) {
-        int d = Character.digit(c, 16);
+        int d = c < 0x80 ? Character.digit(c, 16) : -1;
         if (d < 0) {
           throw bad;
         }
@@ -250,6 +253,12 @@ public final class IpPrefix implements Comparable<IpPrefix> {
       i = j;
     }
     StringBuilder sb = new StringBuilder();
+    // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d) addresses end in a dotted quad,
+    // as RFC 5952 section 5 recommends and as inet_ntop (iproute2, nft) prints them.
+    if (bestStart == 0 && (bestLen == 6 || bestLen == 5 && g[5] == 0xffff)) {
+      return (bestLen == 5 ? "::ffff:" : "::") + (bytes[12] & 0xff) + "." + (bytes[13] & 0xff) + "."
+          + (bytes[14] & 0xff) + "." + (bytes[15] & 0xff);
+    }
     for (int i = 0; i < 8; i++) {
       if (i == bestStart) {
         sb.append("::");

@@ -22,6 +22,7 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec;
@@ -78,7 +79,7 @@ public final class PlanInputs {
     List<String> clusterIps = new ArrayList<>();
     if (s.getSpec() != null) {
       if (s.getSpec().getClusterIPs() != null && !s.getSpec().getClusterIPs().isEmpty()) {
-        clusterIps.addAll(s.getSpec().getClusterIPs());
+        s.getSpec().getClusterIPs().stream().filter(Objects::nonNull).forEach(clusterIps::add);
       } else if (s.getSpec().getClusterIP() != null) {
         clusterIps.add(s.getSpec().getClusterIP());
       }
@@ -87,6 +88,9 @@ public final class PlanInputs {
     if (s.getStatus() != null && s.getStatus().getLoadBalancer() != null
         && s.getStatus().getLoadBalancer().getIngress() != null) {
       for (LoadBalancerIngress i : s.getStatus().getLoadBalancer().getIngress()) {
+        if (i == null) {
+          continue;
+        }
         ingress.add(new ServiceInfo.Ingress(i.getIp(), i.getHostname()));
       }
     }
@@ -99,8 +103,11 @@ public final class PlanInputs {
     List<EndpointSliceInfo.Endpoint> endpoints = new ArrayList<>();
     if (s.getEndpoints() != null) {
       for (Endpoint e : s.getEndpoints()) {
+        if (e == null) {
+          continue;
+        }
         endpoints.add(new EndpointSliceInfo.Endpoint(
-            e.getAddresses() == null ? List.of() : e.getAddresses(),
+            e.getAddresses() == null ? List.of() : e.getAddresses().stream().filter(Objects::nonNull).toList(),
             Optional.ofNullable(e.getNodeName()).filter(n -> !n.isEmpty())));
       }
     }
@@ -111,7 +118,8 @@ public final class PlanInputs {
     List<String> addresses = new ArrayList<>();
     if (n.getStatus() != null && n.getStatus().getAddresses() != null) {
       for (NodeAddress a : n.getStatus().getAddresses()) {
-        if ("InternalIP".equals(a.getType()) || "ExternalIP".equals(a.getType())) {
+        if (a != null && a.getAddress() != null
+            && ("InternalIP".equals(a.getType()) || "ExternalIP".equals(a.getType()))) {
           addresses.add(a.getAddress());
         }
       }
@@ -119,7 +127,7 @@ public final class PlanInputs {
     List<String> podCidrs = new ArrayList<>();
     if (n.getSpec() != null) {
       if (n.getSpec().getPodCIDRs() != null && !n.getSpec().getPodCIDRs().isEmpty()) {
-        podCidrs.addAll(n.getSpec().getPodCIDRs());
+        n.getSpec().getPodCIDRs().stream().filter(Objects::nonNull).forEach(podCidrs::add);
       } else if (n.getSpec().getPodCIDR() != null) {
         podCidrs.add(n.getSpec().getPodCIDR());
       }
