@@ -1,0 +1,340 @@
+package io.egressservice.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Probe;
+import io.fabric8.kubernetes.api.model.SecurityContext;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.api.model.rbac.Role;
+import io.fabric8.kubernetes.api.model.rbac.RoleBinding;
+import io.fabric8.kubernetes.api.model.rbac.Subject;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Guards the install manifests ({@code deploy/}) and the {@code Dockerfile}: no kustomize, kubectl or
+ * Docker needed, the files are read as YAML / text. Runs from the project directory (surefire's
+ * working directory).
+ */
+class DeployManifestsTest {
+  private static final Path ROOT = Path.of("").toAbsolutePath();
+  private static final Path DEPLOY = ROOT.resolve("deploy");
+  private static final String NAMESPACE = "egress-service-agent";
+  private static final String SERVICE_ACCOUNT = "egress-service-agent";
+  private static final YAMLMapper YAML = new YAMLMapper();
+  private static final KubernetesSerialization KUBE = new KubernetesSerialization();
+
+  // ---- kustomize base ----
+
+  @Test
+  void crdCopyIsByteForByteTheOriginal() throws IOException {
+    Path original = ROOT.resolve("crds/egressservices.k8s.ovn.org.yaml");
+    Path copy = DEPLOY.resolve("crds/egressservices.k8s.ovn.org.yaml");
+    assertThat(Files.mismatch(copy, original))
+        .as("first differing byte: %s must be a copy of %s (kustomize cannot reference files outside deploy/);"
+            + " refresh it with cp crds/egressservices.k8s.ovn.org.yaml deploy/crds/",
+            ROOT.relativize(copy), ROOT.relativize(original))
+        .isEqualTo(-1L);
+  }
+
+  @Test
+  void everyResourceOfTheKustomizationExistsAndParses() throws IOException {
+    JsonNode kustomization = readOne(DEPLOY.resolve("kustomization.yaml"));
+    assertThat(kustomization.path("kind").asText()).isEqualTo("Kustomization");
+    List<String> resources = texts(kustomization.path("resources"));
+    assertThat(resources).isNotEmpty();
+    for (String resource : resources) {
+      Path file = DEPLOY.resolve(resource).normalize();
+      assertThat(file).as("resource %s", resource).startsWith(DEPLOY).isRegularFile();
+      for (JsonNode doc : readAll(file)) {
+        assertThat(doc.path("apiVersion").asText()).as("apiVersion in %s", resource).isNotEmpty();
+        assertThat(doc.path("kind").asText()).as("kind in %s", resource).isNotEmpty();
+        assertThat(doc.path("metadata").path("name").asText()).as("metadata.name in %s", resource).isNotEmpty();
+      }
+    }
+    assertThat(baseObjects().stream().map(d -> d.path("kind").asText()).collect(Collectors.toList()))
+        .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
+            "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet");
+    assertThat(texts(kustomization.path("images").path(0).path("name")))
+        .as("images: override of the DaemonSet's image").containsExactly(container().getImage().split(":")[0]);
+  }
+
+  @Test
+  void namespacedObjectsLiveInTheAgentNamespace() throws IOException {
+    for (JsonNode doc : baseObjects()) {
+      String kind = doc.path("kind").asText();
+      if (Set.of("ServiceAccount", "Role", "RoleBinding", "DaemonSet").contains(kind)) {
+        assertThat(doc.path("metadata").path("namespace").asText()).as(kind).isEqualTo(NAMESPACE);
+      }
+    }
+    assertThat(one("Namespace").path("metadata").path("name").asText()).isEqualTo(NAMESPACE);
+    assertThat(one("ServiceAccount").path("metadata").path("name").asText()).isEqualTo(SERVICE_ACCOUNT);
+  }
+
+  // ---- DaemonSet ----
+
+  @Test
+  void daemonSetRunsInTheHostNetworkOnEveryNode() throws IOException {
+    DaemonSet ds = daemonSet();
+    PodSpec pod = ds.getSpec().getTemplate().getSpec();
+    assertThat(pod.getHostNetwork()).isTrue();
+    assertThat(pod.getDnsPolicy()).isEqualTo("ClusterFirstWithHostNet");
+    assertThat(pod.getPriorityClassName()).isEqualTo("system-node-critical");
+    assertThat(pod.getServiceAccountName()).isEqualTo(SERVICE_ACCOUNT);
+    assertThat(pod.getTolerations()).hasSize(1);
+    Toleration toleration = pod.getTolerations().get(0);
+    assertThat(toleration.getOperator()).isEqualTo("Exists");
+    assertThat(toleration.getKey()).isNull();
+    assertThat(toleration.getEffect()).isNull();
+    assertThat(ds.getSpec().getUpdateStrategy().getType()).isEqualTo("RollingUpdate");
+    assertThat(ds.getSpec().getUpdateStrategy().getRollingUpdate().getMaxUnavailable().getStrVal()).isEqualTo("10%");
+    assertThat(ds.getSpec().getTemplate().getMetadata().getLabels())
+        .containsAllEntriesOf(ds.getSpec().getSelector().getMatchLabels());
+    assertThat(pod.getContainers()).hasSize(1);
+    assertThat(container().getArgs()).containsExactly("run");
+  }
+
+  @Test
+  void containerHasNetAdminOnlyAndAReadOnlyRoot() throws IOException {
+    SecurityContext sc = container().getSecurityContext();
+    assertThat(sc.getCapabilities().getDrop()).containsExactly("ALL");
+    assertThat(sc.getCapabilities().getAdd()).containsExactly("NET_ADMIN");
+    assertThat(sc.getPrivileged()).isNotEqualTo(Boolean.TRUE);
+    assertThat(sc.getAllowPrivilegeEscalation()).isFalse();
+    assertThat(sc.getReadOnlyRootFilesystem()).isTrue();
+    assertThat(sc.getRunAsUser()).isZero();
+    assertThat(daemonSet().getSpec().getTemplate().getSpec().getHostPID()).isNotEqualTo(Boolean.TRUE);
+  }
+
+  @Test
+  void environmentComesFromTheDownwardApi() throws IOException {
+    Map<String, EnvVar> env = container().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
+    assertThat(env.get("EGRESS_AGENT_NODE_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("spec.nodeName");
+    assertThat(env.get("EGRESS_AGENT_POD_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("metadata.name");
+    assertThat(env.get("EGRESS_AGENT_POD_NAMESPACE").getValueFrom().getFieldRef().getFieldPath())
+        .isEqualTo("metadata.namespace");
+    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-XX:MaxRAMPercentage=70", "-Djna.tmpdir=/tmp");
+  }
+
+  @Test
+  void probesAndMetricsPort() throws IOException {
+    Container c = container();
+    assertThat(c.getPorts()).singleElement().satisfies(p -> {
+      assertThat(p.getName()).isEqualTo("metrics");
+      assertThat(p.getContainerPort()).isEqualTo(9464);
+    });
+    assertThat(httpPath(c.getLivenessProbe())).isEqualTo("/healthz");
+    assertThat(httpPath(c.getReadinessProbe())).isEqualTo("/readyz");
+    assertThat(httpPath(c.getStartupProbe())).isNotNull();
+    for (Probe probe : List.of(c.getLivenessProbe(), c.getReadinessProbe(), c.getStartupProbe())) {
+      String port = probe.getHttpGet().getPort().getStrVal();
+      assertThat(port == null ? probe.getHttpGet().getPort().getIntVal() : port).isIn("metrics", 9464);
+    }
+    assertThat(c.getResources().getRequests()).containsOnlyKeys("cpu", "memory");
+    assertThat(c.getResources().getLimits()).containsOnlyKeys("memory");
+  }
+
+  @Test
+  void volumesAreTmpAndTheHostsIproute2ReadOnly() throws IOException {
+    PodSpec pod = daemonSet().getSpec().getTemplate().getSpec();
+    Map<String, Volume> volumes = pod.getVolumes().stream().collect(Collectors.toMap(Volume::getName, v -> v));
+    Map<String, VolumeMount> mounts =
+        container().getVolumeMounts().stream().collect(Collectors.toMap(VolumeMount::getMountPath, m -> m));
+    assertThat(mounts).containsOnlyKeys("/tmp", "/etc/iproute2");
+    assertThat(volumes.get(mounts.get("/tmp").getName()).getEmptyDir()).isNotNull();
+    Volume iproute2 = volumes.get(mounts.get("/etc/iproute2").getName());
+    assertThat(iproute2.getHostPath().getPath()).isEqualTo("/etc/iproute2");
+    assertThat(iproute2.getHostPath().getType()).isEqualTo("DirectoryOrCreate");
+    assertThat(mounts.get("/etc/iproute2").getReadOnly()).isTrue();
+    assertThat(volumes.values().stream().filter(v -> v.getHostPath() != null))
+        .as("the only host path").containsExactly(iproute2);
+  }
+
+  // ---- RBAC ----
+
+  @Test
+  void clusterRoleIsExactlyWhatTheCodeUses() throws IOException {
+    ClusterRole role = KUBE.convertValue(one("ClusterRole"), ClusterRole.class);
+    for (PolicyRule rule : role.getRules()) {
+      assertThat(rule.getVerbs()).doesNotContain("*");
+      assertThat(rule.getResources()).doesNotContain("*").doesNotContain("secrets");
+      assertThat(rule.getApiGroups()).doesNotContain("*");
+      assertThat(rule.getNonResourceURLs()).isNullOrEmpty();
+    }
+    assertThat(grants(role.getRules())).isEqualTo(new TreeMap<>(Map.of(
+        "k8s.ovn.org/egressservices", Set.of("get", "list", "watch"),
+        "k8s.ovn.org/egressservices/status", Set.of("get", "update", "patch"),
+        "/services", Set.of("get", "list", "watch"),
+        "discovery.k8s.io/endpointslices", Set.of("get", "list", "watch"),
+        "/nodes", Set.of("get", "list", "watch", "patch"),
+        "/events", Set.of("create", "patch"),
+        "events.k8s.io/events", Set.of("create", "patch"))));
+
+    ClusterRoleBinding binding = KUBE.convertValue(one("ClusterRoleBinding"), ClusterRoleBinding.class);
+    assertThat(binding.getRoleRef().getKind()).isEqualTo("ClusterRole");
+    assertThat(binding.getRoleRef().getName()).isEqualTo(role.getMetadata().getName());
+    assertBindsTheAgent(binding.getSubjects());
+  }
+
+  @Test
+  void leaderElectionIsANamespacedLeaseRole() throws IOException {
+    Role role = KUBE.convertValue(one("Role"), Role.class);
+    assertThat(grants(role.getRules()))
+        .isEqualTo(new TreeMap<>(Map.of("coordination.k8s.io/leases", Set.of("get", "create", "update"))));
+    RoleBinding binding = KUBE.convertValue(one("RoleBinding"), RoleBinding.class);
+    assertThat(binding.getMetadata().getNamespace()).isEqualTo(NAMESPACE);
+    assertThat(binding.getRoleRef().getKind()).isEqualTo("Role");
+    assertThat(binding.getRoleRef().getName()).isEqualTo(role.getMetadata().getName());
+    assertBindsTheAgent(binding.getSubjects());
+  }
+
+  // ---- OVN-Kubernetes component ----
+
+  @Test
+  void ovnKubernetesComponentPatchesTheBaseDaemonSet() throws IOException {
+    Path dir = DEPLOY.resolve("components/ovn-kubernetes");
+    JsonNode component = readOne(dir.resolve("kustomization.yaml"));
+    assertThat(component.path("kind").asText()).isEqualTo("Component");
+    List<String> patches = new ArrayList<>();
+    component.path("patches").forEach(p -> patches.add(p.path("path").asText()));
+    assertThat(patches).containsExactly("agent-env.yaml");
+    DaemonSet patch = KUBE.convertValue(readOne(dir.resolve("agent-env.yaml")), DaemonSet.class);
+    DaemonSet base = daemonSet();
+    assertThat(patch.getMetadata().getName()).isEqualTo(base.getMetadata().getName());
+    assertThat(patch.getMetadata().getNamespace()).isEqualTo(base.getMetadata().getNamespace());
+    Container patched = patch.getSpec().getTemplate().getSpec().getContainers().get(0);
+    assertThat(patched.getName()).isEqualTo(container().getName());
+    Map<String, String> env = patched.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, EnvVar::getValue));
+    assertThat(env).containsEntry("EGRESS_AGENT_ALLOCATOR", "false");
+    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.0.0/17");
+  }
+
+  // ---- image ----
+
+  @Test
+  void dockerfileRuntimeStageInstallsLibnftablesAndRunsTheJar() throws IOException {
+    String dockerfile = Files.readString(ROOT.resolve("Dockerfile"));
+    List<String> stages = List.of(dockerfile.split("(?m)^FROM "));
+    String build = stages.get(1);
+    String runtime = stages.get(stages.size() - 1);
+    assertThat(build).startsWith("maven:3-eclipse-temurin-17 ").contains("mvn -B -DskipTests package");
+    assertThat(dockerfile).contains("jlink ", "jdeps ");
+    assertThat(runtime).startsWith("debian:bookworm-slim");
+    assertThat(runtime).containsPattern("apt-get install -y --no-install-recommends[^\\n]*\\blibnftables1\\b")
+        .contains("rm -rf /var/lib/apt/lists/*");
+    String entrypoint = runtime.lines().filter(l -> l.startsWith("ENTRYPOINT ")).findFirst().orElseThrow()
+        .substring("ENTRYPOINT ".length());
+    assertThat(new ObjectMapper().readValue(entrypoint, String[].class)).as("exec form, no shell").containsExactly(
+        "/opt/egress-service-agent/bin/java", "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
+    assertThat(runtime).contains("/opt/egress-service-agent/egress-service-agent.jar")
+        .contains("org.opencontainers.image.licenses=\"Apache-2.0\"");
+
+    List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
+    assertThat(ignored).contains("target/", ".git");
+  }
+
+  // ---- helpers ----
+
+  private static void assertBindsTheAgent(List<Subject> subjects) {
+    assertThat(subjects).singleElement().satisfies(s -> {
+      assertThat(s.getKind()).isEqualTo("ServiceAccount");
+      assertThat(s.getName()).isEqualTo(SERVICE_ACCOUNT);
+      assertThat(s.getNamespace()).isEqualTo(NAMESPACE);
+    });
+  }
+
+  /** "group/resource" -> verbs, every rule merged. */
+  private static TreeMap<String, Set<String>> grants(List<PolicyRule> rules) {
+    TreeMap<String, Set<String>> grants = new TreeMap<>();
+    for (PolicyRule rule : rules) {
+      assertThat(rule.getResourceNames()).isNullOrEmpty();
+      for (String group : rule.getApiGroups()) {
+        for (String resource : rule.getResources()) {
+          grants.computeIfAbsent(group + "/" + resource, k -> new TreeSet<>()).addAll(rule.getVerbs());
+        }
+      }
+    }
+    return grants;
+  }
+
+  private static String httpPath(Probe probe) {
+    assertThat(probe).isNotNull();
+    assertThat(probe.getHttpGet()).isNotNull();
+    return probe.getHttpGet().getPath();
+  }
+
+  private static Container container() throws IOException {
+    return daemonSet().getSpec().getTemplate().getSpec().getContainers().get(0);
+  }
+
+  private static DaemonSet daemonSet() throws IOException {
+    return KUBE.convertValue(one("DaemonSet"), DaemonSet.class);
+  }
+
+  private static JsonNode one(String kind) throws IOException {
+    List<JsonNode> found = baseObjects().stream().filter(d -> kind.equals(d.path("kind").asText()))
+        .collect(Collectors.toList());
+    assertThat(found).as("objects of kind %s in the base", kind).hasSize(1);
+    return found.get(0);
+  }
+
+  /** Every object of every resource file listed in deploy/kustomization.yaml. */
+  private static List<JsonNode> baseObjects() throws IOException {
+    List<JsonNode> objects = new ArrayList<>();
+    for (String resource : texts(readOne(DEPLOY.resolve("kustomization.yaml")).path("resources"))) {
+      objects.addAll(readAll(DEPLOY.resolve(resource)));
+    }
+    return objects;
+  }
+
+  private static JsonNode readOne(Path file) throws IOException {
+    List<JsonNode> docs = readAll(file);
+    assertThat(docs).as("documents in %s", file).hasSize(1);
+    return docs.get(0);
+  }
+
+  private static List<JsonNode> readAll(Path file) throws IOException {
+    List<JsonNode> docs = new ArrayList<>();
+    try (var parser = YAML.getFactory().createParser(file.toFile())) {
+      for (var it = YAML.readValues(parser, JsonNode.class); it.hasNext(); ) {
+        JsonNode doc = it.next();
+        if (doc != null && !doc.isNull() && !doc.isMissingNode()) {
+          docs.add(doc);
+        }
+      }
+    }
+    return docs;
+  }
+
+  private static List<String> texts(JsonNode node) {
+    List<String> out = new ArrayList<>();
+    if (node.isArray()) {
+      node.forEach(n -> out.add(n.asText()));
+    } else if (!node.isMissingNode()) {
+      out.add(node.asText());
+    }
+    return out;
+  }
+}
