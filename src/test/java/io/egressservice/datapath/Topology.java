@@ -187,10 +187,14 @@ public final class Topology implements AutoCloseable {
     startEcho("up2", EXTERNAL);
   }
 
+  /** {@code key=value} pairs written to /proc/sys in the namespace (no dependency on procps' sysctl). */
   private static void sysctl(Netns ns, String... settings) {
-    List<String> cmd = new ArrayList<>(List.of("sysctl", "-q", "-w"));
-    cmd.addAll(List.of(settings));
-    ns.exec(cmd.toArray(String[]::new));
+    StringBuilder script = new StringBuilder("set -e\n");
+    for (String kv : settings) {
+      String[] p = kv.split("=", 2);
+      script.append("echo ").append(p[1]).append(" > /proc/sys/").append(p[0].replace('.', '/')).append('\n');
+    }
+    ns.execWithInput(script.toString(), "sh");
   }
 
   private void batch(String role, String... commands) {
