@@ -1,0 +1,270 @@
+package io.egressservice.datapath;
+
+import static io.egressservice.datapath.Topology.CLIENT;
+import static io.egressservice.datapath.Topology.EXTERNAL;
+import static io.egressservice.datapath.Topology.LB_IP;
+import static io.egressservice.datapath.Topology.LB_IP_2;
+import static io.egressservice.datapath.Topology.LB_PORT;
+import static io.egressservice.datapath.Topology.NODE2_IP;
+import static io.egressservice.datapath.Topology.NODE2_POD;
+import static io.egressservice.datapath.Topology.POD1;
+import static io.egressservice.datapath.Topology.POD2;
+import static io.egressservice.datapath.Topology.POD3;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.cli.InProcess;
+import io.egressservice.datapath.ClusterFiles.Service;
+import io.egressservice.datapath.Topology.Probe;
+import io.egressservice.datapath.Topology.Seen;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Real packets through the agent's rules and SNAT (DESIGN.md section 5, "datapath"; the E2E scenarios of
+ * OVN-Kubernetes' egress_services.go). Each case builds a fresh {@link Topology}, drives the agent with
+ * {@code apply --netns <node>} exactly as a user would, and asserts what the external side saw: the
+ * source address and which uplink (namespace) received it, before and after.
+ *
+ * <p>Every case takes the agent's rule mode as its parameter and changes the agent only through
+ * {@link #apply}, so a future {@code --rule-mode mark} is one more value in {@link #ruleModes()}.
+ *
+ * <p>No masquerade is installed on the node (no CNI here): with {@code sourceIPBy: Network} the packet
+ * keeps the pod's own address on the chosen uplink.
+ */
+class DatapathTest {
+  static final Duration PATIENCE = Duration.ofSeconds(5);
+
+  Topology topo;
+  @TempDir Path tmp;
+  int step;
+
+  static Stream<String> ruleModes() {
+    return Stream.of("source");
+  }
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    topo = Topology.create();
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (topo != null) {
+      topo.close();
+    }
+  }
+
+  // ---- the cases --------------------------------------------------------------------------------
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case1_withoutEgressServicePodTrafficLeavesByTheMainTableWithItsOwnAddress(String ruleMode) {
+    apply(ruleMode);
+
+    expectUdp("pod1", EXTERNAL, "up1", POD1);
+    expectTcp("pod1", EXTERNAL, "up1", POD1);
+    expectPod2Untouched();
+    assertThat(topo.node().exec("ip", "rule", "show")).doesNotContain("proto 201");
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case2_loadBalancerIpOnNetwork100LeavesByUplink2WithTheLbIp(String ruleMode) {
+    expectUdp("pod1", EXTERNAL, "up1", POD1);
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP);
+    expectTcp("pod1", EXTERNAL, "up2", LB_IP);
+    expectPod2Untouched();
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case3_networkOnNetwork100LeavesByUplink2WithoutLbSnat(String ruleMode) {
+    expectUdp("pod1", EXTERNAL, "up1", POD1);
+
+    apply(ruleMode, web("Network", "100", "ALL"));
+
+    expectUdp("pod1", EXTERNAL, "up2", POD1);
+    expectTcp("pod1", EXTERNAL, "up2", POD1);
+    expectPod2Untouched();
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case4_loadBalancerIpWithoutNetworkKeepsUplink1WithTheLbIp(String ruleMode) {
+    expectTcp("pod1", EXTERNAL, "up1", POD1);
+
+    apply(ruleMode, web("LoadBalancerIP", null, ClusterFiles.NODE));
+
+    expectTcp("pod1", EXTERNAL, "up1", LB_IP);
+    expectUdp("pod1", EXTERNAL, "up1", LB_IP);
+    expectPod2Untouched();
+    assertThat(topo.node().exec("ip", "rule", "show")).doesNotContain("proto 201");
+  }
+
+  /**
+   * The client reaches LB_IP:80 through up1; the node DNATs it to pod1 (the test's stand-in for
+   * kube-proxy). The reply's source is un-DNATed back to the LB IP only in POSTROUTING, after the routing
+   * decision, so the routing decision sees the pod's address and the endpoint's {@code from} rule sends
+   * the reply into table 100, i.e. up2; up2's counter of packets from LB_IP:80 proves it.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case5_repliesToInboundLoadBalancerConnectionsLeaveThroughTheServiceNetwork(String ruleMode) {
+    topo.installLoadBalancerDnat();
+    topo.installReplyCounters();
+    expectInboundRepliesVia("up1");
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+    expectInboundRepliesVia("up2");
+
+    apply(ruleMode, web("Network", "100", "ALL"));
+    expectInboundRepliesVia("up2");
+
+    apply(ruleMode);
+    expectInboundRepliesVia("up1");
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case6_aPodThatDidNotOptInAndPodToPodTrafficAreNeverChanged(String ruleMode) {
+    expectPod2Untouched();
+    expectUdp("pod1", POD2, "pod2", POD1);
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP); // the service is in force
+    expectPod2Untouched();
+    expectUdp("pod1", POD2, "pod2", POD1);
+    expectTcp("pod1", POD2, "pod2", POD1);
+    expectUdp("pod2", POD1, "pod1", POD2);
+
+    apply(ruleMode, web("Network", "100", "ALL"));
+
+    expectUdp("pod1", EXTERNAL, "up2", POD1);
+    expectPod2Untouched();
+    expectTcp("pod1", POD2, "pod2", POD1);
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case7_deletingTheEgressServiceRestoresTheMainTableAndLeavesNothingOwned(String ruleMode) {
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP);
+    assertThat(topo.node().exec("ip", "rule", "show")).contains("proto 201");
+
+    apply(ruleMode);
+
+    expectUdp("pod1", EXTERNAL, "up1", POD1);
+    expectTcp("pod1", EXTERNAL, "up1", POD1);
+    expectPod2Untouched();
+    assertThat(topo.node().exec("ip", "rule", "show")).doesNotContain("proto 201");
+    assertThat(topo.node().exec("ip", "-6", "rule", "show")).doesNotContain("proto 201");
+    Netns.Result map = topo.node().tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4");
+    if (map.exitCode() == 0) {
+      assertThat(map.stdout()).as("the agent's SNAT map").doesNotContain("elements");
+    }
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case8_twoNetworkServicesReachTheirOwnExternalHostsSharingOneAddress(String ruleMode) {
+    expectUdp("pod1", EXTERNAL, "up1", POD1);
+    expectUdp("pod3", EXTERNAL, "up1", POD3);
+
+    apply(ruleMode,
+        ClusterFiles.service("net1", "Network", "101", "ALL", LB_IP, "172.30.0.10", POD1),
+        ClusterFiles.service("net2", "Network", "102", "ALL", LB_IP_2, "172.30.0.11", POD3));
+
+    expectUdp("pod1", EXTERNAL, "up1", POD1);
+    expectUdp("pod3", EXTERNAL, "up2", POD3);
+    expectTcp("pod1", EXTERNAL, "up1", POD1);
+    expectTcp("pod3", EXTERNAL, "up2", POD3);
+    expectPod2Untouched();
+
+    apply(ruleMode);
+
+    expectUdp("pod3", EXTERNAL, "up1", POD3);
+  }
+
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void case9_trafficToAnotherNodeAndToTheClusterKeepsTheMainTableAndItsSource(String ruleMode) {
+    expectUdp("pod1", NODE2_IP, "node2", POD1);
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP); // the service is in force
+    expectUdp("pod1", NODE2_IP, "node2", POD1); // another node: connected subnet 192.168.1.0/24
+    expectTcp("pod1", NODE2_IP, "node2", POD1);
+    expectUdp("pod1", NODE2_POD, "node2", POD1); // a pod on another node: cluster CIDR
+    expectTcp("pod1", POD2, "pod2", POD1); // a pod on this node
+  }
+
+  // ---- how the cases drive the agent and look at packets ----------------------------------------
+
+  static Service web(String sourceIpBy, String network, String host) {
+    return ClusterFiles.service("web", sourceIpBy, network, host, LB_IP, "172.30.0.10", POD1);
+  }
+
+  /** The one way a case changes the agent: {@code apply} in-process, with the Nodes and {@code services}. */
+  void apply(String ruleMode, Service... services) {
+    Path file = ClusterFiles.write(tmp.resolve("step-" + (++step)), services);
+    InProcess.Result r = InProcess.run("apply", "--objects", file.toString(), "--node", ClusterFiles.NODE,
+        "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16", "--service-cidr", "172.30.0.0/16",
+        "--rule-mode", ruleMode);
+    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
+  }
+
+  void expectUdp(String from, String dst, String where, String source) {
+    expect("udp", from, dst, where, source);
+  }
+
+  void expectTcp(String from, String dst, String where, String source) {
+    expect("tcp", from, dst, where, source);
+  }
+
+  /** Exactly one server saw the packet, in {@code where}, from {@code source}, and told the client so. */
+  void expect(String protocol, String from, String dst, String where, String source) {
+    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+        .untilAsserted(() -> {
+          Probe p = protocol.equals("udp") ? topo.udp(from, dst) : topo.tcp(from, dst);
+          assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst)
+              .containsExactly(new Seen(where, protocol, source));
+          assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
+              .contains("saw " + source + " at " + where);
+        });
+  }
+
+  /** pod2 never opted in: it leaves by up1 with its own address, whatever the agent does for pod1. */
+  void expectPod2Untouched() {
+    expectUdp("pod2", EXTERNAL, "up1", POD2);
+  }
+
+  /** The client's connection to LB_IP:80 reaches pod1 and the replies cross {@code up} (and not the other). */
+  void expectInboundRepliesVia(String up) {
+    String other = up.equals("up1") ? "up2" : "up1";
+    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+        .untilAsserted(() -> {
+          long viaUp = topo.replyPackets(up);
+          long viaOther = topo.replyPackets(other);
+          Probe p = topo.tcp("client", LB_IP, LB_PORT);
+          assertThat(p.seen()).as("who accepted the connection").containsExactly(new Seen("pod1", "tcp", CLIENT));
+          assertThat(p.reply()).contains("saw " + CLIENT + " at pod1");
+          assertThat(topo.replyPackets(up)).as("replies through " + up).isGreaterThan(viaUp);
+          assertThat(topo.replyPackets(other)).as("replies through " + other).isEqualTo(viaOther);
+        });
+  }
+}
