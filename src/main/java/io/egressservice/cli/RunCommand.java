@@ -97,8 +97,9 @@ public final class RunCommand implements Callable<Integer> {
     }
     try {
       return new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
-    } catch (IOException e) {
-      throw new Main.UserError("cannot read --kubeconfig " + kubeconfig + ": " + e.getMessage());
+    } catch (IOException | RuntimeException e) {
+      throw new Main.UserError("cannot use --kubeconfig " + kubeconfig + ": "
+          + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()) + " (is it a kubeconfig file?)");
     }
   }
 

@@ -114,10 +114,12 @@ public final class NodeAgent implements AutoCloseable {
         trigger(TRIGGER_API);
       }
     };
-    egressServices = inform(client.resources(EgressService.class).inAnyNamespace().inform(cast(handler)));
-    services = inform(client.services().inAnyNamespace().inform(cast(handler)));
-    slices = inform(client.discovery().v1().endpointSlices().inAnyNamespace().inform(cast(handler)));
-    nodes = inform(client.nodes().inform(cast(handler)));
+    // runnableInformer + start() does not block on the initial list, so an unreachable API server
+    // leaves the kernel as it is while the informers keep retrying.
+    egressServices = inform(client.resources(EgressService.class).inAnyNamespace().runnableInformer(0), handler);
+    services = inform(client.services().inAnyNamespace().runnableInformer(0), handler);
+    slices = inform(client.discovery().v1().endpointSlices().inAnyNamespace().runnableInformer(0), handler);
+    nodes = inform(client.nodes().runnableInformer(0), handler);
     try {
       kernelEvents = dataplane.netlink().subscribe(
           EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.LINK), this::onKernelEvent,
@@ -131,11 +133,15 @@ public final class NodeAgent implements AutoCloseable {
   }
 
   @SuppressWarnings("unchecked")
-  private static <T> ResourceEventHandler<T> cast(ResourceEventHandler<HasMetadata> h) {
-    return (ResourceEventHandler<T>) (ResourceEventHandler<?>) h;
-  }
-
-  private <T extends HasMetadata> SharedIndexInformer<T> inform(SharedIndexInformer<T> informer) {
+  private <T extends HasMetadata> SharedIndexInformer<T> inform(SharedIndexInformer<T> informer,
+      ResourceEventHandler<HasMetadata> handler) {
+    informer.exceptionHandler((started, error) -> {
+      LOG.warn("{} informer: {} (retrying; the kernel state is kept)", informer.getApiTypeClass().getSimpleName(),
+          error.getMessage());
+      return true;
+    });
+    informer.addEventHandler((ResourceEventHandler<T>) (ResourceEventHandler<?>) handler);
+    informer.start();
     informers.add(informer);
     return informer;
   }
