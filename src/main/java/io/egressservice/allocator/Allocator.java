@@ -77,6 +77,7 @@ public final class Allocator implements AutoCloseable {
   private final AtomicLong statusWrites = new AtomicLong();
   private final AtomicLong labelPatches = new AtomicLong();
   private final AtomicLong eventsWritten = new AtomicLong();
+  private final AtomicLong statusConflicts = new AtomicLong();
 
   private record Outcome(String uid, String host, Reason reason) {}
 
@@ -197,6 +198,11 @@ public final class Allocator implements AutoCloseable {
     return labelPatches.get();
   }
 
+  /** Number of 409 Conflict answers to status writes (each retried). */
+  public long statusConflicts() {
+    return statusConflicts.get();
+  }
+
   /** Number of Events written by this instance. */
   public long eventsWritten() {
     return eventsWritten.get();
@@ -308,6 +314,7 @@ public final class Allocator implements AutoCloseable {
         if (e.getCode() != 409 || attempt == STATUS_ATTEMPTS) {
           throw e;
         }
+        statusConflicts.incrementAndGet();
         LOG.debug("{}: conflict writing status of {}/{}, retrying", identity, ns, name);
         copy = client.resources(EgressService.class).inNamespace(ns).withName(name).get();
         if (copy == null) {
