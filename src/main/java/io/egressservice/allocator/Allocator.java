@@ -1,0 +1,412 @@
+package io.egressservice.allocator;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.ObjectRef;
+import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import java.time.Instant;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The fabric8 edge of the allocator: informers on EgressService, Service, EndpointSlice and Node feed one worker
+ * thread; while {@linkplain #startLeading() leading}, each pass recomputes every service with {@link AllocationPass}
+ * from the informer caches and writes only the differences: {@code status.host} through the status subresource
+ * (with conflict retries), node labels by JSON merge patch of {@code metadata.labels}, and core/v1 Events on the
+ * EgressService when its outcome (host, reason) changes.
+ *
+ * <p>Events are remembered per leadership term: on taking over, a service whose status is already right gets no
+ * Event; after that an Event is written only when host or reason changes, never for a resync.
+ *
+ * <p>Informers run on every replica (a follower's caches are warm when it takes over); only the leader's worker
+ * writes, and it checks leadership before every write.
+ */
+public final class Allocator implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
+  static final String COMPONENT = "egress-service-allocator";
+  private static final int STATUS_ATTEMPTS = 5;
+  private static final long MAX_BACKOFF_MS = 30_000;
+
+  private final KubernetesClient client;
+  private final AllocatorConfig config;
+  private final String identity;
+  private final ScheduledExecutorService worker;
+  private final AtomicBoolean queued = new AtomicBoolean();
+  private volatile boolean leading;
+  private final AtomicLong term = new AtomicLong();
+  private volatile boolean closed;
+  private int failures;
+  /** Last reported outcome per service, this term; worker thread only. */
+  private final Map<ObjectRef, Outcome> reported = new HashMap<>();
+
+  private SharedIndexInformer<EgressService> egressServices;
+  private SharedIndexInformer<Service> services;
+  private SharedIndexInformer<EndpointSlice> slices;
+  private SharedIndexInformer<Node> nodes;
+
+  private final AtomicLong passes = new AtomicLong();
+  private final AtomicLong statusWrites = new AtomicLong();
+  private final AtomicLong labelPatches = new AtomicLong();
+  private final AtomicLong eventsWritten = new AtomicLong();
+  private final AtomicLong statusConflicts = new AtomicLong();
+
+  private record Outcome(String uid, String host, Reason reason) {}
+
+  private static final class NotLeadingException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    NotLeadingException() {
+      super("not the leader", null, false, false);
+    }
+  }
+
+  public Allocator(KubernetesClient client, AllocatorConfig config, String identity) {
+    this.client = Objects.requireNonNull(client);
+    this.config = Objects.requireNonNull(config);
+    this.identity = Objects.requireNonNull(identity);
+    this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "egress-allocator-" + identity);
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Starts the informers; nothing is written until {@link #startLeading()}. */
+  public synchronized void start() {
+    long resync = config.resyncPeriod().toMillis();
+    egressServices = informer(client.resources(EgressService.class).inAnyNamespace().runnableInformer(resync), null);
+    services = informer(client.services().inAnyNamespace().runnableInformer(resync), null);
+    slices = informer(client.discovery().v1().endpointSlices().inAnyNamespace()
+        .withLabel(PlanInputs.SERVICE_NAME_LABEL).runnableInformer(resync), null);
+    // Nodes change status every few seconds; only what the allocator reads matters.
+    nodes = informer(client.nodes().runnableInformer(resync), AllocatorInputs::node);
+    for (SharedIndexInformer<?> i : informers()) {
+      i.start();
+    }
+  }
+
+  private <T extends HasMetadata> SharedIndexInformer<T> informer(
+      SharedIndexInformer<T> informer, Function<T, Object> relevant) {
+    informer.addEventHandler(new ResourceEventHandler<T>() {
+      @Override
+      public void onAdd(T obj) {
+        requestPass();
+      }
+
+      @Override
+      public void onUpdate(T oldObj, T newObj) {
+        if (relevant == null || !relevant.apply(oldObj).equals(relevant.apply(newObj))) {
+          requestPass();
+        }
+      }
+
+      @Override
+      public void onDelete(T obj, boolean deletedFinalStateUnknown) {
+        requestPass();
+      }
+
+      @Override
+      public void onNothing() {
+        requestPass();
+      }
+    });
+    return informer;
+  }
+
+  private List<SharedIndexInformer<?>> informers() {
+    return List.of(egressServices, services, slices, nodes);
+  }
+
+  /** Begins a leadership term: forgets reported outcomes and runs a pass. */
+  public void startLeading() {
+    LOG.info("{}: leading, allocating egress service hosts", identity);
+    long t = term.incrementAndGet();
+    leading = true;
+    submit(() -> {
+      if (term.get() == t) {
+        reported.clear();
+      }
+      runPass();
+    });
+  }
+
+  /** Ends the term; no write is started after this returns. */
+  public void stopLeading() {
+    if (leading) {
+      LOG.info("{}: no longer leading, stopped writing", identity);
+    }
+    leading = false;
+    term.incrementAndGet();
+  }
+
+  public boolean isLeading() {
+    return leading;
+  }
+
+  /** Waits (bounded) until a pass in progress, if any, has finished. */
+  void awaitIdle(long timeoutMillis) {
+    try {
+      worker.submit(() -> { }).get(timeoutMillis, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      LOG.debug("{}: worker not idle after {} ms", identity, timeoutMillis);
+    }
+  }
+
+  /** Number of passes that computed an allocation (leader only). */
+  public long passes() {
+    return passes.get();
+  }
+
+  /** Number of successful {@code status.host} writes by this instance. */
+  public long statusWrites() {
+    return statusWrites.get();
+  }
+
+  /** Number of successful node label patches by this instance. */
+  public long labelPatches() {
+    return labelPatches.get();
+  }
+
+  /** Number of 409 Conflict answers to status writes (each retried). */
+  public long statusConflicts() {
+    return statusConflicts.get();
+  }
+
+  /** Number of Events written by this instance. */
+  public long eventsWritten() {
+    return eventsWritten.get();
+  }
+
+  void requestPass() {
+    if (!closed && queued.compareAndSet(false, true)) {
+      submit(this::runPass);
+    }
+  }
+
+  private void submit(Runnable r) {
+    try {
+      worker.execute(r);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // closed
+    }
+  }
+
+  private void schedule(long delayMillis) {
+    try {
+      worker.schedule(this::requestPass, delayMillis, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // closed
+    }
+  }
+
+  private void runPass() {
+    queued.set(false);
+    if (!leading || closed) {
+      return;
+    }
+    if (!informers().stream().allMatch(SharedIndexInformer::hasSynced)) {
+      schedule(100);
+      return;
+    }
+    try {
+      pass();
+      failures = 0;
+    } catch (NotLeadingException e) {
+      LOG.debug("{}: pass abandoned, leadership lost", identity);
+    } catch (RuntimeException e) {
+      failures++;
+      long delay = Math.min(MAX_BACKOFF_MS, 100L << Math.min(failures, 20));
+      LOG.warn("{}: allocation pass failed (attempt {}), retrying in {} ms: {}", identity, failures, delay,
+          e.toString());
+      schedule(delay);
+    }
+  }
+
+  private void pass() {
+    passes.incrementAndGet();
+    List<EgressService> esList = egressServices.getStore().list();
+    AllocationPass.Result result = AllocationPass.compute(
+        esList.stream().map(AllocatorInputs::egressService).toList(),
+        services.getStore().list().stream().map(PlanInputs::service).toList(),
+        slices.getStore().list().stream().map(PlanInputs::slice).toList(),
+        nodes.getStore().list().stream().map(AllocatorInputs::node).toList());
+    Map<ObjectRef, EgressService> byRef =
+        esList.stream().collect(Collectors.toMap(PlanInputs::ref, Function.identity(), (a, b) -> a));
+
+    for (Decision d : result.decisions()) {
+      EgressService es = byRef.get(d.ref());
+      boolean statusOk = es.getStatus() != null && d.host().equals(es.getStatus().getHost());
+      if (!statusOk) {
+        writeStatus(es, d.host());
+      }
+      Outcome now = new Outcome(es.getMetadata().getUid(), d.host(), d.reason());
+      Outcome before = reported.put(d.ref(), now);
+      boolean report = before == null || !Objects.equals(before.uid(), now.uid()) ? !statusOk : !before.equals(now);
+      if (report) {
+        LOG.info("{}: {} host \"{}\" ({}): {}", identity, d.ref(), d.host(), d.reason().eventReason(), d.message());
+        event(es, d.reason().allocated() ? "Normal" : "Warning", d.reason().eventReason(), d.message());
+        d.labelProblem().ifPresent(p -> event(es, "Warning", Reason.LABEL_NOT_SET,
+            "node " + d.host() + " is the host but cannot carry the host label: " + p));
+      }
+    }
+    Set<ObjectRef> present = byRef.keySet();
+    reported.keySet().retainAll(present);
+
+    for (Map.Entry<String, Map<String, Boolean>> e : result.labelChanges().entrySet()) {
+      patchLabels(e.getKey(), e.getValue());
+    }
+  }
+
+  private void ensureLeading() {
+    if (!leading || closed) {
+      throw new NotLeadingException();
+    }
+  }
+
+  private void writeStatus(EgressService cached, String host) {
+    EgressService copy = client.getKubernetesSerialization().clone(cached);
+    String ns = cached.getMetadata().getNamespace();
+    String name = cached.getMetadata().getName();
+    for (int attempt = 1; ; attempt++) {
+      ensureLeading();
+      EgressServiceStatus status = new EgressServiceStatus();
+      status.setHost(host);
+      copy.setStatus(status);
+      try {
+        client.resource(copy).updateStatus();
+        statusWrites.incrementAndGet();
+        return;
+      } catch (KubernetesClientException e) {
+        if (e.getCode() == 404) {
+          return; // deleted meanwhile; its informer event requests a new pass
+        }
+        if (e.getCode() != 409 || attempt == STATUS_ATTEMPTS) {
+          throw e;
+        }
+        statusConflicts.incrementAndGet();
+        LOG.debug("{}: conflict writing status of {}/{}, retrying", identity, ns, name);
+        copy = client.resources(EgressService.class).inNamespace(ns).withName(name).get();
+        if (copy == null) {
+          return;
+        }
+        if (copy.getStatus() != null && host.equals(copy.getStatus().getHost())) {
+          return;
+        }
+      }
+    }
+  }
+
+  private void patchLabels(String node, Map<String, Boolean> changes) {
+    ensureLeading();
+    ObjectNode root = JsonNodeFactory.instance.objectNode();
+    ObjectNode labels = root.putObject("metadata").putObject("labels");
+    changes.forEach((key, set) -> {
+      if (set) {
+        labels.put(key, "");
+      } else {
+        labels.putNull(key);
+      }
+    });
+    try {
+      client.nodes().withName(node).patch(PatchContext.of(PatchType.JSON_MERGE), root.toString());
+      labelPatches.incrementAndGet();
+      LOG.info("{}: node {} labels {}", identity, node, changes);
+    } catch (KubernetesClientException e) {
+      if (e.getCode() != 404) {
+        throw e;
+      }
+    }
+  }
+
+  private void event(EgressService es, String type, String reason, String message) {
+    if (!leading || closed) {
+      return;
+    }
+    Instant now = Instant.now();
+    String ts = DateTimeFormatter.ISO_INSTANT.format(now.truncatedTo(ChronoUnit.SECONDS));
+    String base = es.getMetadata().getName();
+    if (base.length() > 200) {
+      base = base.substring(0, 200);
+    }
+    Event ev = new EventBuilder()
+        .withNewMetadata()
+            .withNamespace(es.getMetadata().getNamespace())
+            .withName(base + "." + UUID.randomUUID().toString().replace("-", "").substring(0, 16))
+        .endMetadata()
+        .withNewInvolvedObject()
+            .withApiVersion(es.getApiVersion())
+            .withKind(es.getKind())
+            .withNamespace(es.getMetadata().getNamespace())
+            .withName(es.getMetadata().getName())
+            .withUid(es.getMetadata().getUid())
+            .withResourceVersion(es.getMetadata().getResourceVersion())
+        .endInvolvedObject()
+        .withType(type)
+        .withReason(reason)
+        .withMessage(message.length() > 1024 ? message.substring(0, 1024) : message)
+        .withFirstTimestamp(ts)
+        .withLastTimestamp(ts)
+        .withCount(1)
+        .withNewSource().withComponent(COMPONENT).endSource()
+        .withReportingComponent(COMPONENT)
+        .withReportingInstance(identity)
+        .build();
+    try {
+      client.v1().events().inNamespace(es.getMetadata().getNamespace()).resource(ev).create();
+      eventsWritten.incrementAndGet();
+    } catch (KubernetesClientException e) {
+      LOG.warn("{}: could not write Event {} for {}: {}", identity, reason, PlanInputs.ref(es), e.getMessage());
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    leading = false;
+    synchronized (this) {
+      if (egressServices != null) {
+        for (SharedIndexInformer<?> i : informers()) {
+          i.stop();
+        }
+      }
+    }
+    worker.shutdownNow();
+    try {
+      worker.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+}

@@ -1,0 +1,39 @@
+package io.egressservice.allocator;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Timings of the allocator.
+ *
+ * @param leaseName the {@code coordination.k8s.io/v1} Lease the replicas compete for
+ * @param leaseDuration how long a follower waits after the last renewal before taking over
+ * @param renewDeadline how long the leader keeps trying to renew before it stops leading (less than leaseDuration,
+ *     so the old leader stops writing before anyone else can start)
+ * @param retryPeriod interval of acquisition and renewal attempts
+ * @param resyncPeriod informer resync; a resync recomputes everything but writes only differences
+ */
+public record AllocatorConfig(
+    String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod) {
+  public static final String DEFAULT_LEASE_NAME = "egress-service-allocator";
+
+  public AllocatorConfig {
+    Objects.requireNonNull(leaseName);
+    if (renewDeadline.compareTo(leaseDuration) >= 0) {
+      throw new IllegalArgumentException("renewDeadline must be shorter than leaseDuration");
+    }
+    if (retryPeriod.compareTo(renewDeadline) >= 0) {
+      throw new IllegalArgumentException("retryPeriod must be shorter than renewDeadline");
+    }
+  }
+
+  /** The client-go defaults: lease 15 s, renew 10 s, retry 2 s; resync 60 s. */
+  public static AllocatorConfig defaults() {
+    return new AllocatorConfig(DEFAULT_LEASE_NAME, Duration.ofSeconds(15), Duration.ofSeconds(10),
+        Duration.ofSeconds(2), Duration.ofSeconds(60));
+  }
+
+  public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {
+    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod);
+  }
+}

@@ -1,0 +1,139 @@
+package io.egressservice.allocator;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs an {@link Allocator} under leader election on the Lease {@code <leaseNamespace>/<leaseName>}: informers run
+ * at once, allocation only while this identity holds the Lease. fabric8's {@code LeaderElector} ends after losing
+ * the lease, so a new one is started (after a retry period) until {@link #close()}.
+ *
+ * <pre>{@code
+ * try (AllocatorRunner runner = AllocatorRunner.start(client, "egress-service-system", podName)) { ... }
+ * }</pre>
+ */
+public final class AllocatorRunner implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(AllocatorRunner.class);
+
+  private final KubernetesClient client;
+  private final String leaseNamespace;
+  private final String identity;
+  private final AllocatorConfig config;
+  private final Allocator allocator;
+  private final ScheduledExecutorService restarts;
+  private volatile String observedLeader;
+  private CompletableFuture<?> election;
+  private boolean closed;
+
+  private AllocatorRunner(KubernetesClient client, String leaseNamespace, String identity, AllocatorConfig config) {
+    this.client = Objects.requireNonNull(client);
+    this.leaseNamespace = Objects.requireNonNull(leaseNamespace);
+    this.identity = Objects.requireNonNull(identity);
+    this.config = Objects.requireNonNull(config);
+    this.allocator = new Allocator(client, config, identity);
+    this.restarts = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "egress-allocator-election-" + identity);
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Starts with {@link AllocatorConfig#defaults()}. */
+  public static AllocatorRunner start(KubernetesClient client, String leaseNamespace, String identity) {
+    return start(client, leaseNamespace, identity, AllocatorConfig.defaults());
+  }
+
+  public static AllocatorRunner start(
+      KubernetesClient client, String leaseNamespace, String identity, AllocatorConfig config) {
+    AllocatorRunner runner = new AllocatorRunner(client, leaseNamespace, identity, config);
+    runner.allocator.start();
+    runner.elect();
+    return runner;
+  }
+
+  private synchronized void elect() {
+    if (closed) {
+      return;
+    }
+    var electionConfig = new LeaderElectionConfigBuilder()
+        .withName(config.leaseName())
+        .withLock(new LeaseLock(leaseNamespace, config.leaseName(), identity))
+        .withLeaseDuration(config.leaseDuration())
+        .withRenewDeadline(config.renewDeadline())
+        .withRetryPeriod(config.retryPeriod())
+        .withReleaseOnCancel(true)
+        .withLeaderCallbacks(new LeaderCallbacks(
+            allocator::startLeading,
+            allocator::stopLeading,
+            leader -> {
+              observedLeader = leader;
+              LOG.info("{}: allocator leader is now {}", identity, leader);
+            }))
+        .build();
+    CompletableFuture<?> f = client.leaderElector().withConfig(electionConfig).build().start();
+    election = f;
+    f.whenComplete((v, t) -> {
+      allocator.stopLeading();
+      synchronized (this) {
+        if (!closed) {
+          if (t != null) {
+            LOG.warn("{}: leader election ended: {}", identity, t.toString());
+          }
+          restarts.schedule(this::elect, config.retryPeriod().toMillis(), TimeUnit.MILLISECONDS);
+        }
+      }
+    });
+  }
+
+  public String identity() {
+    return identity;
+  }
+
+  /** True while this instance holds the Lease and allocates. */
+  public boolean isLeader() {
+    return allocator.isLeading();
+  }
+
+  /** The holder last seen on the Lease, if any. */
+  public Optional<String> observedLeader() {
+    return Optional.ofNullable(observedLeader);
+  }
+
+  /** The allocator, for its counters. */
+  public Allocator allocator() {
+    return allocator;
+  }
+
+  /**
+   * Stops writing, waits for a pass in progress, releases the Lease (so another replica takes over at once) and
+   * stops the informers.
+   */
+  @Override
+  public void close() {
+    CompletableFuture<?> f;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      f = election;
+    }
+    allocator.stopLeading();
+    allocator.awaitIdle(config.renewDeadline().toMillis());
+    if (f != null) {
+      f.cancel(true);
+    }
+    restarts.shutdownNow();
+    allocator.close();
+  }
+}
