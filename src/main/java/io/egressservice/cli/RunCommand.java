@@ -1,5 +1,7 @@
 package io.egressservice.cli;
 
+import io.egressservice.allocator.AllocatorConfig;
+import io.egressservice.allocator.AllocatorRunner;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
@@ -14,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -48,6 +51,14 @@ public final class RunCommand implements Callable<Integer> {
       description = "Also choose status.host when leader (false where OVN-Kubernetes' cluster manager does it).")
   boolean allocator;
 
+  @Option(names = "--lease-namespace", defaultValue = "${env:EGRESS_AGENT_POD_NAMESPACE:-egress-service-agent}",
+      description = "Namespace of the allocator's leader-election Lease (default: the pod's namespace).")
+  String leaseNamespace;
+
+  @Option(names = "--pod-name", defaultValue = "${env:EGRESS_AGENT_POD_NAME}",
+      description = "Leader-election identity (default: the node name).")
+  String podName;
+
   @Mixin NetnsOption netns;
 
   @Mixin PlanOptions planOptions;
@@ -71,22 +82,26 @@ public final class RunCommand implements Callable<Integer> {
       dataplane.close();
       throw new Main.SystemError("cannot listen on port " + metricsPort + " for /metrics: " + e.getMessage(), e);
     }
+    agent.start();
+    Optional<AllocatorRunner> allocatorRunner = Optional.empty();
+    if (allocator) {
+      String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
+      allocatorRunner = Optional.of(AllocatorRunner.start(client, leaseNamespace, identity));
+    }
+    Optional<AllocatorRunner> runner = allocatorRunner;
     CountDownLatch done = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       LOG.info("stopping: finishing the current reconcile; the kernel state stays as it is");
+      runner.ifPresent(AllocatorRunner::close);
       agent.close();
       health.close();
       dataplane.close();
       client.close();
       done.countDown();
     }, "shutdown"));
-    agent.start();
     LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on :{}, allocator {})",
         nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync, health.port(),
-        allocator ? "on" : "off");
-    if (allocator) {
-      LOG.info("allocator: not part of this build yet; status.host must be set by another allocator");
-    }
+        allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;
   }

@@ -202,7 +202,7 @@ class DeployManifestsTest {
   void leaderElectionIsANamespacedLeaseRole() throws IOException {
     Role role = KUBE.convertValue(one("Role"), Role.class);
     assertThat(grants(role.getRules()))
-        .isEqualTo(new TreeMap<>(Map.of("coordination.k8s.io/leases", Set.of("get", "create", "update"))));
+        .isEqualTo(new TreeMap<>(Map.of("coordination.k8s.io/leases", Set.of("get", "create", "update", "patch"))));
     RoleBinding binding = KUBE.convertValue(one("RoleBinding"), RoleBinding.class);
     assertThat(binding.getMetadata().getNamespace()).isEqualTo(NAMESPACE);
     assertThat(binding.getRoleRef().getKind()).isEqualTo("Role");

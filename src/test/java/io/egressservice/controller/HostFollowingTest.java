@@ -1,0 +1,138 @@
+package io.egressservice.controller;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.allocator.AllocatorConfig;
+import io.egressservice.allocator.AllocatorRunner;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.nft.EgressNftables.SnatElement;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import java.io.FileInputStream;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
+
+/**
+ * The allocator and two node agents together, each node with its own kernel: the owned rules and SNAT
+ * entries follow status.host when the allocator moves it.
+ */
+@EnableKubernetesMockClient(crud = true)
+class HostFollowingTest {
+  static final Duration WAIT = Duration.ofSeconds(20);
+  KubernetesMockServer server;
+  KubernetesClient client;
+  final List<AutoCloseable> toClose = new ArrayList<>();
+  Netns nsA;
+  Netns nsB;
+  Dataplane dpA;
+  Dataplane dpB;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    Privileges.assumeNetAdmin();
+    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
+      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
+      client.resource(crd).create();
+    }
+    nsA = Netns.create("host-a");
+    toClose.add(nsA);
+    nsB = Netns.create("host-b");
+    toClose.add(nsB);
+    dpA = Dataplane.open(Optional.of(nsA.name()), 5000, 201);
+    toClose.add(dpA);
+    dpB = Dataplane.open(Optional.of(nsB.name()), 5000, 201);
+    toClose.add(dpB);
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    for (int i = toClose.size() - 1; i >= 0; i--) {
+      toClose.get(i).close();
+    }
+  }
+
+  static Node node(String name, String address, String podCidr, boolean ready) {
+    return new NodeBuilder().withNewMetadata().withName(name).endMetadata()
+        .withNewSpec().withPodCIDRs(List.of(podCidr)).endSpec()
+        .withNewStatus().addNewAddress().withType("InternalIP").withAddress(address).endAddress()
+          .addNewCondition().withType("Ready").withStatus(ready ? "True" : "False").endCondition().endStatus()
+        .build();
+  }
+
+  void startAgent(String node, Dataplane dp) {
+    NodeAgent agent = new NodeAgent(client, dp,
+        new NodeAgent.Settings(node, PlanConfig.defaults(), Duration.ofSeconds(30), Duration.ofSeconds(1)),
+        new AgentMetrics(), new KubernetesEvents(client, node, Clock.systemUTC()), Clock.systemUTC());
+    agent.start();
+    toClose.add(agent);
+  }
+
+  static Set<String> snat(Dataplane dp) {
+    return dp.observe().nft().snat().stream().map(SnatElement::toString).collect(Collectors.toSet());
+  }
+
+  String host() {
+    EgressService es = client.resources(EgressService.class).inNamespace("default").withName("web").get();
+    return es.getStatus() == null ? "" : es.getStatus().getHost();
+  }
+
+  static String rules(Netns ns) {
+    return ns.exec("ip", "rule", "show");
+  }
+
+  @Test
+  void theOwnedStateMovesWithTheHostWhenItsNodeGoesNotReady() {
+    client.nodes().resource(node("node-a", "192.168.1.10", "10.128.0.0/24", true)).create();
+    client.nodes().resource(node("node-b", "192.168.1.11", "10.128.1.0/24", true)).create();
+    client.services().resource(KubeObjects.lbService("web", "172.30.0.10", "5.5.5.5")).create();
+    client.discovery().v1().endpointSlices().resource(KubeObjects.slice("web", "web-a", "node-a", "10.128.0.5", "10.128.0.6"))
+        .create();
+    client.discovery().v1().endpointSlices().resource(KubeObjects.slice("web", "web-b", "node-b", "10.128.1.5")).create();
+    client.resources(EgressService.class).resource(KubeObjects.egressService("web", SourceIPBy.LOADBALANCERIP, "100", ""))
+        .create();
+    startAgent("node-a", dpA);
+    startAgent("node-b", dpB);
+    toClose.add(AllocatorRunner.start(client, "egress-service-agent", "test-allocator",
+        new AllocatorConfig(AllocatorConfig.DEFAULT_LEASE_NAME, Duration.ofSeconds(2), Duration.ofMillis(1500),
+            Duration.ofMillis(200), Duration.ofSeconds(1))));
+
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(host()).isEqualTo("node-a");
+      assertThat(snat(dpA)).hasSize(3);
+      assertThat(rules(nsA)).contains("from 10.128.1.5 lookup 100 proto 201");
+    });
+    assertThat(snat(dpB)).isEmpty();
+    assertThat(rules(nsB)).doesNotContain("proto 201");
+    assertThat(client.nodes().withName("node-a").get().getMetadata().getLabels())
+        .containsKey("egress-service.k8s.ovn.org/default-web");
+
+    client.nodes().resource(node("node-a", "192.168.1.10", "10.128.0.0/24", false)).update();
+
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(host()).isEqualTo("node-b");
+      assertThat(snat(dpB)).hasSize(3);
+      assertThat(rules(nsB)).contains("from 10.128.0.5 lookup 100 proto 201");
+      assertThat(snat(dpA)).isEmpty();
+      assertThat(rules(nsA)).doesNotContain("proto 201");
+    });
+  }
+}
