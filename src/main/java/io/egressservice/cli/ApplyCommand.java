@@ -91,7 +91,8 @@ public final class ApplyCommand implements Callable<Integer> {
       }
     });
     NodeFacts facts = dp.facts(networks);
-    return Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(), config));
+    return Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(), config,
+        facts.existingMarks()));
   }
 
   /** Groups changes by service, each under the plan's outcome for it, so "what is wrong here" reads top-down. */

@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.MarkEntry;
+import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.SnatEntry;
@@ -37,6 +39,20 @@ public final class PlanJson {
       o.put("to", r.to().map(IpPrefix::toString).orElse(null));
       putTable(o, r.table());
       o.put("service", r.service().map(Object::toString).orElse(null));
+      if (r.fwmark().isPresent()) {
+        o.put("fwmark", "0x" + Long.toHexString(r.fwmark().getAsLong()) + "/0x" + Long.toHexString(s.markMask()));
+      }
+    }
+    if (s.ruleMode() == RuleMode.MARK) {
+      ArrayNode marks = root.putArray("marks");
+      for (MarkEntry m : s.marks()) {
+        ObjectNode o = marks.addObject();
+        o.put("family", m.family().iproute2Name());
+        o.put("source", m.source().toString());
+        o.put("table", m.table());
+        o.put("mark", "0x" + Long.toHexString(m.mark()));
+        o.put("service", m.service().toString());
+      }
     }
     ArrayNode snat = root.putArray("snat");
     for (SnatEntry e : s.snat()) {
@@ -63,6 +79,7 @@ public final class PlanJson {
     }
     root.put("priority", s.priority());
     root.put("ruleProtocol", s.ruleProtocol());
+    root.put("ruleMode", s.ruleMode().flag());
     return root;
   }
 

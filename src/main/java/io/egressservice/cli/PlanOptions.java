@@ -2,6 +2,7 @@ package io.egressservice.cli;
 
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.RuleMode;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Mixin;
@@ -32,18 +33,31 @@ public final class PlanOptions {
   boolean noInClusterExclusion;
 
   @Option(names = "--rule-mode", defaultValue = "${env:EGRESS_AGENT_RULE_MODE:-source}",
-      description = "source (one ip rule per source address). 'mark' is not implemented yet.")
+      description = "source: one ip rule per source address (as OVN-Kubernetes). mark: nftables marks the sources, one"
+          + " 'ip rule fwmark' per network (O(1) per packet). Default ${DEFAULT-VALUE}.")
   String ruleMode;
+
+  @Option(names = "--mark-mask", defaultValue = "${env:EGRESS_AGENT_MARK_MASK:-0x3f000000}",
+      description = "Mark mode: the packet-mark bits the agent may use (contiguous; default ${DEFAULT-VALUE}, clear of"
+          + " kube-proxy 0x4000/0x8000, OVN-Kubernetes 0x3f0, Cilium 0xf00, Istio 0x539; Calico's default 0xffff0000"
+          + " overlaps it).")
+  String markMask;
 
   /** Validates the flags into a {@link PlanConfig}; a bad value is a {@link Main.UserError}. */
   public PlanConfig toConfig() {
-    if (!"source".equals(ruleMode)) {
-      throw new Main.UserError("--rule-mode " + ruleMode + " is not supported: only 'source' is implemented");
-    }
     try {
       ownership.validate();
+      RuleMode mode = RuleMode.fromFlag(ruleMode);
+      long mask;
+      try {
+        String m = markMask.trim().toLowerCase(java.util.Locale.ROOT);
+        mask = m.startsWith("0x") ? Long.parseLong(m.substring(2), 16) : Long.parseLong(m);
+      } catch (NumberFormatException e) {
+        throw new Main.UserError("--mark-mask '" + markMask + "' is not a number (e.g. 0x3f000000)");
+      }
       return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
-          prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion);
+          prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
+          mode, mask);
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());
     }

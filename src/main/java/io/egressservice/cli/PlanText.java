@@ -2,10 +2,14 @@ package io.egressservice.cli;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.MarkEntry;
+import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.SnatEntry;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Collectors;
 
 /**
@@ -37,12 +41,24 @@ public final class PlanText {
             .append(String.join(", ", o.remoteEndpoints())).append('\n');
       }
     }
+    if (s.ruleMode() == RuleMode.MARK) {
+      sb.append("# mark mode: nftables marks these sources (maps mark_v4/mark_v6); one fwmark rule per network routes them\n");
+      for (Map.Entry<Long, Long> net : new TreeMap<>(s.networkMarks()).entrySet()) {
+        List<String> sources = s.marks().stream().filter(m -> m.table() == net.getKey())
+            .map(m -> m.source() + " (" + m.service() + ")").toList();
+        sb.append("#   table ").append(net.getKey()).append(" <- mark 0x").append(Long.toHexString(net.getValue()))
+            .append(": ").append(String.join(", ", sources)).append('\n');
+      }
+    }
     sb.append('\n');
     for (RuleSpec r : s.rules()) {
-      sb.append(ruleCommand(r, s.ruleProtocol()));
+      sb.append(ruleCommand(r, s.ruleProtocol(), s.markMask()));
       r.service().ifPresent(svc -> sb.append("  # ").append(svc));
-      if (r.service().isEmpty()) {
+      if (r.service().isEmpty() && r.to().isPresent()) {
         sb.append("  # in-cluster destination keeps the main table");
+      } else if (r.service().isEmpty()) {
+        sb.append("  # network ").append(r.table().name()).append(": the sources marked 0x")
+            .append(Long.toHexString(r.fwmark().orElse(0))).append(" above");
       }
       sb.append('\n');
     }
@@ -51,11 +67,13 @@ public final class PlanText {
   }
 
   /** {@code ip -4 rule add priority 5000 from 10.0.0.5 lookup 100 protocol 201}. */
-  public static String ruleCommand(RuleSpec r, int protocol) {
+  public static String ruleCommand(RuleSpec r, int protocol, long markMask) {
     StringBuilder sb = new StringBuilder("ip ").append(r.family().ipFlag()).append(" rule add priority ")
         .append(r.priority());
     r.from().ifPresent(p -> sb.append(" from ").append(p));
     r.to().ifPresent(p -> sb.append(" to ").append(p));
+    r.fwmark().ifPresent(m -> sb.append(" fwmark 0x").append(Long.toHexString(m)).append("/0x")
+        .append(Long.toHexString(markMask)));
     sb.append(" lookup ").append(r.table().name()).append(" protocol ").append(protocol);
     return sb.toString();
   }
@@ -84,6 +102,28 @@ public final class PlanText {
         sb.append(" elements = { ").append(elements).append(" }");
       }
       sb.append(" }\n");
+    }
+    if (s.ruleMode() == RuleMode.MARK && !s.networkMarks().isEmpty()) {
+      for (Map.Entry<Long, Long> net : new TreeMap<>(s.networkMarks()).entrySet()) {
+        sb.append("  chain mark_t").append(net.getKey()).append(" {\n    meta mark set meta mark & 0x")
+            .append(Long.toHexString(~s.markMask() & 0xffffffffL)).append(" | 0x").append(Long.toHexString(net.getValue()))
+            .append("\n  }\n");
+      }
+      for (IpFamily f : IpFamily.values()) {
+        String type = f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
+        List<MarkEntry> entries = s.marks().stream().filter(m -> m.family() == f).toList();
+        sb.append("  map mark_").append(suffix(f)).append(" {\n    type ").append(type).append(" : verdict\n");
+        if (!entries.isEmpty()) {
+          sb.append("    elements = { ").append(entries.stream()
+              .map(m -> m.source() + " comment \"" + m.service() + "\" : jump mark_t" + m.table())
+              .collect(Collectors.joining(", "))).append(" }\n");
+        }
+        sb.append("  }\n");
+      }
+      for (String[] hook : new String[][] {{"mark_prerouting", "filter", "prerouting"}, {"mark_output", "route", "output"}}) {
+        sb.append("  chain ").append(hook[0]).append(" {\n    type ").append(hook[1]).append(" hook ").append(hook[2])
+            .append(" priority mangle; policy accept;\n    ip saddr vmap @mark_v4\n    ip6 saddr vmap @mark_v6\n  }\n");
+      }
     }
     sb.append("  chain postrouting {\n")
         .append("    type nat hook postrouting priority srcnat - 10; policy accept;\n")

@@ -10,6 +10,7 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.SnatElement;
+import io.egressservice.nft.MarkNftables.MarkElement;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
@@ -88,7 +89,11 @@ public final class StatusCommand implements Callable<Integer> {
     }
   }
 
-  private record Group(List<Rule> rules, List<SnatElement> snat) {}
+  private record Group(List<Rule> rules, List<SnatElement> snat, List<MarkElement> marks) {}
+
+  private static Group newGroup(String key) {
+    return new Group(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+  }
 
   private static Map<String, Group> group(ObservedState observed, Map<IpPrefix, String> names) {
     Map<String, Group> groups = new TreeMap<>();
@@ -97,13 +102,20 @@ public final class StatusCommand implements Callable<Integer> {
         .thenComparing(r -> r.source().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder()))
         .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
     for (Rule r : rules) {
-      String key = r.source().map(s -> names.getOrDefault(s, UNKNOWN)).orElse(IN_CLUSTER);
-      groups.computeIfAbsent(key, k -> new Group(new ArrayList<>(), new ArrayList<>())).rules().add(r);
+      String key = r.source().map(s -> names.getOrDefault(s, UNKNOWN))
+          .orElse(r.destination().isEmpty() && r.fwmark().isPresent()
+              ? "(network " + Integer.toUnsignedString(r.table()) + ": the sources marked for it)" : IN_CLUSTER);
+      groups.computeIfAbsent(key, StatusCommand::newGroup).rules().add(r);
+    }
+    List<MarkElement> marks = new ArrayList<>(observed.marks().elements().values());
+    marks.sort(Comparator.comparing(MarkElement::source));
+    for (MarkElement m : marks) {
+      groups.computeIfAbsent(m.comment(), StatusCommand::newGroup).marks().add(m);
     }
     List<SnatElement> snat = new ArrayList<>(observed.nft().snat());
     snat.sort(Comparator.comparing(SnatElement::source));
     for (SnatElement e : snat) {
-      groups.computeIfAbsent(e.comment(), k -> new Group(new ArrayList<>(), new ArrayList<>())).snat().add(e);
+      groups.computeIfAbsent(e.comment(), StatusCommand::newGroup).snat().add(e);
     }
     return groups;
   }
@@ -119,6 +131,8 @@ public final class StatusCommand implements Callable<Integer> {
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       out.println(g.getKey());
       g.getValue().rules().forEach(r -> out.println("  rule " + r));
+      g.getValue().marks().forEach(m -> out.println("  mark " + m.source() + " -> table " + m.table()
+          + " (fwmark 0x" + Long.toHexString(observed.marks().networkChains().getOrDefault(m.table(), 0L)) + ")"));
       g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
     }
     if (!nft.inCluster().isEmpty()) {
@@ -148,6 +162,15 @@ public final class StatusCommand implements Callable<Integer> {
         o.put("from", r.source().map(IpPrefix::toString).orElse(null));
         o.put("to", r.destination().map(IpPrefix::toString).orElse(null));
         o.put("table", Integer.toUnsignedLong(r.table()));
+        if (r.fwmark().isPresent()) {
+          o.put("fwmark", "0x" + Long.toHexString(r.fwmark().getAsLong()) + "/0x"
+              + Long.toHexString(r.fwmask().orElse(0xffffffffL)));
+        }
+      }
+      ArrayNode marks = s.putArray("marks");
+      for (MarkElement m : g.getValue().marks()) {
+        marks.addObject().put("family", m.family().iproute2Name()).put("source", m.source().toString())
+            .put("table", m.table());
       }
       ArrayNode snat = s.putArray("snat");
       for (SnatElement e : g.getValue().snat()) {

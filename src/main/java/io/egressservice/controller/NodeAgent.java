@@ -264,7 +264,7 @@ public final class NodeAgent implements AutoCloseable {
       }
       NodeFacts facts = dataplane.facts(networks);
       DesiredState desired = Planner.plan(PlanInputs.of(settings.nodeName(), objects, facts.connectedSubnets(),
-          facts.networks(), settings.config()));
+          facts.networks(), settings.config(), facts.existingMarks()));
       ApplyReport report = dataplane.reconcile(desired);
       double seconds = (System.nanoTime() - start) / 1e9;
       metrics.reconciled(trigger, seconds, desired, report, dataplane.observe(), clock.millis() / 1000.0, apiTriggered);

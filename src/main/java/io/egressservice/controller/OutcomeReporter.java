@@ -68,7 +68,7 @@ final class OutcomeReporter {
 
   /** Endpoint counts change with every scale event; they are not an outcome change worth an Event. */
   private static String withoutCounts(String reason) {
-    return reason.replaceAll("\\b\\d+ (endpoint|source rule)", "N $1");
+    return reason.replaceAll("\\b\\d+ (endpoint|source)", "N $1");
   }
 
   private static boolean isNodeLocalFailure(String reason) {

@@ -29,7 +29,8 @@ public record Change(Op op, Kind kind, String service, String description) {
     RULE,
     SNAT,
     IN_CLUSTER,
-    NFT_BASE
+    NFT_BASE,
+    MARK
   }
 
   @Override

@@ -11,6 +11,7 @@ import io.egressservice.netlink.RtNetlink;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.RuleChange;
 import io.egressservice.nft.EgressNftables;
+import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.NetworkResolution;
@@ -32,13 +33,16 @@ public final class Dataplane implements AutoCloseable {
   private final NetnsThread thread;
   private final RtNetlink netlink;
   private final EgressNftables nft;
+  private final MarkNftables marks;
   private final int priority;
   private final int protocol;
 
-  private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, int priority, int protocol) {
+  private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks, int priority,
+      int protocol) {
     this.thread = thread;
     this.netlink = netlink;
     this.nft = nft;
+    this.marks = marks;
     this.priority = priority;
     this.protocol = protocol;
   }
@@ -59,7 +63,8 @@ public final class Dataplane implements AutoCloseable {
     try {
       RtNetlink netlink = RtNetlink.open(thread);
       EgressNftables nft = EgressNftables.open(thread);
-      return new Dataplane(thread, netlink, nft, priority, protocol);
+      MarkNftables marks = MarkNftables.open(thread);
+      return new Dataplane(thread, netlink, nft, marks, priority, protocol);
     } catch (NetlinkException | NftException e) {
       thread.close();
       throw new DataplaneException(e.getMessage(), e);
@@ -92,7 +97,7 @@ public final class Dataplane implements AutoCloseable {
           }
         }
       }
-      return new ObservedState(rules, nft.observe());
+      return new ObservedState(rules, nft.observe(), marks.observe());
     } catch (NetlinkException | NftException e) {
       throw new DataplaneException("cannot read the owned state of " + describe() + ": " + e.getMessage(), e);
     }
@@ -134,7 +139,25 @@ public final class Dataplane implements AutoCloseable {
    * here, and the connected subnets.
    */
   public NodeFacts facts(Collection<String> networks) {
-    return new NodeFacts(resolveNetworks(networks, RtTables.read(RtTables.DEFAULT_FILES)), connectedSubnets());
+    return new NodeFacts(resolveNetworks(networks, RtTables.read(RtTables.DEFAULT_FILES)), connectedSubnets(),
+        existingMarks());
+  }
+
+  /** Mark mode: the table each owned {@code fwmark} rule at P routes to, keyed by table, so marks stay stable. */
+  private Map<Long, Long> existingMarks() {
+    Map<Long, Long> out = new HashMap<>();
+    try {
+      for (IpFamily f : IpFamily.values()) {
+        for (Rule r : netlink.listRules(f)) {
+          if (r.protocol() == protocol && r.priority() == priority && r.fwmark().isPresent() && r.source().isEmpty()) {
+            out.putIfAbsent(Integer.toUnsignedLong(r.table()), r.fwmark().getAsLong());
+          }
+        }
+      }
+    } catch (NetlinkException e) {
+      throw new DataplaneException("cannot list rules of " + describe() + ": " + e.getMessage(), e);
+    }
+    return out;
   }
 
   /** Observe, diff, apply. */
@@ -182,9 +205,24 @@ public final class Dataplane implements AutoCloseable {
       try {
         // ensureBase: element changes need the maps and sets; an intact base is left untouched.
         nft.apply(changes.nft(), true);
-        applied.addAll(nftChanges);
+        applied.addAll(nftChanges.stream().filter(c -> c.kind() != Change.Kind.MARK).toList());
       } catch (NftException e) {
         failures.add("nft transaction (" + nftChanges.size() + " change(s), none applied): " + e.getMessage());
+        if (e instanceof NftException.PermissionDenied) {
+          throw new DataplaneException(e.getMessage(), e);
+        }
+      }
+      kernel += System.nanoTime() - t;
+    }
+
+    if (!changes.markCommands().isEmpty()) {
+      t = System.nanoTime();
+      List<Change> markChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.MARK).toList();
+      try {
+        marks.run(changes.markCommands());
+        applied.addAll(markChanges);
+      } catch (NftException e) {
+        failures.add("nft mark transaction (" + markChanges.size() + " change(s), none applied): " + e.getMessage());
         if (e instanceof NftException.PermissionDenied) {
           throw new DataplaneException(e.getMessage(), e);
         }
@@ -249,6 +287,7 @@ public final class Dataplane implements AutoCloseable {
   @Override
   public void close() {
     try {
+      marks.close();
       nft.close();
     } finally {
       try {

@@ -1,7 +1,13 @@
 package io.egressservice.dataplane;
 
 import io.egressservice.ip.IpPrefix;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import io.egressservice.netlink.Rule;
+import io.egressservice.nft.MarkNftables;
+import io.egressservice.nft.MarkNftables.MarkElement;
+import io.egressservice.nft.MarkNftables.MarkPlan;
+import io.egressservice.nft.MarkNftables.MarkState;
+import io.egressservice.plan.RuleMode;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.NftChange;
 import io.egressservice.nft.EgressNftables.SnatElement;
@@ -29,7 +35,9 @@ public final class Differ {
   public static ChangeSet diff(DesiredState desired, ObservedState observed) {
     Map<Rule, String> wanted = new LinkedHashMap<>();
     for (RuleSpec spec : desired.rules()) {
-      wanted.put(toRule(spec, desired.ruleProtocol()), spec.service().map(Object::toString).orElse(IN_CLUSTER));
+      String label = spec.service().map(Object::toString)
+          .orElse(spec.fwmark().isPresent() && spec.to().isEmpty() ? "(network " + spec.table().name() + ")" : IN_CLUSTER);
+      wanted.put(toRule(spec, desired.ruleProtocol(), desired.markMask()), label);
     }
     Set<Rule> present = new HashSet<>(observed.rules());
     Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed);
@@ -50,7 +58,8 @@ public final class Differ {
       if (!wanted.containsKey(r)) {
         deletes.add(r);
         String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
-            .orElse(r.destination().isPresent() ? IN_CLUSTER : UNKNOWN);
+            .orElse(r.destination().isPresent() ? IN_CLUSTER
+                : r.fwmark().isPresent() ? "(network " + Integer.toUnsignedString(r.table()) + ")" : UNKNOWN);
         changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, service, "rule " + r));
       }
     }
@@ -99,20 +108,63 @@ public final class Differ {
             "nft in_cluster sets = " + desired.inCluster()));
       }
     }
+    MarkPlan markPlan = markPlan(desired);
+    ArrayNode markCommands = MarkNftables.commands(observed.marks(), markPlan);
+    describeMarks(observed.marks(), markPlan, changes);
     // Reorder the descriptions like the execution: rule adds, nft, rule deletes.
     List<Change> ordered = new ArrayList<>();
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.ADD).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() != Change.Kind.RULE).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE).forEach(ordered::add);
-    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, deletes, ordered);
+    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes, ordered);
+  }
+
+  private static MarkPlan markPlan(DesiredState desired) {
+    if (desired.ruleMode() != RuleMode.MARK || desired.networkMarks().isEmpty()) {
+      return MarkPlan.none();
+    }
+    Set<MarkElement> elements = new HashSet<>();
+    desired.marks().forEach(m -> elements.add(new MarkElement(m.source(), m.table(), m.service().toString())));
+    return new MarkPlan(desired.markMask(), desired.networkMarks(), elements);
+  }
+
+  private static void describeMarks(MarkState observed, MarkPlan desired, List<Change> changes) {
+    Map<IpPrefix, MarkElement> wanted = new HashMap<>();
+    desired.elements().forEach(e -> wanted.put(e.source(), e));
+    for (Map.Entry<Long, Long> net : new java.util.TreeMap<>(desired.networkMarks()).entrySet()) {
+      if (!net.getValue().equals(observed.networkChains().get(net.getKey()))) {
+        changes.add(new Change(Change.Op.ADD, Change.Kind.MARK, BASE, "nft chain " + MarkNftables.chainOf(net.getKey())
+            + ": mark 0x" + Long.toHexString(net.getValue()) + " for table " + net.getKey()));
+      }
+    }
+    List<MarkElement> gone = new ArrayList<>(observed.elements().values());
+    gone.sort(Comparator.comparing(MarkElement::source));
+    for (MarkElement e : gone) {
+      if (!e.equals(wanted.get(e.source()))) {
+        changes.add(new Change(Change.Op.DELETE, Change.Kind.MARK, e.comment(), "mark " + e.source() + " -> table " + e.table()));
+      }
+    }
+    List<MarkElement> fresh = new ArrayList<>(desired.elements());
+    fresh.sort(Comparator.comparing(MarkElement::source));
+    for (MarkElement e : fresh) {
+      if (!e.equals(observed.elements().get(e.source()))) {
+        changes.add(new Change(Change.Op.ADD, Change.Kind.MARK, e.comment(), "mark " + e.source() + " -> table " + e.table()));
+      }
+    }
+    if (!desired.wanted() && observed.anyPresent()) {
+      changes.add(new Change(Change.Op.DELETE, Change.Kind.MARK, BASE, "nft mark maps and chains (not in mark mode)"));
+    }
   }
 
   /** The netlink rule a plan rule becomes; tables must be resolved (they always are on a node). */
-  public static Rule toRule(RuleSpec spec, int protocol) {
+  public static Rule toRule(RuleSpec spec, int protocol, long markMask) {
     if (spec.table().id().isEmpty()) {
       throw new IllegalStateException("rule " + spec + " has an unresolved table; plans for a node resolve every network");
     }
     Rule r = Rule.lookup(spec.family(), spec.priority(), (int) spec.table().id().getAsLong()).protocol(protocol);
+    if (spec.fwmark().isPresent()) {
+      r = r.fwmark(spec.fwmark().getAsLong(), markMask);
+    }
     if (spec.from().isPresent()) {
       r = r.from(spec.from().get());
     }
@@ -126,6 +178,8 @@ public final class Differ {
   private static Map<IpPrefix, String> serviceBySource(DesiredState desired, ObservedState observed) {
     Map<IpPrefix, String> out = new HashMap<>();
     observed.nft().snat().forEach(e -> out.put(e.source(), e.comment()));
+    observed.marks().elements().values().forEach(e -> out.put(e.source(), e.comment()));
+    desired.marks().forEach(m -> out.put(m.source(), m.service().toString()));
     for (RuleSpec r : desired.rules()) {
       if (r.from().isPresent() && r.service().isPresent()) {
         out.put(r.from().get(), r.service().get().toString());

@@ -2,13 +2,15 @@ package io.egressservice.dataplane;
 
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables.NftState;
+import io.egressservice.nft.MarkNftables.MarkState;
 import java.util.List;
 
 /**
  * What the agent owns in one network namespace right now: ip rules at P and P-1 carrying our
- * protocol (both families), and the {@code inet egress_service_agent} table.
+ * protocol (both families), and the {@code inet egress_service_agent} table (SNAT objects and, in
+ * mark mode, the mark objects).
  */
-public record ObservedState(List<Rule> rules, NftState nft) {
+public record ObservedState(List<Rule> rules, NftState nft, MarkState marks) {
   public ObservedState {
     rules = List.copyOf(rules);
   }

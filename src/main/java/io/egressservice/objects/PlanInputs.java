@@ -39,6 +39,17 @@ public final class PlanInputs {
       List<IpPrefix> connectedSubnets,
       NetworkResolution networks,
       PlanConfig config) {
+    return of(nodeName, objects, connectedSubnets, networks, config, Map.of());
+  }
+
+  /** With the marks the kernel already uses per table (mark mode), so they stay stable. */
+  public static NodeInputs of(
+      String nodeName,
+      ClusterObjects objects,
+      List<IpPrefix> connectedSubnets,
+      NetworkResolution networks,
+      PlanConfig config,
+      Map<Long, Long> existingMarks) {
     return new NodeInputs(
         nodeName,
         objects.egressServices().stream().map(PlanInputs::egressService).toList(),
@@ -47,7 +58,8 @@ public final class PlanInputs {
         objects.nodes().stream().map(PlanInputs::node).toList(),
         connectedSubnets,
         networks,
-        config);
+        config,
+        existingMarks);
   }
 
   public static ObjectRef ref(HasMetadata o) {

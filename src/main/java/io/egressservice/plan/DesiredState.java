@@ -2,12 +2,15 @@ package io.egressservice.plan;
 
 import io.egressservice.ip.IpPrefix;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The node's desired state: ip rules, SNAT map elements, the in-cluster destinations SNAT skips, and
  * an outcome per EgressService. Lists are sorted, so equal inputs give equal output.
  *
  * @param inCluster the {@code in_cluster_v4/v6} set: aggregated prefixes plus Node addresses
+ * @param marks mark mode: which source gets which network's mark (empty in source mode)
+ * @param networkMarks mark mode: routing table id to its mark value
  */
 public record DesiredState(
     String node,
@@ -16,11 +19,17 @@ public record DesiredState(
     List<RuleSpec> rules,
     List<SnatEntry> snat,
     List<IpPrefix> inCluster,
-    List<ServiceOutcome> services) {
+    List<ServiceOutcome> services,
+    RuleMode ruleMode,
+    long markMask,
+    List<MarkEntry> marks,
+    Map<Long, Long> networkMarks) {
   public DesiredState {
     rules = List.copyOf(rules);
     snat = List.copyOf(snat);
     inCluster = List.copyOf(inCluster);
     services = List.copyOf(services);
+    marks = List.copyOf(marks);
+    networkMarks = Map.copyOf(networkMarks);
   }
 }

@@ -20,11 +20,19 @@ public record PlanConfig(
     List<IpPrefix> clusterCidrs,
     List<IpPrefix> serviceCidrs,
     List<IpPrefix> excludeCidrs,
-    boolean inClusterExclusion) {
+    boolean inClusterExclusion,
+    RuleMode ruleMode,
+    long markMask) {
   public static final int DEFAULT_PRIORITY = 5000;
   public static final int DEFAULT_RULE_PROTOCOL = 201;
   /** The main table's rule is at 32766; ours must come before it and leave room for P-1 above 0. */
   public static final int MAX_PRIORITY = 32765;
+  /**
+   * Bits 24-29: clear of kube-proxy (0x4000, 0x8000), OVN-Kubernetes (pkt_mark 0x3f0), Cilium's
+   * magic marks (0x0f00) and Istio (0x539); Calico (0xffff0000 by default) and Cilium's identity bits
+   * (upper 16) overlap it, so on such clusters set --mark-mask to bits they leave free.
+   */
+  public static final long DEFAULT_MARK_MASK = 0x3f000000L;
 
   public PlanConfig {
     if (priority < 2 || priority > MAX_PRIORITY) {
@@ -34,9 +42,23 @@ public record PlanConfig(
     if (ruleProtocol < 1 || ruleProtocol > 255) {
       throw new IllegalArgumentException("rule protocol must be between 1 and 255, not " + ruleProtocol);
     }
+    if (markMask <= 0 || markMask > 0xffffffffL || Long.bitCount(markMask) < 1) {
+      throw new IllegalArgumentException("--mark-mask must be a non-zero 32-bit mask, not 0x" + Long.toHexString(markMask));
+    }
+    if (Long.bitCount(markMask) != 64 - Long.numberOfLeadingZeros(markMask) - Long.numberOfTrailingZeros(markMask)) {
+      throw new IllegalArgumentException("--mark-mask must be contiguous bits (e.g. 0x3f000000), not 0x"
+          + Long.toHexString(markMask));
+    }
     clusterCidrs = List.copyOf(clusterCidrs);
     serviceCidrs = List.copyOf(serviceCidrs);
     excludeCidrs = List.copyOf(excludeCidrs);
+  }
+
+  /** Source mode with the default mark mask. */
+  public PlanConfig(int priority, int ruleProtocol, List<IpPrefix> clusterCidrs, List<IpPrefix> serviceCidrs,
+      List<IpPrefix> excludeCidrs, boolean inClusterExclusion) {
+    this(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, RuleMode.SOURCE,
+        DEFAULT_MARK_MASK);
   }
 
   public static PlanConfig defaults() {
@@ -44,6 +66,21 @@ public record PlanConfig(
   }
 
   public PlanConfig withCidrs(List<IpPrefix> cluster, List<IpPrefix> service, List<IpPrefix> exclude) {
-    return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion);
+    return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion, ruleMode, markMask);
+  }
+
+  public PlanConfig withRuleMode(RuleMode mode, long mask) {
+    return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, mode,
+        mask);
+  }
+
+  /** The largest mark value the mask holds (values 1..max; 0 means "not marked"). */
+  public long maxMarkValue() {
+    return markMask >>> Long.numberOfTrailingZeros(markMask);
+  }
+
+  /** Value {@code n} (1..max) shifted into the mask's bits. */
+  public long markOf(long n) {
+    return n << Long.numberOfTrailingZeros(markMask);
   }
 }

@@ -107,6 +107,11 @@ public final class Planner {
         outcomes.put(es.ref(), actOnNode(es, ev, owned, skipped, rules, snat));
       }
 
+      List<MarkEntry> marks = new ArrayList<>();
+      Map<Long, Long> networkMarks = new HashMap<>();
+      if (config.ruleMode() == RuleMode.MARK) {
+        rules = toMarkMode(rules, marks, networkMarks, outcomes);
+      }
       List<IpPrefix> inCluster = List.of();
       if (config.inClusterExclusion()) {
         inCluster = inClusterSet();
@@ -114,10 +119,64 @@ public final class Planner {
       }
       rules.sort(RuleSpec.ORDER);
       snat.sort(SnatEntry.ORDER);
+      marks.sort(MarkEntry.ORDER);
       List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
       outcomeList.sort(Comparator.comparing(ServiceOutcome::service));
-      return new DesiredState(
-          in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster, outcomeList);
+      return new DesiredState(in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
+          outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks);
+    }
+
+    /**
+     * Mark mode: every per-source rule becomes a mark entry (nftables marks the source's packets) and
+     * each network gets one {@code fwmark <mark>/<mask> lookup <table>} rule per family. Marks the
+     * kernel already uses for a table are kept (stable across restarts); new tables take the lowest
+     * free value.
+     */
+    private List<RuleSpec> toMarkMode(List<RuleSpec> sourceRules, List<MarkEntry> marks, Map<Long, Long> networkMarks,
+        Map<ObjectRef, ServiceOutcome> outcomes) {
+      TreeSet<Long> tables = new TreeSet<>();
+      sourceRules.forEach(r -> tables.add(r.table().id().orElseThrow()));
+      Set<Long> taken = new HashSet<>();
+      for (long table : tables) {
+        Long existing = in.existingMarks().get(table);
+        if (existing != null && (existing & ~config.markMask()) == 0 && existing != 0 && taken.add(existing)) {
+          networkMarks.put(table, existing);
+        }
+      }
+      long next = 1;
+      for (long table : tables) {
+        if (networkMarks.containsKey(table)) {
+          continue;
+        }
+        while (next <= config.maxMarkValue() && taken.contains(config.markOf(next))) {
+          next++;
+        }
+        if (next > config.maxMarkValue()) {
+          break;
+        }
+        taken.add(config.markOf(next));
+        networkMarks.put(table, config.markOf(next));
+      }
+      List<RuleSpec> out = new ArrayList<>();
+      Set<String> perNetwork = new HashSet<>();
+      for (RuleSpec r : sourceRules) {
+        long table = r.table().id().orElseThrow();
+        Long mark = networkMarks.get(table);
+        ObjectRef service = r.service().orElseThrow();
+        if (mark == null) {
+          ServiceOutcome o = outcomes.get(service);
+          outcomes.put(service, new ServiceOutcome(service, false,
+              "no free mark for table " + table + " in --mark-mask 0x" + Long.toHexString(config.markMask())
+                  + " (" + config.maxMarkValue() + " networks at most)", o.skippedEndpoints(), o.remoteEndpoints()));
+          continue;
+        }
+        marks.add(new MarkEntry(r.from().orElseThrow(), table, mark, service));
+        if (perNetwork.add(r.family() + "/" + table)) {
+          out.add(new RuleSpec(r.family(), config.priority(), Optional.empty(), Optional.empty(), r.table(),
+              Optional.empty(), OptionalLong.of(mark)));
+        }
+      }
+      return out;
     }
 
     /** Cluster-wide checks (the same on every node) and the service's usable endpoints. */
@@ -295,7 +354,7 @@ public final class Planner {
         sb.append("sourceIPBy Network (status.host ALL): local endpoints keep the network's source");
       }
       table.ifPresent(t -> {
-        sb.append("; ").append(ruleCount).append(" source rule(s) to table ").append(t.name());
+        sb.append("; ").append(ruleCount).append(" source(s) routed to table ").append(t.name());
         if (!t.resolved()) {
           sb.append(" (a name: resolved on each node)");
         }
@@ -387,9 +446,15 @@ public final class Planner {
             all.add(subnet);
           }
         }
-        for (IpPrefix p : Cidrs.aggregate(all)) {
-          out.add(new RuleSpec(f, config.priority() - 1, Optional.empty(), Optional.of(p), TableRef.main(),
-              Optional.empty()));
+        // Mark mode scopes them to the marked packets: one per network mark and prefix.
+        TreeSet<Long> scopes = new TreeSet<>();
+        serviceRules.stream().filter(r -> r.family() == f).forEach(r -> scopes.add(r.fwmark().orElse(-1)));
+        for (long mark : scopes) {
+          OptionalLong fwmark = mark < 0 ? OptionalLong.empty() : OptionalLong.of(mark);
+          for (IpPrefix p : Cidrs.aggregate(all)) {
+            out.add(new RuleSpec(f, config.priority() - 1, Optional.empty(), Optional.of(p), TableRef.main(),
+                Optional.empty(), fwmark));
+          }
         }
       }
       return out;
