@@ -54,7 +54,8 @@ import java.util.Set;
  *       auto-merge would do; sets created by this class carry {@code flags interval} only.
  *   <li>{@code destroy} (delete-if-present) does not exist in nft 1.0.6 (added in 1.0.8), and
  *       {@code delete element} of an absent element fails the whole batch with ENOENT. {@link #apply}
- *       lists the table first and only deletes elements that are there.
+ *       plans on a current listing (the cached one while the nftables generation is unchanged, see
+ *       {@link #observe()}) and only deletes elements that are there.
  *   <li>{@code add element} with an existing key and a different value fails with EEXIST, so a
  *       changed element is a delete and an add in the same transaction.
  * </ul>
