@@ -11,6 +11,7 @@ import io.egressservice.netlink.RtNetlink;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.RuleChange;
 import io.egressservice.nft.EgressNftables;
+import io.egressservice.nft.GenerationSource;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.DesiredState;
@@ -21,6 +22,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 
 /**
  * The kernel side of one network namespace: observes what the agent owns, diffs it against the plan
@@ -54,6 +56,16 @@ public final class Dataplane implements AutoCloseable {
    * @throws DataplaneException when the namespace does not exist or the process lacks privileges
    */
   public static Dataplane open(Optional<String> netns, int priority, int protocol) {
+    return open(netns, priority, protocol, GenerationSource::kernel);
+  }
+
+  /**
+   * As {@link #open(Optional, int, int)}, reading the nftables generation (which lets an unchanged
+   * table go unlisted) from the source {@code generation} makes on the namespace's thread; for tests
+   * and benchmarks ({@code t -> GenerationSource.unavailable("off")} lists on every observe).
+   */
+  public static Dataplane open(Optional<String> netns, int priority, int protocol,
+      Function<NetnsThread, GenerationSource> generation) {
     NetnsThread thread;
     try {
       thread = NetnsThread.enter(netns);
@@ -62,8 +74,8 @@ public final class Dataplane implements AutoCloseable {
     }
     try {
       RtNetlink netlink = RtNetlink.open(thread);
-      EgressNftables nft = EgressNftables.open(thread);
-      MarkNftables marks = MarkNftables.open(thread);
+      EgressNftables nft = EgressNftables.open(thread, generation.apply(thread));
+      MarkNftables marks = MarkNftables.open(thread, generation.apply(thread));
       return new Dataplane(thread, netlink, nft, marks, priority, protocol);
     } catch (NetlinkException | NftException e) {
       thread.close();
@@ -84,6 +96,11 @@ public final class Dataplane implements AutoCloseable {
 
   public RtNetlink netlink() {
     return netlink;
+  }
+
+  /** How often the nft table was listed or its cached listing reused. */
+  public EgressNftables.ObserveStats nftObserveStats() {
+    return nft.observeStats();
   }
 
   /** The owned state: our rules (P and P-1, our protocol, both families) and our nft table. */

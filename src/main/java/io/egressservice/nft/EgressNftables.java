@@ -54,7 +54,8 @@ import java.util.Set;
  *       auto-merge would do; sets created by this class carry {@code flags interval} only.
  *   <li>{@code destroy} (delete-if-present) does not exist in nft 1.0.6 (added in 1.0.8), and
  *       {@code delete element} of an absent element fails the whole batch with ENOENT. {@link #apply}
- *       lists the table first and only deletes elements that are there.
+ *       plans on a current listing (the cached one while the nftables generation is unchanged, see
+ *       {@link #observe()}) and only deletes elements that are there.
  *   <li>{@code add element} with an existing key and a different value fails with EEXIST, so a
  *       changed element is a delete and an add in the same transaction.
  * </ul>
@@ -70,15 +71,42 @@ public final class EgressNftables implements AutoCloseable {
 
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
-  private final NftClient client;
+  /**
+   * A cached listing is never reused after this long, whatever the generation says: a bounded
+   * safety net (one listing a minute costs little) against anything the generation does not capture.
+   */
+  public static final long MAX_LISTING_AGE_NANOS = 60_000_000_000L;
 
-  private EgressNftables(NftClient client) {
+  private final NftClient client;
+  private final ListingCache<Listing> cache;
+
+  private EgressNftables(NftClient client, GenerationSource generation) {
     this.client = client;
+    this.cache = new ListingCache<>(generation, MAX_LISTING_AGE_NANOS, System::nanoTime);
   }
 
-  /** Opens a libnftables context on {@code thread}; the table is neither read nor written yet. */
+  /**
+   * Opens a libnftables context on {@code thread}; the table is neither read nor written yet. The
+   * nftables generation is read over NETLINK_NETFILTER ({@link GenerationSource#kernel}) so that
+   * unchanged tables are not listed again.
+   */
   public static EgressNftables open(NetnsThread thread) {
-    return new EgressNftables(NftClient.open(thread));
+    return open(thread, GenerationSource.kernel(thread));
+  }
+
+  /**
+   * As {@link #open(NetnsThread)} with the generation read from {@code generation} (closed with this
+   * object); a source that fails makes every {@link #observe()} and {@link #apply} list the table.
+   */
+  public static EgressNftables open(NetnsThread thread, GenerationSource generation) {
+    NftClient client;
+    try {
+      client = NftClient.open(thread);
+    } catch (RuntimeException | Error e) {
+      generation.close();
+      throw e;
+    }
+    return new EgressNftables(client, generation);
   }
 
   /** {@code snat_v4} / {@code snat_v6}. */
@@ -222,9 +250,39 @@ public final class EgressNftables implements AutoCloseable {
     RULES_DIFFER
   }
 
-  /** Lists the table once ({@code nft -j list table inet egress_service_agent}). */
-  public NftState observe() {
-    return observeRaw().state();
+  /** A parsed listing and its {@link NftState} (built once: 10,000 elements are not free to copy). */
+  private record Listing(Observed observed, NftState state) {
+    static Listing of(Observed o) {
+      return new Listing(o, o.state());
+    }
+  }
+
+  /** How often {@link #observe()} / {@link #apply} listed the table, reused a listing, or could not read the generation. */
+  public record ObserveStats(long listings, long cacheHits, long generationFailures) {}
+
+  /**
+   * The owned table: {@code nft -j list table inet egress_service_agent}, unless the nftables
+   * generation of the namespace is the one of the last listing (or of the state our own last
+   * transaction produced), in which case that listing is returned without asking libnftables. A
+   * change by anyone (another process, {@code nft delete element} by hand) moves the generation and
+   * so is seen here. When the generation cannot be read, every call lists.
+   */
+  public synchronized NftState observe() {
+    return current().state();
+  }
+
+  /** Counters of the listing cache, for tests, benchmarks and metrics. */
+  public synchronized ObserveStats observeStats() {
+    return cache.stats();
+  }
+
+  /** Forgets the cached listing: the next {@link #observe()} lists the table. */
+  public synchronized void invalidateCache() {
+    cache.invalidate();
+  }
+
+  private Listing current() {
+    return cache.get(() -> Listing.of(observeRaw()));
   }
 
   private Observed observeRaw() {
@@ -396,19 +454,80 @@ public final class EgressNftables implements AutoCloseable {
    *
    * <p>CLI equivalent: {@code nft -j -f -} with the generated batch.
    */
-  public void apply(NftChange change, boolean ensureBase) {
-    JsonNode doc = plan(change, ensureBase);
-    if (!doc.path("nftables").isEmpty()) {
+  public synchronized void apply(NftChange change, boolean ensureBase) {
+    // The listing behind the transaction is the cached one when the generation is unchanged (the
+    // usual case right after observe()): nothing is listed twice.
+    Observed obs = current().observed();
+    JsonNode doc = planFrom(obs, change, ensureBase);
+    if (doc.path("nftables").isEmpty()) {
+      return;
+    }
+    try {
       client.run(doc);
+    } catch (RuntimeException e) {
+      cache.invalidate();
+      throw e;
+    }
+    Optional<Observed> expected = expectedAfter(obs, change, ensureBase);
+    if (expected.isPresent()) {
+      cache.committed(Listing.of(expected.get()));
+    } else {
+      cache.invalidate();
     }
   }
 
   /**
-   * The transaction {@link #apply} would run now (after one listing), as a libnftables-json
-   * document; {@code {"nftables":[]}} when nothing needs doing. For tests and {@code --dry-run}.
+   * The transaction {@link #apply} would run now (after one listing, or none if the cached one is
+   * current), as a libnftables-json document; {@code {"nftables":[]}} when nothing needs doing. For
+   * tests and {@code --dry-run}.
    */
-  public JsonNode plan(NftChange change, boolean ensureBase) {
-    Observed obs = observeRaw();
+  public synchronized JsonNode plan(NftChange change, boolean ensureBase) {
+    return planFrom(current().observed(), change, ensureBase);
+  }
+
+  /**
+   * What a listing would show after {@link #planFrom}'s transaction committed on top of {@code obs};
+   * empty where that is not modelled (a broken base left as it is).
+   */
+  private static Optional<Observed> expectedAfter(Observed obs, NftChange change, boolean ensureBase) {
+    if (!ensureBase && !obs.baseIntact()) {
+      return Optional.empty();
+    }
+    Set<String> recreated = new HashSet<>();
+    Map<String, ObjectStatus> objects = new HashMap<>();
+    for (Map.Entry<String, ObjectStatus> e : obs.objects().entrySet()) {
+      if (e.getValue() != ObjectStatus.OK) {
+        recreated.add(e.getKey());
+      }
+      objects.put(e.getKey(), ObjectStatus.OK);
+    }
+    Map<IpPrefix, SnatElement> snat = new HashMap<>();
+    for (Map.Entry<IpPrefix, SnatElement> e : obs.snat().entrySet()) {
+      if (!recreated.contains(snatMap(e.getValue().family()))) {
+        snat.put(e.getKey(), e.getValue());
+      }
+    }
+    for (SnatElement e : change.deleteSnat()) {
+      snat.remove(e.source());
+    }
+    for (SnatElement e : change.addSnat()) {
+      snat.put(e.source(), e);
+    }
+    List<IpRange> inCluster;
+    if (change.replaceInCluster().isPresent()) {
+      inCluster = merge(change.replaceInCluster().get().stream().map(IpRange::of).toList());
+    } else {
+      inCluster = new ArrayList<>();
+      for (IpRange r : obs.inCluster()) {
+        if (!recreated.contains(inClusterSet(r.family()))) {
+          inCluster.add(r);
+        }
+      }
+    }
+    return Optional.of(new Observed(true, objects, ObjectStatus.OK, snat, inCluster));
+  }
+
+  private static JsonNode planFrom(Observed obs, NftChange change, boolean ensureBase) {
     ArrayNode cmds = F.arrayNode();
     Set<String> recreated = new HashSet<>();
     if (ensureBase) {
@@ -620,7 +739,7 @@ public final class EgressNftables implements AutoCloseable {
   // ---------------------------------------------------------------- cleanup
 
   /** Removes the whole owned table and nothing else ({@code nft delete table inet egress_service_agent}); absent is fine. */
-  public void deleteTable() {
+  public synchronized void deleteTable() {
     ObjectNode doc = F.objectNode();
     doc.putArray("nftables").add(command("delete", "table", F.objectNode().put("family", FAMILY).put("name", TABLE)));
     try {
@@ -629,11 +748,17 @@ public final class EgressNftables implements AutoCloseable {
       if (!e.isNotFound()) {
         throw e;
       }
+    } finally {
+      cache.invalidate();
     }
   }
 
   @Override
   public void close() {
-    client.close();
+    try {
+      client.close();
+    } finally {
+      cache.close();
+    }
   }
 }

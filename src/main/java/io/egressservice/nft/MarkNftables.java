@@ -42,13 +42,16 @@ public final class MarkNftables implements AutoCloseable {
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
   private final NftClient client;
+  /** Skips the listing while the ruleset generation is unchanged, like {@link EgressNftables}. */
+  private final ListingCache<MarkState> cache;
 
-  private MarkNftables(NftClient client) {
+  private MarkNftables(NftClient client, GenerationSource generation) {
     this.client = client;
+    this.cache = new ListingCache<>(generation, EgressNftables.MAX_LISTING_AGE_NANOS, System::nanoTime);
   }
 
-  public static MarkNftables open(NetnsThread thread) {
-    return new MarkNftables(NftClient.open(thread));
+  public static MarkNftables open(NetnsThread thread, GenerationSource generation) {
+    return new MarkNftables(NftClient.open(thread), generation);
   }
 
   /** A source whose packets jump to its network's chain. */
@@ -95,8 +98,8 @@ public final class MarkNftables implements AutoCloseable {
     return f == IpFamily.V4 ? "mark_v4" : "mark_v6";
   }
 
-  public MarkState observe() {
-    return parse(client.listTableIfPresent(FAMILY, TABLE));
+  public synchronized MarkState observe() {
+    return cache.get(() -> parse(client.listTableIfPresent(FAMILY, TABLE)));
   }
 
   /** Parses a {@code nft -j list table} document (or its absence). */
@@ -275,12 +278,13 @@ public final class MarkNftables implements AutoCloseable {
   }
 
   /** Runs the commands as one transaction; nothing when empty. */
-  public void run(ArrayNode commands) {
+  public synchronized void run(ArrayNode commands) {
     if (commands.isEmpty()) {
       return;
     }
     ObjectNode doc = F.objectNode();
     doc.set("nftables", commands);
+    cache.invalidate();
     client.run(doc);
   }
 
@@ -321,6 +325,10 @@ public final class MarkNftables implements AutoCloseable {
 
   @Override
   public void close() {
-    client.close();
+    try {
+      cache.close();
+    } finally {
+      client.close();
+    }
   }
 }

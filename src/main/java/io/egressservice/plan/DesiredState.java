@@ -24,6 +24,13 @@ public record DesiredState(
     long markMask,
     List<MarkEntry> marks,
     Map<Long, Long> networkMarks) {
+  /** A source-mode state (no marks). */
+  public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
+      List<IpPrefix> inCluster, List<ServiceOutcome> services) {
+    this(node, priority, ruleProtocol, rules, snat, inCluster, services, RuleMode.SOURCE, PlanConfig.DEFAULT_MARK_MASK,
+        List.of(), Map.of());
+  }
+
   public DesiredState {
     rules = List.copyOf(rules);
     snat = List.copyOf(snat);

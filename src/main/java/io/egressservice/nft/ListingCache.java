@@ -1,0 +1,122 @@
+package io.egressservice.nft;
+
+import java.util.OptionalLong;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The last parsed listing of the owned table, keyed by the nftables generation it was read at.
+ *
+ * <p>Soundness: the generation is read <em>before</em> the listing, so a commit that lands between
+ * the two makes the next reading differ and forces a new listing (one listing too many, never one
+ * too few). The owned table changes only through committed transactions (no element timeouts, and
+ * no rule outside the table can update its sets from the packet path), so an unchanged generation
+ * means an unchanged table.
+ *
+ * <p>After a transaction of our own, the expected state may be stored under the new generation, but
+ * only when the generation advanced by exactly one since the state it was derived from was current
+ * (so no other commit interleaved). A listing older than {@code maxAgeNanos} is never reused, a
+ * safety net for anything the generation does not capture. When the generation cannot be read, the
+ * cache is bypassed (every call lists) and the first failure is logged.
+ *
+ * <p>Not thread safe; {@link EgressNftables} synchronizes.
+ */
+final class ListingCache<T> {
+  private static final System.Logger LOG = System.getLogger(EgressNftables.class.getName());
+
+  private final GenerationSource source;
+  private final long maxAgeNanos;
+  private final LongSupplier clock;
+  private boolean failureLogged;
+
+  private long generation;
+  private T value;
+  private long listedAt;
+  /** The generation of the last read, valid while {@link #lastReadValid}. */
+  private long lastRead;
+  private boolean lastReadValid;
+
+  private long listings;
+  private long hits;
+  private long failures;
+
+  ListingCache(GenerationSource source, long maxAgeNanos, LongSupplier clock) {
+    this.source = source;
+    this.maxAgeNanos = maxAgeNanos;
+    this.clock = clock;
+  }
+
+  /** The next generation after {@code g}: the kernel increments and skips 0. */
+  static long next(long g) {
+    long n = (g + 1) & 0xffffffffL;
+    return n == 0 ? 1 : n;
+  }
+
+  private OptionalLong readGeneration() {
+    try {
+      long g = source.read();
+      lastRead = g;
+      lastReadValid = true;
+      return OptionalLong.of(g);
+    } catch (RuntimeException e) {
+      lastReadValid = false;
+      failures++;
+      if (!failureLogged) {
+        failureLogged = true;
+        LOG.log(System.Logger.Level.WARNING,
+            "cannot read the nftables generation, listing the table on every observe: {0}", e.getMessage());
+      }
+      return OptionalLong.empty();
+    }
+  }
+
+  /** The cached value if the generation is unchanged (and it is young enough), else a new listing. */
+  T get(Supplier<T> list) {
+    OptionalLong g = readGeneration();
+    if (g.isPresent() && value != null && generation == g.getAsLong()
+        && clock.getAsLong() - listedAt <= maxAgeNanos) {
+      hits++;
+      return value;
+    }
+    long now = clock.getAsLong();
+    T fresh = list.get();
+    listings++;
+    if (g.isPresent()) {
+      generation = g.getAsLong();
+      value = fresh;
+      listedAt = now;
+    } else {
+      value = null;
+    }
+    return fresh;
+  }
+
+  /**
+   * After a transaction of ours succeeded: keeps {@code expected} if exactly one commit (ours)
+   * happened since the generation of the value returned by the last {@link #get}; else forgets.
+   */
+  void committed(T expected) {
+    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    long before = lastRead;
+    OptionalLong after = readGeneration();
+    if (basedOnCurrent && after.isPresent() && after.getAsLong() == next(before)) {
+      generation = after.getAsLong();
+      value = expected;
+      // listedAt stays: the age counts from the last real listing.
+    } else {
+      invalidate();
+    }
+  }
+
+  void invalidate() {
+    value = null;
+  }
+
+  EgressNftables.ObserveStats stats() {
+    return new EgressNftables.ObserveStats(listings, hits, failures);
+  }
+
+  void close() {
+    source.close();
+  }
+}

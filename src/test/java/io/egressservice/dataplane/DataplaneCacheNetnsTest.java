@@ -1,0 +1,87 @@
+package io.egressservice.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.nft.GenerationSource;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
+import io.egressservice.plan.RuleSpec;
+import io.egressservice.plan.SnatEntry;
+import io.egressservice.plan.TableRef;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Reconcile with the nft listing cache: a no-change reconcile does not list, drift is still repaired. */
+class DataplaneCacheNetnsTest {
+  static final int PRIORITY = 5000;
+  static final int PROTOCOL = 201;
+  Netns ns;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("dpc");
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  static DesiredState desired(int n) {
+    ObjectRef svc = new ObjectRef("default", "web");
+    IpPrefix lb = IpPrefix.parse("192.0.2.10");
+    List<RuleSpec> rules = new ArrayList<>();
+    List<SnatEntry> snat = new ArrayList<>();
+    for (int i = 1; i <= n; i++) {
+      IpPrefix src = IpPrefix.parse("10.244." + (i >> 8) + "." + (i & 0xff));
+      rules.add(new RuleSpec(IpFamily.V4, PRIORITY, Optional.of(src), Optional.empty(), TableRef.of(100), Optional.of(svc)));
+      snat.add(new SnatEntry(src, lb, svc));
+    }
+    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")), List.of());
+  }
+
+  @Test
+  void noChangeReconcileUsesTheCacheAndAHandDeletedElementIsRestored() {
+    DesiredState plan = desired(50);
+    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL)) {
+      assertThat(dp.reconcile(plan).succeeded()).isTrue();
+      long listings = dp.nftObserveStats().listings();
+      assertThat(dp.reconcile(plan).applied()).isEmpty();
+      assertThat(dp.reconcile(plan).applied()).isEmpty();
+      assertThat(dp.nftObserveStats().listings()).as("no-change reconciles list nothing").isEqualTo(listings);
+
+      ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.7 }");
+      ApplyReport repair = dp.reconcile(plan);
+
+      assertThat(repair.applied()).extracting(Change::toString).containsExactly("+ snat 10.244.0.7 -> 192.0.2.10");
+      assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
+          .contains("10.244.0.7 comment \"default/web\" : 192.0.2.10");
+      assertThat(dp.reconcile(plan).applied()).isEmpty();
+    }
+  }
+
+  @Test
+  void withoutAGenerationReconcileStillConvergesAndRepairs() {
+    DesiredState plan = desired(20);
+    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL,
+        t -> GenerationSource.unavailable("injected"))) {
+      assertThat(dp.reconcile(plan).succeeded()).isTrue();
+      assertThat(dp.reconcile(plan).applied()).isEmpty();
+      ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.3 }");
+      assertThat(dp.reconcile(plan).applied()).extracting(Change::toString)
+          .containsExactly("+ snat 10.244.0.3 -> 192.0.2.10");
+      assertThat(dp.nftObserveStats().cacheHits()).isZero();
+    }
+  }
+}

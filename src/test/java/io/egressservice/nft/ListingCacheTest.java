@@ -1,0 +1,91 @@
+package io.egressservice.nft;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** The cache's rules with a scripted generation and clock, no kernel. */
+class ListingCacheTest {
+  final AtomicLong gen = new AtomicLong(7);
+  final AtomicLong now = new AtomicLong(0);
+  boolean broken;
+  final AtomicInteger listings = new AtomicInteger();
+  final GenerationSource source = () -> {
+    if (broken) {
+      throw new NftException("injected");
+    }
+    return gen.get();
+  };
+  final ListingCache<String> cache = new ListingCache<>(source, 1_000, now::get);
+
+  String list() {
+    return "listing" + listings.incrementAndGet();
+  }
+
+  @Test
+  void sameGenerationReusesTheListingAndAnyOtherListsAgain() {
+    assertThat(cache.get(this::list)).isEqualTo("listing1");
+    assertThat(cache.get(this::list)).isEqualTo("listing1");
+    gen.set(8);
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+    gen.set(3); // any difference, not only an increase
+    assertThat(cache.get(this::list)).isEqualTo("listing3");
+    assertThat(cache.stats()).isEqualTo(new EgressNftables.ObserveStats(3, 1, 0));
+  }
+
+  @Test
+  void oldListingsAreNotReused() {
+    cache.get(this::list);
+    now.set(1_000);
+    assertThat(cache.get(this::list)).isEqualTo("listing1");
+    now.set(1_001);
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+  }
+
+  @Test
+  void ourCommitKeepsTheExpectedStateOnlyWhenItWasTheOnlyCommit() {
+    cache.get(this::list);
+    gen.set(8); // exactly one commit: ours
+    cache.committed("expected");
+    assertThat(cache.get(this::list)).isEqualTo("expected");
+
+    gen.set(10); // ours and someone else's
+    cache.committed("expected2");
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+
+    gen.set(10); // no commit seen at all (the kernel had nothing to do): not trusted either
+    cache.committed("expected3");
+    assertThat(cache.get(this::list)).isEqualTo("listing3");
+  }
+
+  @Test
+  void commitOnTopOfAStaleListingIsNotTrusted() {
+    cache.get(this::list);
+    gen.set(8); // someone else, then our commit is based on a listing we did not refresh
+    cache.invalidate();
+    gen.set(9);
+    cache.committed("expected");
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+  }
+
+  @Test
+  void generationWrapsSkippingZero() {
+    assertThat(ListingCache.next(0xffffffffL)).isEqualTo(1);
+    assertThat(ListingCache.next(41)).isEqualTo(42);
+  }
+
+  @Test
+  void unreadableGenerationListsEveryTime() {
+    broken = true;
+    assertThat(cache.get(this::list)).isEqualTo("listing1");
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+    cache.committed("expected");
+    assertThat(cache.get(this::list)).isEqualTo("listing3");
+    assertThat(cache.stats().generationFailures()).isEqualTo(4);
+    broken = false;
+    assertThat(cache.get(this::list)).isEqualTo("listing4");
+    assertThat(cache.get(this::list)).isEqualTo("listing4");
+  }
+}
