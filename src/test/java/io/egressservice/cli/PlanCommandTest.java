@@ -593,9 +593,15 @@ class PlanCommandTest {
     }
 
     @Test
-    void markRuleModeIsNotImplementedYet() {
-      assertThat(fails(with(EXAMPLE_ARGS, "--rule-mode", "mark")).err())
-          .contains("--rule-mode").contains("mark").contains("not supported");
+    void anUnknownRuleModeIsRefused() {
+      assertThat(fails(with(EXAMPLE_ARGS, "--rule-mode", "marks")).err())
+          .contains("--rule-mode must be source or mark, not 'marks'");
+    }
+
+    @Test
+    void aMarkMaskThatIsNotContiguousIsRefused() {
+      assertThat(fails(with(EXAMPLE_ARGS, "--rule-mode", "mark", "--mark-mask", "0x0f0f0000")).err())
+          .contains("--mark-mask must be contiguous bits");
     }
 
     @Test

@@ -35,7 +35,7 @@ import org.junit.jupiter.api.io.TempDir;
  * source address and which uplink (namespace) received it, before and after.
  *
  * <p>Every case takes the agent's rule mode as its parameter and changes the agent only through
- * {@link #apply}, so a future {@code --rule-mode mark} is one more value in {@link #ruleModes()}.
+ * {@link #apply}, and every case runs in both rule modes ({@link #ruleModes()}).
  *
  * <p>No masquerade is installed on the node (no CNI here): with {@code sourceIPBy: Network} the packet
  * keeps the pod's own address on the chosen uplink.
@@ -48,7 +48,7 @@ class DatapathTest {
   int step;
 
   static Stream<String> ruleModes() {
-    return Stream.of("source");
+    return Stream.of("source", "mark");
   }
 
   @BeforeEach

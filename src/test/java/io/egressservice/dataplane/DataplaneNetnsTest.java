@@ -285,4 +285,65 @@ class DataplaneNetnsTest {
     ipRules().stream().filter(r -> r.contains("10.128.0.5")).forEach(tables::add);
     assertThat(tables).containsExactly("inet 5000 from 10.128.0.5 to - table 200");
   }
+
+  @Test
+  void switchingToMarkModeAndBackAddsTheNewFormBeforeRemovingTheOldAndEndsExactlyAtThePlan() throws Exception {
+    ClusterObjects objects = examples();
+    DesiredState source = planFor(objects);
+    dp.reconcile(source);
+    PlanConfig markConfig = CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK);
+    NodeFacts facts = dp.facts(List.of("100", "101"));
+    DesiredState mark = Planner.plan(PlanInputs.of(NODE, objects, facts.connectedSubnets(), facts.networks(),
+        markConfig, facts.existingMarks()));
+
+    ChangeSet toMark = Differ.diff(mark, dp.observe());
+    assertOrdered(toMark);
+    assertThat(dp.apply(toMark).succeeded()).isTrue();
+
+    assertThat(ns.exec("ip", "rule", "show")).contains("from all fwmark 0x1000000/0x3f000000 lookup 100 proto 201")
+        .doesNotContain("from 10.128.0.5 lookup 100");
+    assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent", "mark_v4"))
+        .contains("10.128.0.5 comment \"default/web\" : jump mark_t100");
+    assertThat(dp.reconcile(mark).applied()).isEmpty();
+
+    ChangeSet back = Differ.diff(source, dp.observe());
+    assertOrdered(back);
+    dp.apply(back);
+    assertThat(ipRules()).isEqualTo(expectedRules(source));
+    assertThat(ns.exec("nft", "list", "table", "inet", "egress_service_agent")).doesNotContain("mark_");
+  }
+
+  /** Every rule addition comes before the first rule deletion: no source is ever without a rule. */
+  private static void assertOrdered(ChangeSet changes) {
+    List<String> order = changes.changes().stream().map(Change::toString).toList();
+    int lastAdd = -1;
+    int firstDelete = Integer.MAX_VALUE;
+    for (int i = 0; i < order.size(); i++) {
+      if (order.get(i).startsWith("+ rule")) {
+        lastAdd = i;
+      } else if (order.get(i).startsWith("- rule")) {
+        firstDelete = Math.min(firstDelete, i);
+      }
+    }
+    assertThat(lastAdd).isLessThan(firstDelete);
+  }
+
+  @Test
+  void inMarkModeAnEndpointChangeIsOneMapElementNotARuleRewrite() throws Exception {
+    PlanConfig markConfig = CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK);
+    ClusterObjects before = examples();
+    NodeFacts facts = dp.facts(List.of("100", "101"));
+    dp.reconcile(Planner.plan(PlanInputs.of(NODE, before, facts.connectedSubnets(), facts.networks(), markConfig,
+        facts.existingMarks())));
+    String rulesBefore = ns.exec("ip", "rule", "show");
+
+    ClusterObjects after = ObjectFiles.load(List.of(copyExamplesWithout("10.128.0.9")), n -> {});
+    facts = dp.facts(List.of("100", "101"));
+    ApplyReport report = dp.reconcile(Planner.plan(PlanInputs.of(NODE, after, facts.connectedSubnets(),
+        facts.networks(), markConfig, facts.existingMarks())));
+
+    assertThat(report.applied()).extracting(Change::toString)
+        .containsExactlyInAnyOrder("- snat 10.128.0.9 -> 5.5.5.5", "- mark 10.128.0.9 -> table 100");
+    assertThat(ns.exec("ip", "rule", "show")).isEqualTo(rulesBefore);
+  }
 }

@@ -623,6 +623,83 @@ class PlannerTest {
   }
 
   @Nested
+  class MarkMode {
+    Fixture marked(Fixture f) {
+      PlanConfig c = f.inputs(NODE).config();
+      return f.config(c.withRuleMode(RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK));
+    }
+
+    Fixture twoNetworks() {
+      return withSvc1(ovnCluster(), "100", NODE)
+          .egress("service2", NETWORK, "101", "ALL").lbService("service2", List.of("10.129.0.10"), "5.5.5.6")
+          .slice("service2", "s2", "IPv4", ep("10.128.0.11", NODE), ep("10.128.0.12", NODE));
+    }
+
+    @Test
+    void eachNetworkGetsOneFwmarkRuleAndEverySourceAMarkEntry() {
+      DesiredState s = marked(twoNetworks()).plan(NODE);
+
+      assertThat(s.rules()).filteredOn(r -> r.priority() == 5000)
+          .extracting(r -> r.table().name() + " fwmark 0x" + Long.toHexString(r.fwmark().orElseThrow())
+              + " from " + r.from().map(Object::toString).orElse("all"))
+          .containsExactly("100 fwmark 0x1000000 from all", "101 fwmark 0x2000000 from all");
+      assertThat(s.marks()).extracting(m -> m.source() + " -> " + m.table() + " " + m.service()).containsExactly(
+          "10.128.0.3 -> 100 default/service1", "10.128.0.11 -> 101 default/service2",
+          "10.128.0.12 -> 101 default/service2", "10.129.0.2 -> 100 default/service1",
+          "10.129.0.10 -> 101 default/service2");
+      assertThat(snat(s)).containsExactly("10.128.0.3 -> 5.5.5.5 default/service1");
+      assertThat(s.networkMarks()).containsEntry(100L, 0x1000000L).containsEntry(101L, 0x2000000L);
+    }
+
+    @Test
+    void inClusterRulesAreScopedToEachNetworksMark() {
+      DesiredState s = marked(twoNetworks()).plan(NODE);
+
+      assertThat(s.rules()).filteredOn(r -> r.priority() == 4999)
+          .extracting(r -> r.to().orElseThrow() + " fwmark 0x" + Long.toHexString(r.fwmark().orElseThrow()))
+          .containsExactly("10.128.0.0/15 fwmark 0x1000000", "10.128.0.0/15 fwmark 0x2000000");
+    }
+
+    @Test
+    void marksTheKernelAlreadyUsesAreKeptSoTheyStayStableAcrossRestarts() {
+      Fixture f = marked(twoNetworks());
+      NodeInputs in = f.inputs(NODE);
+      NodeInputs withExisting = new NodeInputs(in.nodeName(), in.egressServices(), in.services(), in.endpointSlices(),
+          in.nodes(), in.connectedSubnets(), in.networks(), in.config(), java.util.Map.of(101L, 0x1000000L));
+
+      DesiredState s = Planner.plan(withExisting);
+
+      assertThat(s.networkMarks()).containsEntry(101L, 0x1000000L).containsEntry(100L, 0x2000000L);
+    }
+
+    @Test
+    void whenTheMaskHasNoFreeValueTheServiceIsNotConfiguredAndSaysWhy() {
+      Fixture f = twoNetworks();
+      f.config(f.inputs(NODE).config().withRuleMode(RuleMode.MARK, 0x1000000L));
+
+      DesiredState s = f.plan(NODE);
+
+      assertThat(s.networkMarks()).hasSize(1);
+      assertThat(s.services()).filteredOn(o -> !o.configured()).singleElement()
+          .satisfies(o -> assertThat(o.reason()).startsWith("no free mark for table"));
+    }
+
+    @Test
+    void sourceModeHasNoMarks() {
+      DesiredState s = twoNetworks().plan(NODE);
+
+      assertThat(s.marks()).isEmpty();
+      assertThat(s.rules()).allMatch(r -> r.fwmark().isEmpty());
+    }
+
+    @Test
+    void aNonContiguousMaskIsRefused() {
+      assertThatThrownBy(() -> PlanConfig.defaults().withRuleMode(RuleMode.MARK, 0x0f0f0000L))
+          .hasMessageContaining("contiguous");
+    }
+  }
+
+  @Nested
   class Determinism {
     @Test
     void shuffledInputsGiveTheSameSortedOutput() {
