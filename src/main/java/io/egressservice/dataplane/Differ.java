@@ -30,6 +30,14 @@ public final class Differ {
   static final String BASE = "(base)";
   static final String UNKNOWN = "(unknown)";
 
+  /** The order of {@code ip rule show}; field by field, since building text per comparison is slow at 10,000 rules. */
+  private static final Comparator<Rule> RULE_ORDER = Comparator.comparing(Rule::family)
+      .thenComparingInt(Rule::priority)
+      .thenComparing(r -> r.source().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder()))
+      .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder()))
+      .thenComparingLong(r -> r.fwmark().orElse(0))
+      .thenComparingInt(Rule::table);
+
   private Differ() {}
 
   public static ChangeSet diff(DesiredState desired, ObservedState observed) {
@@ -53,7 +61,7 @@ public final class Differ {
 
     List<Rule> deletes = new ArrayList<>();
     List<Rule> stale = new ArrayList<>(observed.rules());
-    stale.sort(Comparator.comparing(Rule::toString));
+    stale.sort(RULE_ORDER);
     for (Rule r : stale) {
       if (!wanted.containsKey(r)) {
         deletes.add(r);

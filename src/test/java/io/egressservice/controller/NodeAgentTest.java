@@ -193,6 +193,26 @@ class NodeAgentTest {
         .contains("egress_service_agent_last_successful_reconcile_timestamp_seconds"));
   }
 
+  @Test
+  void withTheApiServerGoneTheKernelStateIsKeptAndTheLoopStaysAlive() {
+    NodeAgent agent = startAgent(Duration.ofMillis(300));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    String before = rules();
+    long reconciles = agent.reconcileCount();
+
+    server.destroy();
+
+    // Resyncs keep running from the informer caches; nothing is pruned for want of an API server.
+    await().atMost(WAIT).until(() -> agent.reconcileCount() >= reconciles + 3);
+    assertThat(rules()).isEqualTo(before);
+    assertThat(agent.liveness().ok()).isTrue();
+    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.6", "lookup", "100", "protocol", "201");
+    // Drift is still repaired (re-added rules come last among their priority, so compare as sets).
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules().lines()).containsExactlyInAnyOrderElementsOf(
+        before.lines().toList()));
+  }
+
   private static HttpResponse<String> get(HttpClient http, URI uri) throws Exception {
     return http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
   }
