@@ -4,9 +4,9 @@ import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
@@ -24,7 +24,6 @@ import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec;
-import org.ovn.k8s.v1.EgressServiceStatus;
 
 /**
  * The embedded demo: an in-process API server (fabric8's mock server in CRUD mode), the demo
@@ -117,16 +116,7 @@ public final class Demo implements AutoCloseable {
   }
 
   private static EgressService egressService(EgressServiceSpec.SourceIPBy mode, String network, String host) {
-    EgressService es = new EgressService();
-    es.setMetadata(new ObjectMetaBuilder().withName(SERVICE).withNamespace(NS).build());
-    EgressServiceSpec spec = new EgressServiceSpec();
-    spec.setSourceIPBy(mode);
-    spec.setNetwork(network);
-    es.setSpec(spec);
-    EgressServiceStatus status = new EgressServiceStatus();
-    status.setHost(host);
-    es.setStatus(status);
-    return es;
+    return EgressServices.of(NS, SERVICE, mode, network, host);
   }
 
   /** Waits (bounded) until the kernel shows the step's state, then sends a packet and checks what was seen. */

@@ -14,8 +14,6 @@ import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,21 +43,13 @@ class ApplyCommandNetnsTest {
     }
   }
 
-  record Run(int exit, String out, String err) {}
-
-  static Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    var cl = Main.commandLine();
-    cl.setOut(new PrintWriter(out));
-    cl.setErr(new PrintWriter(err));
-    int exit = cl.execute(args);
-    return new Run(exit, out.toString(), err.toString());
+  static InProcess.Result run(String... args) {
+    return InProcess.run(args);
   }
 
   @Test
   void dryRunShowsTheDifferencePerServiceAndChangesNothing() {
-    Run dry = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name(), "--dry-run");
+    InProcess.Result dry = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name(), "--dry-run");
 
     assertThat(dry.exit()).isZero();
     assertThat(dry.out()).contains("nothing was changed")
@@ -72,22 +62,22 @@ class ApplyCommandNetnsTest {
 
   @Test
   void applyThenReapplyThenStatusThenCleanup() {
-    Run first = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
+    InProcess.Result first = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
     assertThat(first.exit()).isZero();
     assertThat(first.out()).containsPattern("applied \\d+ change\\(s\\) for node node-a in netns " + ns.name()
         + " \\(kernel time [0-9.]+ ms\\)");
 
-    Run again = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
+    InProcess.Result again = run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
     assertThat(again.out()).startsWith("applied 0 change(s)");
 
-    Run status = run("status", "--netns", ns.name());
+    InProcess.Result status = run("status", "--netns", ns.name());
     assertThat(status.exit()).isZero();
     assertThat(status.out()).contains("default/web\n  rule 5000: from 10.128.0.5 lookup 100 proto 201")
         .contains("  snat 10.128.0.5 -> 5.5.5.5");
-    Run named = run("status", "--netns", ns.name(), "--objects", "examples", "--node", "node-a", "-o", "json");
+    InProcess.Result named = run("status", "--netns", ns.name(), "--objects", "examples", "--node", "node-a", "-o", "json");
     assertThat(named.out()).contains("\"service\" : \"default/reports\"").doesNotContain("service unknown");
 
-    Run cleanup = run("cleanup", "--netns", ns.name());
+    InProcess.Result cleanup = run("cleanup", "--netns", ns.name());
     assertThat(cleanup.exit()).isZero();
     assertThat(ns.exec("ip", "rule", "show")).doesNotContain("proto 201");
     assertThat(ns.tryExec("nft", "list", "table", "inet", "egress_service_agent").exitCode()).isNotZero();
@@ -95,7 +85,7 @@ class ApplyCommandNetnsTest {
 
   @Test
   void aMissingNamespaceIsASystemErrorWithExitTwo() {
-    Run r = run("apply", "--objects", "examples", "--node", "node-a", "--netns", "esa-does-not-exist");
+    InProcess.Result r = run("apply", "--objects", "examples", "--node", "node-a", "--netns", "esa-does-not-exist");
 
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).contains("no such network namespace 'esa-does-not-exist'");

@@ -1,8 +1,8 @@
 package io.egressservice.controller;
 
+import io.egressservice.objects.EgressServices;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
@@ -12,7 +12,6 @@ import java.util.Arrays;
 import java.util.List;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec;
-import org.ovn.k8s.v1.EgressServiceStatus;
 
 /** Kubernetes objects for controller tests, as a cluster would hold them. */
 final class KubeObjects {
@@ -21,16 +20,7 @@ final class KubeObjects {
   private KubeObjects() {}
 
   static EgressService egressService(String name, EgressServiceSpec.SourceIPBy mode, String network, String host) {
-    EgressService es = new EgressService();
-    es.setMetadata(new ObjectMetaBuilder().withName(name).withNamespace(NS).build());
-    EgressServiceSpec spec = new EgressServiceSpec();
-    spec.setSourceIPBy(mode);
-    spec.setNetwork(network);
-    es.setSpec(spec);
-    EgressServiceStatus status = new EgressServiceStatus();
-    status.setHost(host);
-    es.setStatus(status);
-    return es;
+    return EgressServices.of(NS, name, mode, network, host);
   }
 
   static Service lbService(String name, String clusterIp, String lbIp) {

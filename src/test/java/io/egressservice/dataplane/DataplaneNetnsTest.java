@@ -291,10 +291,7 @@ class DataplaneNetnsTest {
     ClusterObjects objects = examples();
     DesiredState source = planFor(objects);
     dp.reconcile(source);
-    PlanConfig markConfig = CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK);
-    NodeFacts facts = dp.facts(List.of("100", "101"));
-    DesiredState mark = Planner.plan(PlanInputs.of(NODE, objects, facts.connectedSubnets(), facts.networks(),
-        markConfig, facts.existingMarks()));
+    DesiredState mark = markPlanFor(objects);
 
     ChangeSet toMark = Differ.diff(mark, dp.observe());
     assertOrdered(toMark);
@@ -311,6 +308,14 @@ class DataplaneNetnsTest {
     dp.apply(back);
     assertThat(ipRules()).isEqualTo(expectedRules(source));
     assertThat(ns.exec("nft", "list", "table", "inet", "egress_service_agent")).doesNotContain("mark_");
+  }
+
+  /** The node's plan in mark mode, with the marks the kernel already uses. */
+  private DesiredState markPlanFor(ClusterObjects objects) {
+    PlanConfig markConfig = CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK);
+    NodeFacts facts = dp.facts(List.of("100", "101"));
+    return Planner.plan(PlanInputs.of(NODE, objects, facts.connectedSubnets(), facts.networks(), markConfig,
+        facts.existingMarks()));
   }
 
   /** Every rule addition comes before the first rule deletion: no source is ever without a rule. */
@@ -330,17 +335,10 @@ class DataplaneNetnsTest {
 
   @Test
   void inMarkModeAnEndpointChangeIsOneMapElementNotARuleRewrite() throws Exception {
-    PlanConfig markConfig = CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK);
-    ClusterObjects before = examples();
-    NodeFacts facts = dp.facts(List.of("100", "101"));
-    dp.reconcile(Planner.plan(PlanInputs.of(NODE, before, facts.connectedSubnets(), facts.networks(), markConfig,
-        facts.existingMarks())));
+    dp.reconcile(markPlanFor(examples()));
     String rulesBefore = ns.exec("ip", "rule", "show");
 
-    ClusterObjects after = ObjectFiles.load(List.of(copyExamplesWithout("10.128.0.9")), n -> {});
-    facts = dp.facts(List.of("100", "101"));
-    ApplyReport report = dp.reconcile(Planner.plan(PlanInputs.of(NODE, after, facts.connectedSubnets(),
-        facts.networks(), markConfig, facts.existingMarks())));
+    ApplyReport report = dp.reconcile(markPlanFor(ObjectFiles.load(List.of(copyExamplesWithout("10.128.0.9")), n -> {})));
 
     assertThat(report.applied()).extracting(Change::toString)
         .containsExactlyInAnyOrder("- snat 10.128.0.9 -> 5.5.5.5", "- mark 10.128.0.9 -> table 100");
