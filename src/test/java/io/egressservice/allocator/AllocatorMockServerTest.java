@@ -151,7 +151,8 @@ class AllocatorMockServerTest {
     cluster.lbService("pending", "203.0.113.7");
     eventually().until(() -> cluster.host("pending").equals(Optional.of("node1")));
     eventually().until(() -> cluster.eventReasons("pending").equals(List.of("NoIngressIP", "HostAllocated")));
-    assertThat(cluster.labels("node1")).containsOnlyKeys("zone", LABEL + "pending");
+    // the label patch follows the status write and its Event: wait for it too
+    eventually().untilAsserted(() -> assertThat(cluster.labels("node1")).containsOnlyKeys("zone", LABEL + "pending"));
   }
 
   @Test
