@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -72,6 +73,7 @@ public final class NodeAgent implements AutoCloseable {
   private volatile boolean firstReconcileDone;
   private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
+  private OptionalLong lastNftGeneration = OptionalLong.empty();
   private volatile Optional<ApplyReport> lastReport = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
 
@@ -189,10 +191,15 @@ public final class NodeAgent implements AutoCloseable {
               break;
             }
             long until = dirty ? Math.min(notBefore, nextResync) : nextResync;
-            // Wake at least every second so /healthz sees a live loop.
+            // Wake at least every second: /healthz sees a live loop, and a changed nftables generation
+            // (someone edited nft; there is no rtnetlink notification for that) triggers a repair.
             long waitMillis = Math.max(1, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(until - now)));
             lock.wait(waitMillis);
             lastLoopNanos = System.nanoTime();
+            if (!dirty && nftChangedSinceLastReconcile()) {
+              dirty = true;
+              pendingTrigger = TRIGGER_KERNEL;
+            }
           }
           if (!running) {
             break;
@@ -250,6 +257,11 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
+  private boolean nftChangedSinceLastReconcile() {
+    OptionalLong now = dataplane.nftGeneration();
+    return now.isPresent() && lastNftGeneration.isPresent() && now.getAsLong() != lastNftGeneration.getAsLong();
+  }
+
   /** One reconcile; true when everything was applied. Never throws: the loop must go on. */
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
@@ -266,6 +278,7 @@ public final class NodeAgent implements AutoCloseable {
       DesiredState desired = Planner.plan(PlanInputs.of(settings.nodeName(), objects, facts.connectedSubnets(),
           facts.networks(), settings.config(), facts.existingMarks()));
       ApplyReport report = dataplane.reconcile(desired);
+      lastNftGeneration = dataplane.nftGeneration();
       double seconds = (System.nanoTime() - start) / 1e9;
       metrics.reconciled(trigger, seconds, desired, report, dataplane.observe(), clock.millis() / 1000.0, apiTriggered);
       reporter.report(desired);

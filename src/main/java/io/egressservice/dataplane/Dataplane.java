@@ -22,6 +22,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.function.Function;
 
 /**
@@ -36,15 +37,17 @@ public final class Dataplane implements AutoCloseable {
   private final RtNetlink netlink;
   private final EgressNftables nft;
   private final MarkNftables marks;
+  private final GenerationSource generation;
   private final int priority;
   private final int protocol;
 
-  private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks, int priority,
-      int protocol) {
+  private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
+      GenerationSource generation, int priority, int protocol) {
     this.thread = thread;
     this.netlink = netlink;
     this.nft = nft;
     this.marks = marks;
+    this.generation = generation;
     this.priority = priority;
     this.protocol = protocol;
   }
@@ -76,7 +79,7 @@ public final class Dataplane implements AutoCloseable {
       RtNetlink netlink = RtNetlink.open(thread);
       EgressNftables nft = EgressNftables.open(thread, generation.apply(thread));
       MarkNftables marks = MarkNftables.open(thread, generation.apply(thread));
-      return new Dataplane(thread, netlink, nft, marks, priority, protocol);
+      return new Dataplane(thread, netlink, nft, marks, generation.apply(thread), priority, protocol);
     } catch (NetlinkException | NftException e) {
       thread.close();
       throw new DataplaneException(e.getMessage(), e);
@@ -101,6 +104,18 @@ public final class Dataplane implements AutoCloseable {
   /** How often the nft table was listed or its cached listing reused. */
   public EgressNftables.ObserveStats nftObserveStats() {
     return nft.observeStats();
+  }
+
+  /**
+   * The nftables ruleset generation of this namespace (it changes with every nft commit, ours or
+   * anyone's), for cheap drift polling; empty when it cannot be read.
+   */
+  public OptionalLong nftGeneration() {
+    try {
+      return OptionalLong.of(generation.read());
+    } catch (RuntimeException e) {
+      return OptionalLong.empty();
+    }
   }
 
   /** The owned state: our rules (P and P-1, our protocol, both families) and our nft table. */
@@ -304,6 +319,7 @@ public final class Dataplane implements AutoCloseable {
   @Override
   public void close() {
     try {
+      generation.close();
       marks.close();
       nft.close();
     } finally {

@@ -127,6 +127,21 @@ class NodeAgentTest {
   }
 
   @Test
+  void anSnatElementDeletedByHandIsBackWithinAFewSecondsWithoutWaitingForTheResync() {
+    NodeAgent agent = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent",
+        "snat_v4")).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+
+    ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.128.0.5 }");
+
+    await().atMost(Duration.ofSeconds(4)).pollInterval(Duration.ofMillis(100)).untilAsserted(() -> assertThat(
+        ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
+        .contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+  }
+
+  @Test
   void aRestartOverExistingStateChangesNothing() {
     NodeAgent first = startAgent(Duration.ofMinutes(10));
     createWeb("100");
