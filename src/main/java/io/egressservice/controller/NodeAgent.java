@@ -47,6 +47,10 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_KERNEL = "kernel";
   static final String TRIGGER_STARTUP = "startup";
   static final String TRIGGER_RETRY = "retry";
+  /** A reconcile waits for this much quiet after the last trigger, so a burst of events becomes one reconcile... */
+  static final long QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(30);
+  /** ...but never longer than this after the first one, so a never-ending burst still reaches the kernel. */
+  static final long MAX_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
 
   /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
   public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
@@ -67,6 +71,8 @@ public final class NodeAgent implements AutoCloseable {
   private final Object lock = new Object();
   private boolean dirty;
   private boolean apiDirty;
+  private long firstTriggerNanos;
+  private long lastTriggerNanos;
   private String pendingTrigger = TRIGGER_STARTUP;
   private volatile boolean running;
   private volatile boolean synced;
@@ -160,6 +166,11 @@ public final class NodeAgent implements AutoCloseable {
   /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
   public void trigger(String cause) {
     synchronized (lock) {
+      long now = System.nanoTime();
+      if (!dirty) {
+        firstTriggerNanos = now;
+      }
+      lastTriggerNanos = now;
       dirty = true;
       if (TRIGGER_API.equals(cause)) {
         apiDirty = true;
@@ -182,7 +193,8 @@ public final class NodeAgent implements AutoCloseable {
         synchronized (lock) {
           while (running) {
             long now = System.nanoTime();
-            if (dirty && now >= notBefore) {
+            long settledAt = Math.min(lastTriggerNanos + QUIET_NANOS, firstTriggerNanos + MAX_DELAY_NANOS);
+            if (dirty && now >= notBefore && now >= settledAt) {
               break;
             }
             if (now >= nextResync) {
@@ -190,7 +202,7 @@ public final class NodeAgent implements AutoCloseable {
               pendingTrigger = TRIGGER_RESYNC;
               break;
             }
-            long until = dirty ? Math.min(notBefore, nextResync) : nextResync;
+            long until = dirty ? Math.min(Math.max(notBefore, settledAt), nextResync) : nextResync;
             // Wake at least every second: /healthz sees a live loop, and a changed nftables generation
             // (someone edited nft; there is no rtnetlink notification for that) triggers a repair.
             long waitMillis = Math.max(1, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(until - now)));

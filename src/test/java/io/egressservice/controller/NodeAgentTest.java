@@ -228,6 +228,66 @@ class NodeAgentTest {
         before.lines().toList()));
   }
 
+  String snat() {
+    return ns.tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4").stdout();
+  }
+
+  @Test
+  void theKernelFollowsEveryKindOfChange() {
+    startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+
+    // network changed: every source moves to the new table
+    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "200", NODE)).update();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules())
+        .contains("from 10.128.0.5 lookup 200 proto 201", "from 172.30.0.10 lookup 200 proto 201")
+        .doesNotContain("lookup 100"));
+
+    // sourceIPBy changed to Network (status.host ALL): no SNAT, only local endpoints
+    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.NETWORK, "200", "ALL")).update();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).doesNotContain("10.128.0.5"));
+    assertThat(rules()).contains("from 10.128.0.5 lookup 200 proto 201");
+
+    // an endpoint moves to another node: this node no longer routes it
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5")).update();
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-2", "node-b", "10.128.1.6")).create();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("10.128.0.6").doesNotContain("10.128.1.6")
+        .contains("from 10.128.0.5 lookup 200 proto 201"));
+
+    // back to LoadBalancerIP on this host: SNAT for every endpoint, remote ones too
+    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "200", NODE)).update();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).contains("10.128.0.5", "10.128.1.6"));
+
+    // the LB ingress IP goes away: nothing is configured
+    client.services().resource(new io.fabric8.kubernetes.api.model.ServiceBuilder(lbService("web", "172.30.0.10", "5.5.5.5"))
+        .editStatus().withNewLoadBalancer().endLoadBalancer().endStatus().build()).update();
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(rules()).doesNotContain("proto 201");
+      assertThat(snat()).doesNotContain("10.128.0.5");
+    });
+  }
+
+  @Test
+  void aBurstOfFiveHundredEndpointUpdatesEndsInAHandfulOfReconciles() {
+    NodeAgent agent = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+    long before = agent.reconcileCount();
+
+    for (int i = 0; i < 500; i++) {
+      client.discovery().v1().endpointSlices()
+          .resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0." + (10 + i % 200))).update();
+    }
+
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.109 lookup 100 proto 201")
+        .doesNotContain("from 10.128.0.6 ").doesNotContain("from 10.128.0.108 "));
+    long reconciles = agent.reconcileCount() - before;
+    System.out.println("500 endpoint updates -> " + reconciles + " reconciles");
+    assertThat(reconciles).isBetween(1L, 25L);
+  }
+
   private static HttpResponse<String> get(HttpClient http, URI uri) throws Exception {
     return http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
   }
