@@ -209,12 +209,14 @@ class NodeAgentTest {
   }
 
   @Test
-  void withTheApiServerGoneTheKernelStateIsKeptAndTheLoopStaysAlive() {
+  void withTheApiServerGoneTheKernelStateIsKeptAndTheLoopStaysAliveAndItCatchesUpWhenTheServerIsBack()
+      throws Exception {
     NodeAgent agent = startAgent(Duration.ofMillis(300));
     createWeb("100");
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
     String before = rules();
     long reconciles = agent.reconcileCount();
+    int port = server.getPort();
 
     server.destroy();
 
@@ -226,6 +228,21 @@ class NodeAgentTest {
     // Drift is still repaired (re-added rules come last among their priority, so compare as sets).
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules().lines()).containsExactlyInAnyOrderElementsOf(
         before.lines().toList()));
+
+    // An API server comes back on the same address (restored with the same objects, one endpoint
+    // changed meanwhile): the informers reconnect and the agent catches up.
+    KubernetesMockServer restored = new KubernetesMockServer(new io.fabric8.mockwebserver.Context(),
+        new io.fabric8.mockwebserver.MockWebServer(), new java.util.HashMap<>(),
+        new io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher(),
+        client.getMasterUrl().getProtocol().equals("https"));
+    restored.init(java.net.InetAddress.getByName(client.getMasterUrl().getHost()), port);
+    toClose.add(restored::destroy);
+    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
+    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "100", NODE)).create();
+    client.services().resource(lbService("web", "172.30.0.10", "5.5.5.5")).create();
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.7")).create();
+    await().atMost(Duration.ofSeconds(45)).untilAsserted(() -> assertThat(rules())
+        .contains("from 10.128.0.7 lookup 100 proto 201").doesNotContain("from 10.128.0.6 "));
   }
 
   String snat() {
