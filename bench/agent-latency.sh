@@ -30,5 +30,5 @@ out="bench/results/agent-latency-$(date -u +%Y%m%dT%H%M%SZ).txt"
     # shellcheck disable=SC2086
     timeout 600 java $flags -cp "$CP" "$MAIN" rss-remote "$rss_services"
   done
-} 2>&1 | grep -v 'BlockedThreadChecker\|^\s*at \|^io.vertx.core.VertxException: Thread blocked' | tee "$out"
+} 2>&1 | grep --line-buffered -v 'BlockedThreadChecker\|^\s*at \|^io.vertx.core.VertxException: Thread blocked' | tee "$out"
 echo "saved to $out"
