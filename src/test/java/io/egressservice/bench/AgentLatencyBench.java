@@ -1,0 +1,545 @@
+package io.egressservice.bench;
+
+import ch.qos.logback.classic.Level;
+import io.egressservice.controller.KubernetesEvents;
+import io.egressservice.controller.NodeAgent;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.netlink.ChangeEvent;
+import io.egressservice.netlink.ChangeGroup;
+import io.egressservice.netlink.ChangeKind;
+import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Subscription;
+import io.egressservice.objects.EgressServices;
+import io.egressservice.plan.PlanConfig;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceSpec;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Benchmark, not a test (run by bench/agent-latency.sh, never by mvn verify): the whole node agent
+ * (informers, planner, dataplane) in one JVM with fabric8's mock API server (CRUD mode) and a
+ * throwaway network namespace.
+ *
+ * <ul>
+ *   <li>{@code latency [services=100] [updates=300] [intervalMs=30] [burst=200] [warmup=200]}: S
+ *       LoadBalancerIP EgressServices (network "100", host node-a), each with a LoadBalancer Service and
+ *       one EndpointSlice of 5 endpoints on node-a; after convergence, endpoint churn: each update
+ *       replaces one endpoint address of one slice with a fresh one. The time from just before the
+ *       client call is sent to the arrival of the RTM_NEWRULE notification for the new source (a
+ *       second, independent rtnetlink socket in the namespace) is recorded per update. Paced (one
+ *       update every intervalMs, open loop: the sender does not wait for the kernel) and burst
+ *       (back-to-back client calls) variants.
+ *   <li>{@code rss [services=1000]}: the same shape converged; VmRSS and heap after System.gc() and
+ *       idle, once before the agent starts (mock server + objects only) and once after convergence.
+ *   <li>{@code rss-remote [services=1000]}: the same, but the mock server and the objects live in a child
+ *       JVM ({@code server N}); this JVM holds only the agent (its own client over HTTP), so its VmRSS is
+ *       the agent's alone.
+ * </ul>
+ */
+public final class AgentLatencyBench {
+  static final String NODE = "node-a";
+  static final String NS = "bench";
+  static final int ENDPOINTS_PER_SERVICE = 5;
+  static final int PRIORITY = PlanConfig.DEFAULT_PRIORITY;
+  static final int PROTOCOL = PlanConfig.DEFAULT_RULE_PROTOCOL;
+  static final long UPDATE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
+  /** Held so the JUL configuration is not garbage-collected with the logger. */
+  static final java.util.logging.Logger MOCK_LOG = java.util.logging.Logger.getLogger("io.fabric8.mockwebserver");
+
+  private KubernetesMockServer server;
+  private KubernetesClient client;
+  private String netns;
+  private Dataplane dataplane;
+  private NodeAgent agent;
+  private RtNetlink observer;
+  private Subscription subscription;
+  /** Source address of a new rule -> nanoTime of its first NEW notification. */
+  private final Map<IpPrefix, Long> arrivals = new ConcurrentHashMap<>();
+  /** Endpoint address -> nanoTime a watch of the bench's own first saw it (API-side share of the latency). */
+  private final Map<IpPrefix, Long> watched = new ConcurrentHashMap<>();
+  private io.fabric8.kubernetes.client.Watch watch;
+  /** Current endpoint addresses per service index. */
+  private String[][] endpoints;
+  private int nextAddress = 1;
+
+  public static void main(String[] args) throws Exception {
+    MOCK_LOG.setLevel(java.util.logging.Level.WARNING);
+    ((ch.qos.logback.classic.Logger) LoggerFactory.getLogger("io.egressservice")).setLevel(Level.toLevel(System.getProperty("bench.agentLog", "WARN")));
+    String mode = args.length > 0 ? args[0] : "latency";
+    AgentLatencyBench bench = new AgentLatencyBench();
+    try {
+      switch (mode) {
+        case "latency" -> bench.latency(intArg(args, 1, 100), intArg(args, 2, 300), intArg(args, 3, 30),
+            intArg(args, 4, 200), intArg(args, 5, 200));
+        case "rss" -> bench.rss(intArg(args, 1, 1000));
+        case "rss-remote" -> bench.rssRemote(intArg(args, 1, 1000));
+        case "server" -> bench.serve(intArg(args, 1, 1000));
+        default -> throw new IllegalArgumentException("mode is latency or rss, not " + mode);
+      }
+    } finally {
+      bench.close();
+    }
+    System.exit(0); // informer / vert.x threads are not all daemons
+  }
+
+  static int intArg(String[] args, int i, int dflt) {
+    return args.length > i ? Integer.parseInt(args[i]) : dflt;
+  }
+
+  // ------------------------------------------------------------------------------------------ setup
+
+  void startServerAndNamespace() {
+    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(),
+        false);
+    server.init();
+    client = server.createClient();
+    netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+    run("ip", "netns", "add", netns);
+    run("ip", "-n", netns, "link", "set", "lo", "up");
+  }
+
+  void createObjects(int services) {
+    client.nodes().resource(new NodeBuilder().withNewMetadata().withName(NODE).endMetadata()
+        .withNewSpec().withPodCIDR("10.128.0.0/16").withPodCIDRs(List.of("10.128.0.0/16")).endSpec()
+        .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress().endStatus()
+        .build()).create();
+    endpoints = new String[services][ENDPOINTS_PER_SERVICE];
+    for (int i = 0; i < services; i++) {
+      String name = name(i);
+      client.resources(EgressService.class)
+          .resource(EgressServices.of(NS, name, EgressServiceSpec.SourceIPBy.LOADBALANCERIP, "100", NODE)).create();
+      client.services().resource(lbService(name, "172.30." + (i >> 8) + "." + (i & 255),
+          "5." + (5 + (i >> 16)) + "." + ((i >> 8) & 255) + "." + (i & 255))).create();
+      for (int j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
+        endpoints[i][j] = freshAddress();
+      }
+      client.discovery().v1().endpointSlices().resource(slice(i)).create();
+    }
+  }
+
+  static String name(int i) {
+    return String.format(Locale.ROOT, "svc-%04d", i);
+  }
+
+  /** 10.128.0.1, 10.128.0.2, ...: never reused, so every update's new source is unique. */
+  String freshAddress() {
+    int k = nextAddress++;
+    if (k >= 65535) {
+      throw new IllegalStateException("out of addresses in 10.128.0.0/16");
+    }
+    return "10.128." + (k >> 8) + "." + (k & 255);
+  }
+
+  static Service lbService(String name, String clusterIp, String lbIp) {
+    return new ServiceBuilder()
+        .withNewMetadata().withName(name).withNamespace(NS).endMetadata()
+        .withNewSpec().withType("LoadBalancer").withClusterIP(clusterIp).withClusterIPs(clusterIp).endSpec()
+        .withNewStatus().withNewLoadBalancer().addNewIngress().withIp(lbIp).endIngress().endLoadBalancer().endStatus()
+        .build();
+  }
+
+  EndpointSlice slice(int i) {
+    return new EndpointSliceBuilder()
+        .withNewMetadata().withName(name(i) + "-1").withNamespace(NS)
+          .addToLabels("kubernetes.io/service-name", name(i)).endMetadata()
+        .withAddressType("IPv4")
+        .withEndpoints(Arrays.stream(endpoints[i])
+            .map(a -> new EndpointBuilder().withAddresses(a).withNodeName(NODE).build()).toList())
+        .build();
+  }
+
+  void startAgent() {
+    dataplane = Dataplane.open(Optional.of(netns), PRIORITY, PROTOCOL);
+    agent = new NodeAgent(client, dataplane,
+        new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
+        new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
+    agent.start();
+  }
+
+  /** Our rules at the endpoint priority: one per endpoint and one per clusterIP. */
+  int ownedRules() {
+    return (int) observer.listRules(IpFamily.V4).stream()
+        .filter(r -> r.protocol() == PROTOCOL && r.priority() == PRIORITY).count();
+  }
+
+  /** Waits (bounded) until the kernel holds one rule per endpoint and per clusterIP; returns seconds. */
+  double awaitConverged(int services, long startNanos, Duration limit) throws InterruptedException {
+    int expected = services * (ENDPOINTS_PER_SERVICE + 1);
+    long deadline = System.nanoTime() + limit.toNanos();
+    int have = ownedRules();
+    while (have != expected) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("not converged within " + limit + ": " + have + " of " + expected + " rules");
+      }
+      Thread.sleep(50);
+      have = ownedRules();
+    }
+    return (System.nanoTime() - startNanos) / 1e9;
+  }
+
+  void onRule(ChangeEvent e) {
+    if (e.kind() == ChangeKind.NEW && e.rule().isPresent()) {
+      long now = System.nanoTime();
+      e.rule().get().source().ifPresent(src -> arrivals.putIfAbsent(src, now));
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------- latency
+
+  record Update(IpPrefix address, long sentNanos, long returnedNanos) {}
+
+  void latency(int services, int updates, int intervalMs, int burst, int warmup) throws Exception {
+    System.out.printf("event-to-kernel latency: %d LoadBalancerIP EgressServices x %d endpoints on %s; java %s, kernel %s,"
+        + " %d CPUs%n", services, ENDPOINTS_PER_SERVICE, NODE, System.getProperty("java.version"),
+        System.getProperty("os.version"), Runtime.getRuntime().availableProcessors());
+    startServerAndNamespace();
+    observer = RtNetlink.open(Optional.of(netns));
+    subscription = observer.subscribe(EnumSet.of(ChangeGroup.IPV4_RULE), this::onRule,
+        () -> System.out.println("  WARNING: observer notification overflow (ENOBUFS): some arrivals may be missing"));
+    createObjects(services);
+    watch = client.discovery().v1().endpointSlices().inNamespace(NS).watch(new io.fabric8.kubernetes.client.Watcher<>() {
+      @Override
+      public void eventReceived(Action action, EndpointSlice slice) {
+        long now = System.nanoTime();
+        slice.getEndpoints().forEach(ep -> ep.getAddresses().forEach(a -> watched.putIfAbsent(IpPrefix.parseHost(a), now)));
+      }
+
+      @Override
+      public void onClose(io.fabric8.kubernetes.client.WatcherException cause) {}
+    });
+    long t0 = System.nanoTime();
+    startAgent();
+    double converge = awaitConverged(services, t0, Duration.ofSeconds(120));
+    Thread.sleep(1000);
+    System.out.printf("converged: %d rules at priority %d after %.2f s from agent start; reconciles so far %d%n",
+        ownedRules(), PRIORITY, converge, agent.reconcileCount());
+
+    // Slots (service, endpoint) in a seeded random order, used round-robin: a slot is not replaced again
+    // before every other slot was, so no new address is superseded before the agent could apply it.
+    List<int[]> slots = new ArrayList<>();
+    for (int i = 0; i < services; i++) {
+      for (int j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
+        slots.add(new int[] {i, j});
+      }
+    }
+    Collections.shuffle(slots, new Random(42));
+    int[] cursor = {0};
+
+    if (warmup > 0) {
+      Phase w = churn("warm-up (discarded)", warmup, intervalMs, slots, cursor);
+      w.print(false);
+    }
+    Phase paced = churn("paced, one update every " + intervalMs + " ms", updates, intervalMs, slots, cursor);
+    Phase bursty = burst > 0 ? churn("burst, back-to-back client calls", Math.min(burst, slots.size()), 0, slots, cursor)
+        : null;
+    System.out.println();
+    System.out.println("| variant | updates | timeouts (>5 s) | reconciles | p50 ms | p90 ms | p99 ms | max ms |"
+        + " p50 from return ms | p99 from return ms | client call p50 ms | watch seen p50 ms | watch seen p99 ms |");
+    System.out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    paced.print(true);
+    if (bursty != null) {
+      bursty.print(true);
+    }
+    double p99 = paced.percentile(paced.fromSend, 0.99);
+    System.out.printf(Locale.ROOT, "target: paced p99 <= 100 ms: %.1f ms -> %s%n", p99,
+        p99 <= 100 && paced.timeouts == 0 ? "MET" : "NOT MET");
+    System.out.printf("observer notifications delivered %d, overflows %d%n", subscription.delivered(),
+        subscription.overflows());
+  }
+
+  final class Phase {
+    final String name;
+    final int count;
+    long reconciles;
+    int timeouts;
+    double[] fromSend;
+    double[] fromReturn;
+    double[] call;
+    double[] watch;
+    Phase(String name, int count) {
+      this.name = name;
+      this.count = count;
+    }
+
+    double percentile(double[] sorted, double p) {
+      if (sorted.length == 0) {
+        return Double.NaN;
+      }
+      int idx = (int) Math.ceil(p * sorted.length) - 1;
+      return sorted[Math.max(0, Math.min(sorted.length - 1, idx))];
+    }
+
+    void print(boolean row) {
+      if (!row) {
+        System.out.printf(Locale.ROOT, "%s: %d updates, %d timeouts, %d reconciles, p50 %.1f ms, p99 %.1f ms%n",
+            name, count, timeouts, reconciles, percentile(fromSend, 0.5), percentile(fromSend, 0.99));
+        return;
+      }
+      System.out.printf(Locale.ROOT, "| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |%n", name,
+          count, timeouts, reconciles, percentile(fromSend, 0.5), percentile(fromSend, 0.9),
+          percentile(fromSend, 0.99), fromSend.length == 0 ? Double.NaN : fromSend[fromSend.length - 1],
+          percentile(fromReturn, 0.5), percentile(fromReturn, 0.99), percentile(call, 0.5), percentile(watch, 0.5),
+          percentile(watch, 0.99));
+    }
+  }
+
+  /** Sends {@code n} updates (paced when intervalMs > 0, else back-to-back), then collects the arrivals. */
+  Phase churn(String name, int n, int intervalMs, List<int[]> slots, int[] cursor) throws InterruptedException {
+    Phase phase = new Phase(name, n);
+    long reconcilesBefore = agent.reconcileCount();
+    List<Update> sent = new ArrayList<>(n);
+    long start = System.nanoTime();
+    for (int u = 0; u < n; u++) {
+      if (intervalMs > 0) {
+        long due = start + u * TimeUnit.MILLISECONDS.toNanos(intervalMs);
+        while (System.nanoTime() < due) {
+          LockSupport.parkNanos(due - System.nanoTime());
+        }
+      }
+      int[] slot = slots.get(cursor[0]++ % slots.size());
+      String address = freshAddress();
+      endpoints[slot[0]][slot[1]] = address;
+      EndpointSlice s = slice(slot[0]);
+      IpPrefix key = IpPrefix.parseHost(address);
+      long sentAt = System.nanoTime();
+      client.discovery().v1().endpointSlices().resource(s).update();
+      sent.add(new Update(key, sentAt, System.nanoTime()));
+    }
+    // Every update gets up to 5 s from its send.
+    long deadline = sent.get(sent.size() - 1).sentNanos() + UPDATE_TIMEOUT_NANOS;
+    while (System.nanoTime() < deadline && !sent.stream().allMatch(x -> arrivals.containsKey(x.address()))) {
+      Thread.sleep(10);
+    }
+    Thread.sleep(300); // let the last reconcile finish before counting
+    phase.reconciles = agent.reconcileCount() - reconcilesBefore;
+    List<Double> fs = new ArrayList<>();
+    List<Double> fr = new ArrayList<>();
+    List<Double> calls = new ArrayList<>();
+    List<Double> seen = new ArrayList<>();
+    for (Update x : sent) {
+      calls.add((x.returnedNanos() - x.sentNanos()) / 1e6);
+      Long w = watched.get(x.address());
+      if (w != null) {
+        seen.add((w - x.sentNanos()) / 1e6);
+      }
+      Long at = arrivals.get(x.address());
+      if (at == null || at - x.sentNanos() > UPDATE_TIMEOUT_NANOS) {
+        phase.timeouts++;
+        continue;
+      }
+      fs.add((at - x.sentNanos()) / 1e6);
+      fr.add((at - x.returnedNanos()) / 1e6);
+    }
+    phase.fromSend = fs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    phase.fromReturn = fr.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    phase.watch = seen.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    phase.call = calls.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    return phase;
+  }
+
+  // -------------------------------------------------------------------------------------------- rss
+
+  void rss(int services) throws Exception {
+    System.out.printf("memory: %d LoadBalancerIP EgressServices x %d endpoints (%d endpoints, %d clusterIPs);"
+        + " java %s, flags %s%n", services, ENDPOINTS_PER_SERVICE, services * ENDPOINTS_PER_SERVICE, services,
+        System.getProperty("java.version"),
+        java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
+    System.out.printf("  max heap %.0f MiB, GC %s%n", Runtime.getRuntime().maxMemory() / 1048576.0,
+        java.lang.management.ManagementFactory.getGarbageCollectorMXBeans().stream().map(b -> b.getName()).toList());
+    Mem jvm = settle();
+    System.out.printf(Locale.ROOT, "  %-58s %s%n", "bare JVM (bench class loaded)", jvm);
+    startServerAndNamespace();
+    observer = RtNetlink.open(Optional.of(netns));
+    createObjects(services);
+    Mem before = settle();
+    System.out.printf(Locale.ROOT, "  %-58s %s%n", "mock server + " + services + " services' objects, no agent", before);
+    long t0 = System.nanoTime();
+    startAgent();
+    double converge = awaitConverged(services, t0, Duration.ofSeconds(300));
+    System.out.printf(Locale.ROOT, "  converged: %d rules after %.2f s, %d reconciles%n", ownedRules(), converge,
+        agent.reconcileCount());
+    Mem after = settle();
+    System.out.printf(Locale.ROOT, "  %-58s %s%n", "+ agent started and converged", after);
+    System.out.printf(Locale.ROOT, "  %-58s RSS %+.1f MiB, heap used %+.1f MiB%n", "difference (agent's share, estimate)",
+        (after.rssKib - before.rssKib) / 1024.0, (after.heapUsed - before.heapUsed) / 1048576.0);
+    System.out.printf(Locale.ROOT, "  %-58s RSS %.1f MiB%n", "estimate of an agent process (bare JVM + difference)",
+        (jvm.rssKib + after.rssKib - before.rssKib) / 1024.0);
+  }
+
+  /** Child-JVM API server: prints its URL once the objects exist, then serves until stdin closes. */
+  void serve(int services) throws Exception {
+    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(),
+        false);
+    server.init();
+    client = server.createClient();
+    createObjects(services);
+    System.out.println("URL " + client.getMasterUrl());
+    System.out.flush();
+    System.in.read(); // returns -1 when the parent closes the pipe or dies
+  }
+
+  void rssRemote(int services) throws Exception {
+    System.out.printf("memory, API server in a child JVM: %d LoadBalancerIP EgressServices x %d endpoints; java %s,"
+        + " flags %s%n", services, ENDPOINTS_PER_SERVICE, System.getProperty("java.version"),
+        java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
+    System.out.printf("  max heap %.0f MiB, GC %s%n", Runtime.getRuntime().maxMemory() / 1048576.0,
+        java.lang.management.ManagementFactory.getGarbageCollectorMXBeans().stream().map(b -> b.getName()).toList());
+    Mem jvm = settle();
+    System.out.printf(Locale.ROOT, "  %-58s %s%n", "bare JVM (bench class loaded)", jvm);
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process child = new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+        AgentLatencyBench.class.getName(), "server", Integer.toString(services))
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    try {
+      var reader = new java.io.BufferedReader(new java.io.InputStreamReader(child.getInputStream()));
+      String url = null;
+      for (String line; (line = reader.readLine()) != null; ) {
+        if (line.startsWith("URL ")) {
+          url = line.substring(4).trim();
+          break;
+        }
+      }
+      if (url == null) {
+        throw new IllegalStateException("the API server child exited without a URL");
+      }
+      client = new io.fabric8.kubernetes.client.KubernetesClientBuilder().withConfig(
+          new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(url).withTrustCerts(true).withNamespace(NS)
+              .build()).build();
+      netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+      run("ip", "netns", "add", netns);
+      run("ip", "-n", netns, "link", "set", "lo", "up");
+      observer = RtNetlink.open(Optional.of(netns));
+      long t0 = System.nanoTime();
+      startAgent();
+      double converge = awaitConverged(services, t0, Duration.ofSeconds(300));
+      System.out.printf(Locale.ROOT, "  converged: %d rules after %.2f s%n", ownedRules(), converge);
+      Mem after = settle();
+      System.out.printf(Locale.ROOT, "  %-58s %s%n", "agent started and converged (no API server in this JVM)", after);
+      System.out.printf(Locale.ROOT, "  target: agent RSS <= 128 MiB: %.1f MiB -> %s%n", after.rssKib / 1024.0,
+          after.rssKib <= 128 * 1024 ? "MET" : "NOT MET");
+      Thread.sleep(Long.getLong("bench.holdSeconds", 0L) * 1000); // time for jcmd VM.native_memory
+    } finally {
+      close();
+      agent = null;
+      observer = null;
+      dataplane = null;
+      client = null;
+      netns = null;
+      child.getOutputStream().close();
+      if (!child.waitFor(10, TimeUnit.SECONDS)) {
+        child.destroyForcibly();
+      }
+    }
+  }
+
+  record Mem(long rssKib, long heapUsed, long heapCommitted) {
+    @Override
+    public String toString() {
+      return String.format(Locale.ROOT, "RSS %.1f MiB, heap used %.1f MiB (committed %.1f MiB)", rssKib / 1024.0,
+          heapUsed / 1048576.0, heapCommitted / 1048576.0);
+    }
+  }
+
+  static Mem settle() throws InterruptedException {
+    System.gc();
+    Thread.sleep(3000);
+    System.gc();
+    Thread.sleep(1000);
+    Runtime rt = Runtime.getRuntime();
+    return new Mem(vmRssKib(), rt.totalMemory() - rt.freeMemory(), rt.totalMemory());
+  }
+
+  static long vmRssKib() {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+        if (line.startsWith("VmRSS:")) {
+          return Long.parseLong(line.replaceAll("[^0-9]", ""));
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    throw new IllegalStateException("no VmRSS in /proc/self/status");
+  }
+
+  // ------------------------------------------------------------------------------------------ close
+
+  void close() {
+    if (watch != null) {
+      watch.close();
+    }
+    if (agent != null) {
+      agent.close();
+    }
+    if (subscription != null) {
+      subscription.close();
+    }
+    if (observer != null) {
+      observer.close();
+    }
+    if (dataplane != null) {
+      dataplane.close();
+    }
+    if (client != null) {
+      client.close();
+    }
+    if (server != null) {
+      server.destroy();
+    }
+    if (netns != null) {
+      try {
+        run("ip", "netns", "del", netns);
+      } catch (RuntimeException e) {
+        System.err.println("could not delete netns " + netns + ": " + e.getMessage());
+      }
+    }
+  }
+
+  static void run(String... command) {
+    try {
+      Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes());
+      if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IllegalStateException(String.join(" ", command) + " failed: " + out);
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+}
