@@ -5,7 +5,10 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.NodeFacts;
 import io.egressservice.health.HealthServer.Probe;
 import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.dataplane.Differ;
 import io.egressservice.netlink.ChangeEvent;
+import io.egressservice.netlink.ChangeKind;
+import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
 import io.egressservice.objects.ClusterObjects;
@@ -80,6 +83,8 @@ public final class NodeAgent implements AutoCloseable {
   private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
   private OptionalLong lastNftGeneration = OptionalLong.empty();
+  /** The rules of the last plan: kernel notifications about them are the echo of our own changes. */
+  private volatile java.util.Set<Rule> expectedRules = java.util.Set.of();
   private volatile Optional<ApplyReport> lastReport = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
 
@@ -154,13 +159,25 @@ public final class NodeAgent implements AutoCloseable {
     return informer;
   }
 
+  /**
+   * A rule change at our priorities that the last plan did not ask for (a rule of ours deleted, a
+   * stray one added) means drift; the echo of our own changes does not, so it triggers nothing.
+   */
   private void onKernelEvent(ChangeEvent e) {
-    boolean relevant = e.rule().map(r -> r.priority() == settings.config().priority()
-        || r.priority() == settings.config().priority() - 1).orElse(false)
+    boolean relevant = e.rule().map(r -> isDrift(e.kind(), r)).orElse(false)
         || e.link().flatMap(l -> l.kind()).filter("vrf"::equals).isPresent();
     if (relevant) {
       trigger(TRIGGER_KERNEL);
     }
+  }
+
+  private boolean isDrift(ChangeKind kind, Rule r) {
+    int p = settings.config().priority();
+    if (r.protocol() != settings.config().ruleProtocol() || (r.priority() != p && r.priority() != p - 1)) {
+      return false;
+    }
+    boolean expected = expectedRules.contains(r);
+    return kind == ChangeKind.DELETED ? expected : !expected;
   }
 
   /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
@@ -289,6 +306,9 @@ public final class NodeAgent implements AutoCloseable {
       NodeFacts facts = dataplane.facts(networks);
       DesiredState desired = Planner.plan(PlanInputs.of(settings.nodeName(), objects, facts.connectedSubnets(),
           facts.networks(), settings.config(), facts.existingMarks()));
+      expectedRules = desired.rules().stream()
+          .map(r -> Differ.toRule(r, desired.ruleProtocol(), desired.markMask()))
+          .collect(java.util.stream.Collectors.toUnmodifiableSet());
       ApplyReport report = dataplane.reconcile(desired);
       lastNftGeneration = dataplane.nftGeneration();
       double seconds = (System.nanoTime() - start) / 1e9;
