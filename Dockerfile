@@ -40,5 +40,5 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
 
 # Runs as root (uid 0) with only CAP_NET_ADMIN, granted by the DaemonSet (deploy/daemonset.yaml).
 # JNA needs a writable jna.tmpdir; the DaemonSet mounts an emptyDir at /tmp and sets
-# JAVA_TOOL_OPTIONS="-XX:MaxRAMPercentage=70 -Djna.tmpdir=/tmp".
+# JAVA_TOOL_OPTIONS="-Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m -Xss512k -Djna.tmpdir=/tmp".
 ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]

@@ -50,10 +50,11 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_KERNEL = "kernel";
   static final String TRIGGER_STARTUP = "startup";
   static final String TRIGGER_RETRY = "retry";
-  /** A reconcile waits for this much quiet after the last trigger, so a burst of events becomes one reconcile... */
-  static final long QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(30);
-  /** ...but never longer than this after the first one, so a never-ending burst still reaches the kernel. */
-  static final long MAX_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+  /**
+   * Reconciles start at least this far apart: an event after a quiet spell is applied at once, and
+   * the events of a burst that arrive meanwhile are coalesced into the next reconcile.
+   */
+  static final long MIN_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
   /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
   public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
@@ -74,8 +75,7 @@ public final class NodeAgent implements AutoCloseable {
   private final Object lock = new Object();
   private boolean dirty;
   private boolean apiDirty;
-  private long firstTriggerNanos;
-  private long lastTriggerNanos;
+  private long lastReconcileStartNanos = System.nanoTime() - MIN_INTERVAL_NANOS;
   private String pendingTrigger = TRIGGER_STARTUP;
   private volatile boolean running;
   private volatile boolean synced;
@@ -183,11 +183,6 @@ public final class NodeAgent implements AutoCloseable {
   /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
   public void trigger(String cause) {
     synchronized (lock) {
-      long now = System.nanoTime();
-      if (!dirty) {
-        firstTriggerNanos = now;
-      }
-      lastTriggerNanos = now;
       dirty = true;
       if (TRIGGER_API.equals(cause)) {
         apiDirty = true;
@@ -210,7 +205,7 @@ public final class NodeAgent implements AutoCloseable {
         synchronized (lock) {
           while (running) {
             long now = System.nanoTime();
-            long settledAt = Math.min(lastTriggerNanos + QUIET_NANOS, firstTriggerNanos + MAX_DELAY_NANOS);
+            long settledAt = lastReconcileStartNanos + MIN_INTERVAL_NANOS;
             if (dirty && now >= notBefore && now >= settledAt) {
               break;
             }
@@ -233,6 +228,7 @@ public final class NodeAgent implements AutoCloseable {
           if (!running) {
             break;
           }
+          lastReconcileStartNanos = System.nanoTime();
           cause = failures > 0 && !apiDirty && !TRIGGER_KERNEL.equals(pendingTrigger) ? TRIGGER_RETRY : pendingTrigger;
           api = apiDirty;
           dirty = false;

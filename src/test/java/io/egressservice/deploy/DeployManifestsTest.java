@@ -135,7 +135,7 @@ class DeployManifestsTest {
     assertThat(env.get("EGRESS_AGENT_POD_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("metadata.name");
     assertThat(env.get("EGRESS_AGENT_POD_NAMESPACE").getValueFrom().getFieldRef().getFieldPath())
         .isEqualTo("metadata.namespace");
-    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-XX:MaxRAMPercentage=70", "-Djna.tmpdir=/tmp");
+    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-Xmx96m", "-XX:+UseSerialGC", "-Djna.tmpdir=/tmp");
   }
 
   @Test
