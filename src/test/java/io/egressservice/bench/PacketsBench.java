@@ -199,37 +199,7 @@ public final class PacketsBench {
   }
 
   static Path writeObjects(Path dir, int endpoints) throws IOException {
-    Files.createDirectories(dir);
-    StringBuilder sb = new StringBuilder();
-    sb.append("""
-        apiVersion: k8s.ovn.org/v1
-        kind: EgressService
-        metadata: {name: big, namespace: load}
-        spec: {sourceIPBy: Network, network: "100"}
-        status: {host: ALL}
-        ---
-        apiVersion: v1
-        kind: Service
-        metadata: {name: big, namespace: load}
-        spec: {type: LoadBalancer, clusterIP: 172.30.9.9, clusterIPs: [172.30.9.9]}
-        status: {loadBalancer: {ingress: [{ip: 5.5.5.5}]}}
-        ---
-        apiVersion: discovery.k8s.io/v1
-        kind: EndpointSlice
-        metadata:
-          name: big-1
-          namespace: load
-          labels: {kubernetes.io/service-name: big}
-        addressType: IPv4
-        endpoints:
-        """);
-    for (int i = 0; i < endpoints; i++) {
-      int n = i + 2;
-      sb.append("  - {addresses: [10.").append(128 + (n >> 16)).append('.').append((n >> 8) & 255).append('.')
-          .append(n & 255).append("], nodeName: node-a}\n");
-    }
-    Files.writeString(dir.resolve("objects.yaml"), sb.toString());
-    return dir;
+    return io.egressservice.cli.BigObjects.write(dir, endpoints, "Network", "ALL", "objects.yaml");
   }
 
   /** Checks that the node holds the state for N endpoints (+ the clusterIP); returns a description. */

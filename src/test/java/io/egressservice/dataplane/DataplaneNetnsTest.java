@@ -267,18 +267,7 @@ class DataplaneNetnsTest {
     DesiredState plan200 = planFor(ObjectFiles.load(List.of(dir), n -> {}));
 
     ChangeSet changes = Differ.diff(plan200, dp.observe());
-    List<String> order = new ArrayList<>();
-    changes.changes().forEach(c -> order.add(c.toString()));
-    int lastAdd = -1;
-    int firstDelete = Integer.MAX_VALUE;
-    for (int i = 0; i < order.size(); i++) {
-      if (order.get(i).startsWith("+ rule")) {
-        lastAdd = i;
-      } else if (order.get(i).startsWith("- rule")) {
-        firstDelete = Math.min(firstDelete, i);
-      }
-    }
-    assertThat(lastAdd).isLessThan(firstDelete);
+    assertOrdered(changes);
     dp.apply(changes);
     assertThat(ipRules()).isEqualTo(expectedRules(plan200));
     Set<String> tables = new HashSet<>();
