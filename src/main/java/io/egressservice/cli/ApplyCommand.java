@@ -6,19 +6,16 @@ import io.egressservice.dataplane.ChangeSet;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.dataplane.Differ;
-import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.dataplane.NodePlan;
 import io.egressservice.objects.ClusterObjects;
-import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.Planner;
 import io.egressservice.plan.ServiceOutcome;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -53,16 +50,17 @@ public final class ApplyCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     ClusterObjects loaded = PlanCommand.loadObjects(objects, spec.commandLine().getErr());
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
-      DesiredState desired = planFor(dp, loaded, node, config);
+      NodePlan plan = dp.plan(loaded, node, config);
+      DesiredState desired = plan.desired();
       if (dryRun) {
-        ChangeSet diff = Differ.diff(desired, dp.observe());
+        ChangeSet diff = Differ.diff(desired, plan.observed());
         out.printf("dry run for node %s in %s: %d difference(s); nothing was changed%n",
             node, dp.describe(), diff.changes().size());
         printPerService(out, desired, diff.changes());
         out.flush();
         return Main.EXIT_OK;
       }
-      ApplyReport report = dp.reconcile(desired);
+      ApplyReport report = dp.reconcile(plan);
       out.printf("applied %d change(s) for node %s in %s (kernel time %.1f ms)%n",
           report.applied().size(), node, dp.describe(), report.kernelNanos() / 1e6);
       printPerService(out, desired, report.applied());
@@ -80,19 +78,6 @@ public final class ApplyCommand implements Callable<Integer> {
     } catch (DataplaneException e) {
       throw new Main.SystemError(e.getMessage(), e);
     }
-  }
-
-  /** The plan for this node, with its networks resolved and connected subnets read from the kernel. */
-  static DesiredState planFor(Dataplane dp, ClusterObjects objects, String node, PlanConfig config) {
-    TreeSet<String> networks = new TreeSet<>();
-    objects.egressServices().forEach(es -> {
-      if (es.getSpec() != null && es.getSpec().getNetwork() != null) {
-        networks.add(es.getSpec().getNetwork().trim());
-      }
-    });
-    NodeFacts facts = dp.facts(networks);
-    return Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(), config,
-        facts.existingMarks()));
   }
 
   /** Groups changes by service, each under the plan's outcome for it, so "what is wrong here" reads top-down. */

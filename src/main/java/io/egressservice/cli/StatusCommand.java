@@ -68,7 +68,7 @@ public final class StatusCommand implements Callable<Integer> {
       ObservedState observed = dp.observe();
       Map<IpPrefix, String> names = new HashMap<>();
       if (loaded != null) {
-        DesiredState plan = ApplyCommand.planFor(dp, loaded, node, config);
+        DesiredState plan = dp.plan(loaded, node, config).desired();
         for (RuleSpec r : plan.rules()) {
           if (r.from().isPresent() && r.service().isPresent()) {
             names.put(r.from().get(), r.service().get().toString());

@@ -2,7 +2,8 @@ package io.egressservice.controller;
 
 import io.egressservice.dataplane.ApplyReport;
 import io.egressservice.dataplane.Dataplane;
-import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.dataplane.NodePlan;
+import io.egressservice.dataplane.ObservedState;
 import io.egressservice.health.HealthServer.Probe;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.dataplane.Differ;
@@ -12,10 +13,8 @@ import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
 import io.egressservice.objects.ClusterObjects;
-import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.Planner;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
@@ -27,7 +26,6 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -293,22 +291,17 @@ public final class NodeAgent implements AutoCloseable {
     try {
       ClusterObjects objects = new ClusterObjects(egressServices.getStore().list(), services.getStore().list(),
           slices.getStore().list(), nodes.getStore().list());
-      TreeSet<String> networks = new TreeSet<>();
-      for (EgressService es : objects.egressServices()) {
-        if (es.getSpec() != null && es.getSpec().getNetwork() != null) {
-          networks.add(es.getSpec().getNetwork().trim());
-        }
-      }
-      NodeFacts facts = dataplane.facts(networks);
-      DesiredState desired = Planner.plan(PlanInputs.of(settings.nodeName(), objects, facts.connectedSubnets(),
-          facts.networks(), settings.config(), facts.existingMarks()));
+      NodePlan plan = dataplane.plan(objects, settings.nodeName(), settings.config());
+      DesiredState desired = plan.desired();
       expectedRules = desired.rules().stream()
           .map(r -> Differ.toRule(r, desired.ruleProtocol(), desired.markMask()))
           .collect(java.util.stream.Collectors.toUnmodifiableSet());
-      ApplyReport report = dataplane.reconcile(desired);
+      ApplyReport report = dataplane.reconcile(plan);
       lastNftGeneration = dataplane.nftGeneration();
       double seconds = (System.nanoTime() - start) / 1e9;
-      metrics.reconciled(trigger, seconds, desired, report, dataplane.observe(), clock.millis() / 1000.0, apiTriggered);
+      // Nothing changed: the observation the plan was made with is still the kernel's state.
+      ObservedState after = report.applied().isEmpty() && report.succeeded() ? plan.observed() : dataplane.observe();
+      metrics.reconciled(trigger, seconds, desired, report, after, clock.millis() / 1000.0, apiTriggered);
       reporter.report(desired);
       lastReport = Optional.of(report);
       reconciles.incrementAndGet();

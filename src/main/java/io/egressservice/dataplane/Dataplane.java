@@ -14,7 +14,11 @@ import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.GenerationSource;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.NftException;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.Planner;
 import io.egressservice.plan.NetworkResolution;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -22,6 +26,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeSet;
+import org.ovn.k8s.v1.EgressService;
 import java.util.OptionalLong;
 import java.util.function.Function;
 
@@ -168,28 +174,48 @@ public final class Dataplane implements AutoCloseable {
 
   /**
    * What the plan needs to know of this node: how the given {@code spec.network} values resolve
-   * here, and the connected subnets.
+   * here, the connected subnets, and (from {@code observed}, no second dump) the marks in use.
    */
-  public NodeFacts facts(Collection<String> networks) {
+  public NodeFacts facts(Collection<String> networks, ObservedState observed) {
     return new NodeFacts(resolveNetworks(networks, RtTables.read(RtTables.DEFAULT_FILES)), connectedSubnets(),
-        existingMarks());
+        existingMarks(observed.rules()));
   }
 
   /** Mark mode: the table each owned {@code fwmark} rule at P routes to, keyed by table, so marks stay stable. */
-  private Map<Long, Long> existingMarks() {
+  private Map<Long, Long> existingMarks(List<Rule> owned) {
     Map<Long, Long> out = new HashMap<>();
-    try {
-      for (IpFamily f : IpFamily.values()) {
-        for (Rule r : netlink.listRules(f)) {
-          if (r.protocol() == protocol && r.priority() == priority && r.fwmark().isPresent() && r.source().isEmpty()) {
-            out.putIfAbsent(Integer.toUnsignedLong(r.table()), r.fwmark().getAsLong());
-          }
-        }
+    for (Rule r : owned) {
+      if (r.priority() == priority && r.fwmark().isPresent() && r.source().isEmpty()) {
+        out.putIfAbsent(Integer.toUnsignedLong(r.table()), r.fwmark().getAsLong());
       }
-    } catch (NetlinkException e) {
-      throw new DataplaneException("cannot list rules of " + describe() + ": " + e.getMessage(), e);
     }
     return out;
+  }
+
+  /**
+   * The node's plan for {@code objects}: one observation of the owned state feeds both the plan's
+   * node facts and the diff that {@link #reconcile(NodePlan)} applies.
+   */
+  public NodePlan plan(ClusterObjects objects, String node, PlanConfig config) {
+    long start = System.nanoTime();
+    ObservedState observed = observe();
+    long observeNanos = System.nanoTime() - start;
+    TreeSet<String> networks = new TreeSet<>();
+    for (EgressService es : objects.egressServices()) {
+      if (es.getSpec() != null && es.getSpec().getNetwork() != null) {
+        networks.add(es.getSpec().getNetwork().trim());
+      }
+    }
+    NodeFacts facts = facts(networks, observed);
+    DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(),
+        config, facts.existingMarks()));
+    return new NodePlan(desired, observed, observeNanos);
+  }
+
+  /** Diff the plan against the observation it was made with, and apply. */
+  public ApplyReport reconcile(NodePlan plan) {
+    ApplyReport report = apply(Differ.diff(plan.desired(), plan.observed()));
+    return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
 
   /** Observe, diff, apply. */

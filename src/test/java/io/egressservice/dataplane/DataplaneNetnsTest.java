@@ -6,17 +6,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.objects.ObjectFiles;
-import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.Planner;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -62,11 +59,9 @@ class DataplaneNetnsTest {
   }
 
   DesiredState planFor(ClusterObjects objects) {
-    Set<String> networks = new TreeSet<>();
-    objects.egressServices().forEach(es -> networks.add(es.getSpec().getNetwork() == null ? "" : es.getSpec().getNetwork()));
-    NodeFacts facts = dp.facts(networks);
-    return Planner.plan(PlanInputs.of(NODE, objects, facts.connectedSubnets(), facts.networks(), CONFIG));
+    return dp.plan(objects, NODE, CONFIG).desired();
   }
+
 
   /** Owned rules as iproute2 prints them: "inet 5000 from 10.128.0.5 to - table 100". */
   Set<String> ipRules() {
@@ -301,11 +296,10 @@ class DataplaneNetnsTest {
 
   /** The node's plan in mark mode, with the marks the kernel already uses. */
   private DesiredState markPlanFor(ClusterObjects objects) {
-    PlanConfig markConfig = CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK);
-    NodeFacts facts = dp.facts(List.of("100", "101"));
-    return Planner.plan(PlanInputs.of(NODE, objects, facts.connectedSubnets(), facts.networks(), markConfig,
-        facts.existingMarks()));
+    return dp.plan(objects, NODE, CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK,
+        PlanConfig.DEFAULT_MARK_MASK)).desired();
   }
+
 
   /** Every rule addition comes before the first rule deletion: no source is ever without a rule. */
   private static void assertOrdered(ChangeSet changes) {
