@@ -13,6 +13,8 @@ import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
 import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -29,6 +31,8 @@ import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.function.Predicate;
 import org.ovn.k8s.v1.EgressService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,9 +54,23 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_RETRY = "retry";
   /**
    * Reconciles start at least this far apart: an event after a quiet spell is applied at once, and
-   * the events of a burst that arrive meanwhile are coalesced into the next reconcile.
+   * the events that arrive meanwhile are coalesced into the next reconcile.
    */
   static final long MIN_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+  /**
+   * The longest the interval grows to while a burst of events lasts: kube-proxy's default
+   * minimum sync period, so a storm reaches the kernel no later than it reaches the Service VIPs.
+   */
+  static final long MAX_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /**
+   * Two reconciles in a row that each coalesced at least this many relevant API events (80 a second
+   * at the minimum interval) mean a burst: the next interval doubles. A reconcile with fewer halves
+   * it again. One busy interval alone (the API server delivering a few events in a clump) changes
+   * nothing. Steady churn below that rate keeps every change within about one minimum interval of
+   * the kernel; a rollout storm costs about one reconcile per {@link #MAX_INTERVAL_NANOS} instead of
+   * one per 50 ms.
+   */
+  static final int BURST_EVENTS = 4;
 
   /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
   public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
@@ -67,12 +85,16 @@ public final class NodeAgent implements AutoCloseable {
   private final Dataplane dataplane;
   private final Settings settings;
   private final AgentMetrics metrics;
+  private final EventQueue eventQueue;
   private final OutcomeReporter reporter;
   private final Clock clock;
 
   private final Object lock = new Object();
   private boolean dirty;
   private boolean apiDirty;
+  private int apiEventsSinceStart;
+  private int apiEventsOfLastReconcile;
+  private long intervalNanos = MIN_INTERVAL_NANOS;
   private long lastReconcileStartNanos = System.nanoTime() - MIN_INTERVAL_NANOS;
   private String pendingTrigger = TRIGGER_STARTUP;
   private volatile boolean running;
@@ -83,7 +105,7 @@ public final class NodeAgent implements AutoCloseable {
   private OptionalLong lastNftGeneration = OptionalLong.empty();
   /** The rules of the last plan: kernel notifications about them are the echo of our own changes. */
   private volatile java.util.Set<Rule> expectedRules = java.util.Set.of();
-  private volatile Optional<ApplyReport> lastReport = Optional.empty();
+  private volatile Optional<ReconcileSummary> lastReconcile = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
 
   private final List<SharedIndexInformer<? extends HasMetadata>> informers = new ArrayList<>();
@@ -100,37 +122,24 @@ public final class NodeAgent implements AutoCloseable {
     this.dataplane = dataplane;
     this.settings = settings;
     this.metrics = metrics;
-    this.reporter = new OutcomeReporter(events, settings.nodeName());
+    this.eventQueue = new EventQueue(events, "events-" + settings.nodeName());
+    this.reporter = new OutcomeReporter(eventQueue, settings.nodeName());
     this.clock = clock;
   }
 
   /** Starts the informers, the kernel subscription and the worker; returns at once. */
   public void start() {
     running = true;
-    ResourceEventHandler<HasMetadata> handler = new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(HasMetadata obj) {
-        trigger(TRIGGER_API);
-      }
-
-      @Override
-      public void onUpdate(HasMetadata oldObj, HasMetadata newObj) {
-        if (!java.util.Objects.equals(oldObj.getMetadata().getResourceVersion(), newObj.getMetadata().getResourceVersion())) {
-          trigger(TRIGGER_API);
-        }
-      }
-
-      @Override
-      public void onDelete(HasMetadata obj, boolean deletedFinalStateUnknown) {
-        trigger(TRIGGER_API);
-      }
-    };
     // runnableInformer + start() does not block on the initial list, so an unreachable API server
     // leaves the kernel as it is while the informers keep retrying.
-    egressServices = inform(client.resources(EgressService.class).inAnyNamespace().runnableInformer(0), handler);
-    services = inform(client.services().inAnyNamespace().runnableInformer(0), handler);
-    slices = inform(client.discovery().v1().endpointSlices().inAnyNamespace().runnableInformer(0), handler);
-    nodes = inform(client.nodes().runnableInformer(0), handler);
+    egressServices = inform(client.resources(EgressService.class).inAnyNamespace().runnableInformer(0),
+        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true));
+    services = inform(client.services().inAnyNamespace().runnableInformer(0),
+        new RelevantChangeHandler<>(PlanInputs::service, s -> hasEgressService(PlanInputs.ref(s))));
+    slices = inform(client.discovery().v1().endpointSlices().inAnyNamespace().runnableInformer(0),
+        new RelevantChangeHandler<>(PlanInputs::slice,
+            s -> hasEgressService(new ObjectRef(s.getMetadata().getNamespace(), serviceOf(s)))));
+    nodes = inform(client.nodes().runnableInformer(0), new RelevantChangeHandler<>(PlanInputs::node, n -> true));
     try {
       kernelEvents = dataplane.netlink().subscribe(
           EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.LINK), this::onKernelEvent,
@@ -143,15 +152,65 @@ public final class NodeAgent implements AutoCloseable {
     worker.start();
   }
 
-  @SuppressWarnings("unchecked")
+  private static String serviceOf(HasMetadata slice) {
+    java.util.Map<String, String> labels = slice.getMetadata().getLabels();
+    return labels == null ? "" : labels.getOrDefault(PlanInputs.SERVICE_NAME_LABEL, "");
+  }
+
+  /** Services and EndpointSlices matter only for a Service that has an EgressService of its name. */
+  private boolean hasEgressService(ObjectRef service) {
+    return egressServices != null
+        && egressServices.getStore().getByKey(service.namespace() + "/" + service.name()) != null;
+  }
+
+  /**
+   * Triggers a reconcile only for a change the plan can see: the object's plan input (its projection
+   * to {@link PlanInputs}) changed, and the object concerns an EgressService. A cluster's churn of
+   * unrelated EndpointSlices, or Node status heartbeats, then costs no reconcile. A change missed
+   * because its EgressService arrived later is picked up by that EgressService's own event, since a
+   * reconcile always reads the whole caches.
+   */
+  private final class RelevantChangeHandler<T extends HasMetadata> implements ResourceEventHandler<T> {
+    private final Function<T, ?> planInput;
+    private final Predicate<T> concernsEgressService;
+
+    RelevantChangeHandler(Function<T, ?> planInput, Predicate<T> concernsEgressService) {
+      this.planInput = planInput;
+      this.concernsEgressService = concernsEgressService;
+    }
+
+    @Override
+    public void onAdd(T obj) {
+      apiEvent(concernsEgressService.test(obj));
+    }
+
+    @Override
+    public void onUpdate(T oldObj, T newObj) {
+      apiEvent((concernsEgressService.test(newObj) || concernsEgressService.test(oldObj))
+          && !planInput.apply(oldObj).equals(planInput.apply(newObj)));
+    }
+
+    @Override
+    public void onDelete(T obj, boolean deletedFinalStateUnknown) {
+      apiEvent(concernsEgressService.test(obj));
+    }
+  }
+
+  private void apiEvent(boolean relevant) {
+    metrics.apiEvent(relevant);
+    if (relevant) {
+      trigger(TRIGGER_API);
+    }
+  }
+
   private <T extends HasMetadata> SharedIndexInformer<T> inform(SharedIndexInformer<T> informer,
-      ResourceEventHandler<HasMetadata> handler) {
+      ResourceEventHandler<T> handler) {
     informer.exceptionHandler((started, error) -> {
       LOG.warn("{} informer: {} (retrying; the kernel state is kept)", informer.getApiTypeClass().getSimpleName(),
           error.getMessage());
       return true;
     });
-    informer.addEventHandler((ResourceEventHandler<T>) (ResourceEventHandler<?>) handler);
+    informer.addEventHandler(handler);
     informer.start();
     informers.add(informer);
     return informer;
@@ -184,6 +243,7 @@ public final class NodeAgent implements AutoCloseable {
       dirty = true;
       if (TRIGGER_API.equals(cause)) {
         apiDirty = true;
+        apiEventsSinceStart++;
       }
       pendingTrigger = cause;
       lock.notifyAll();
@@ -203,7 +263,7 @@ public final class NodeAgent implements AutoCloseable {
         synchronized (lock) {
           while (running) {
             long now = System.nanoTime();
-            long settledAt = lastReconcileStartNanos + MIN_INTERVAL_NANOS;
+            long settledAt = lastReconcileStartNanos + intervalNanos;
             if (dirty && now >= notBefore && now >= settledAt) {
               break;
             }
@@ -227,6 +287,10 @@ public final class NodeAgent implements AutoCloseable {
             break;
           }
           lastReconcileStartNanos = System.nanoTime();
+          intervalNanos = nextIntervalNanos(intervalNanos, apiEventsOfLastReconcile, apiEventsSinceStart);
+          apiEventsOfLastReconcile = apiEventsSinceStart;
+          apiEventsSinceStart = 0;
+          metrics.reconcileInterval(intervalNanos / 1e9);
           cause = failures > 0 && !apiDirty && !TRIGGER_KERNEL.equals(pendingTrigger) ? TRIGGER_RETRY : pendingTrigger;
           api = apiDirty;
           dirty = false;
@@ -255,6 +319,14 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
+  /** The interval after a reconcile that coalesced {@code coalesced} API events, the one before it {@code previous}. */
+  static long nextIntervalNanos(long current, int previous, int coalesced) {
+    if (coalesced < BURST_EVENTS) {
+      return Math.max(MIN_INTERVAL_NANOS, current / 2);
+    }
+    return previous >= BURST_EVENTS ? Math.min(MAX_INTERVAL_NANOS, current * 2) : current;
+  }
+
   private void awaitSync() throws InterruptedException {
     long lastLog = 0;
     while (running) {
@@ -263,6 +335,7 @@ public final class NodeAgent implements AutoCloseable {
         synchronized (lock) {
           dirty = true;
           pendingTrigger = TRIGGER_STARTUP;
+          apiEventsSinceStart = 0; // the initial listing is not a burst
         }
         LOG.info("informers synced: {} EgressService(s), {} Service(s), {} EndpointSlice(s), {} Node(s)",
             egressServices.getStore().list().size(), services.getStore().list().size(),
@@ -303,7 +376,7 @@ public final class NodeAgent implements AutoCloseable {
       ObservedState after = report.applied().isEmpty() && report.succeeded() ? plan.observed() : dataplane.observe();
       metrics.reconciled(trigger, seconds, desired, report, after, clock.millis() / 1000.0, apiTriggered);
       reporter.report(desired);
-      lastReport = Optional.of(report);
+      lastReconcile = Optional.of(new ReconcileSummary(trigger, report.applied().size(), report.failures().size()));
       reconciles.incrementAndGet();
       log(trigger, seconds, report);
       firstReconcileDone = firstReconcileDone || report.succeeded();
@@ -351,9 +424,13 @@ public final class NodeAgent implements AutoCloseable {
     return reconciles.get();
   }
 
-  public Optional<ApplyReport> lastReport() {
-    return lastReport;
+  /** What the last completed reconcile did (counts only: a cold start's thousands of changes are not kept). */
+  public Optional<ReconcileSummary> lastReconcile() {
+    return lastReconcile;
   }
+
+  /** @param trigger api, resync, kernel, startup or retry */
+  public record ReconcileSummary(String trigger, int changesApplied, int changesRefused) {}
 
   /** Stops after the current reconcile; leaves the kernel as it is. */
   @Override
@@ -373,5 +450,6 @@ public final class NodeAgent implements AutoCloseable {
       kernelEvents.close();
     }
     informers.forEach(SharedIndexInformer::close);
+    eventQueue.close();
   }
 }

@@ -61,8 +61,28 @@ public final class AgentMetrics {
       .help("Unix time of the last reconcile that applied everything.")
       .register(registry);
 
+  private final Counter apiEvents = Counter.builder()
+      .name("egress_service_agent_api_events_total")
+      .help("Informer events received; relevant=\"true\" when they changed something the plan uses for an"
+          + " EgressService (only those trigger a reconcile).")
+      .labelNames("relevant")
+      .register(registry);
+  private final Gauge reconcileInterval = Gauge.builder()
+      .name("egress_service_agent_reconcile_interval_seconds")
+      .help("Current minimum time between reconcile starts: 0.05 s normally, longer while a burst of events lasts.")
+      .register(registry);
+
   public PrometheusRegistry registry() {
     return registry;
+  }
+
+  /** Counts one informer event, and whether it concerned the plan. */
+  public void apiEvent(boolean relevant) {
+    apiEvents.labelValues(Boolean.toString(relevant)).inc();
+  }
+
+  public void reconcileInterval(double seconds) {
+    reconcileInterval.set(seconds);
   }
 
   /** Records one reconcile; {@code trigger} is api, resync, kernel or startup. */

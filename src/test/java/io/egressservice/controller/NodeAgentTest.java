@@ -71,8 +71,12 @@ class NodeAgentTest {
   }
 
   NodeAgent startAgent(Duration resync) {
+    return startAgent(resync, new AgentMetrics());
+  }
+
+  NodeAgent startAgent(Duration resync, AgentMetrics metrics) {
     NodeAgent agent = new NodeAgent(client, dataplane,
-        new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, Duration.ofSeconds(2)), new AgentMetrics(),
+        new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, Duration.ofSeconds(2)), metrics,
         new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
     agent.start();
     toClose.add(agent);
@@ -144,7 +148,7 @@ class NodeAgentTest {
     NodeAgent first = startAgent(Duration.ofMinutes(10));
     createWeb("100");
     await().atMost(WAIT).until(() -> first.readiness().ok()
-        && first.lastReport().map(r -> !r.applied().isEmpty() || rules().contains("proto 201")).orElse(false));
+        && first.lastReconcile().map(r -> r.changesApplied() > 0 || rules().contains("proto 201")).orElse(false));
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 172.30.0.10 lookup 100 proto 201"));
     first.close();
     String before = rules();
@@ -152,7 +156,7 @@ class NodeAgentTest {
     NodeAgent second = startAgent(Duration.ofMinutes(10));
 
     await().atMost(WAIT).until(() -> second.readiness().ok());
-    assertThat(second.lastReport().orElseThrow().applied()).isEmpty();
+    assertThat(second.lastReconcile().orElseThrow().changesApplied()).isZero();
     assertThat(rules()).isEqualTo(before);
   }
 
@@ -204,6 +208,37 @@ class NodeAgentTest {
         .contains("egress_service_agent_snat_entries{family=\"inet\"} 2.0")
         .contains("egress_service_agent_services{state=\"configured\"} 1.0")
         .contains("egress_service_agent_last_successful_reconcile_timestamp_seconds"));
+  }
+
+  @Test
+  void anEventWriteThatHangsDoesNotHoldUpReconciles() throws Exception {
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger attempted = new java.util.concurrent.atomic.AtomicInteger();
+    EventSink hanging = (es, type, reason, message) -> {
+      attempted.incrementAndGet();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    };
+    NodeAgent agent = new NodeAgent(client, dataplane,
+        new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
+        new AgentMetrics(), hanging, Clock.systemUTC());
+    toClose.add(release::countDown);
+    agent.start();
+    toClose.add(agent);
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).until(() -> attempted.get() >= 1);
+
+    // The Event writer is stuck (as against an API server that accepts connections and never
+    // answers); the kernel still follows the API and drift is still repaired.
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.8")).update();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.8 lookup 100 proto 201"));
+    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.8", "lookup", "100", "protocol", "201");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.8 lookup 100 proto 201"));
+    assertThat(agent.liveness().ok()).isTrue();
   }
 
   @Test
@@ -284,47 +319,108 @@ class NodeAgentTest {
   }
 
   @Test
-  void aBurstOfFiveHundredEndpointUpdatesIsCoalescedIntoAtMostOneReconcilePerFiftyMilliseconds() throws Exception {
+  void aBurstOfFiveHundredEndpointUpdatesEndsInAHandfulOfReconciles() throws Exception {
+    int writers = 10;
+    for (int k = 0; k < writers; k++) {
+      client.discovery().v1().endpointSlices().resource(slice("web", "burst-" + k, NODE, "10.128.0.200")).create();
+    }
+    // The in-process mock API server takes a few hundred writes a second once its code is compiled,
+    // a fifth of that before: warm it up first, so that the burst is one (a real API server's watch
+    // delivers a rollout's updates faster still).
+    writeBurst(writers, 30);
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
     long before = agent.reconcileCount();
 
-    // A rollout-like burst: 10 writers, each updating its own slice 50 times, as fast as the API takes it.
-    java.util.concurrent.ExecutorService writers = java.util.concurrent.Executors.newFixedThreadPool(10);
-    List<java.util.concurrent.Future<?>> done = new ArrayList<>();
-    long start = System.nanoTime();
-    for (int k = 0; k < 10; k++) {
-      int slice = k;
-      done.add(writers.submit(() -> {
-        for (int i = 0; i < 50; i++) {
-          client.discovery().v1().endpointSlices()
-              .resource(slice("web", "burst-" + slice, NODE, "10.128.0." + (10 + slice * 20 + i % 20))).createOr(
-                  io.fabric8.kubernetes.client.dsl.NonDeletingOperation::update);
-        }
-      }));
-    }
-    for (java.util.concurrent.Future<?> f : done) {
-      f.get(60, java.util.concurrent.TimeUnit.SECONDS);
-    }
-    writers.shutdown();
-    double burstSeconds = (System.nanoTime() - start) / 1e9;
+    // A rollout-like storm: 10 writers, each updating its own slice 50 times, as fast as the API takes it.
+    double burstSeconds = writeBurst(writers, 50);
 
     await().atMost(WAIT).untilAsserted(() -> {
       String rules = rules();
-      for (int k = 0; k < 10; k++) {
-        assertThat(rules).contains("from 10.128.0." + (19 + k * 20) + " lookup 100 proto 201")
-            .doesNotContain("from 10.128.0." + (18 + k * 20) + " lookup");
+      for (int k = 0; k < writers; k++) {
+        // the last update of slice k set 10 + 9k + 4 (49 % 9), the one before 10 + 9k + 3
+        assertThat(rules).contains("from 10.128.0." + (14 + k * 9) + " lookup 100 proto 201")
+            .doesNotContain("from 10.128.0." + (13 + k * 9) + " lookup");
       }
     });
     long reconciles = agent.reconcileCount() - before;
     System.out.printf("500 endpoint updates in %.2f s -> %d reconciles%n", burstSeconds, reconciles);
-    // Reconciles start at least 50 ms apart, so a burst costs at most one per 50 ms of its length,
-    // however many updates it holds (the mock server takes ~80 writes/s, which stretches these 500
-    // over seconds; a real API server's burst of watch events is over in a fraction of that).
-    assertThat(reconciles).isBetween(1L, Math.round(burstSeconds / 0.05) + 3);
-    assertThat(reconciles).isLessThan(250);
+    // While a burst lasts the interval between reconciles doubles from 50 ms up to 1 s: seven
+    // reconciles ramp up to it (at 0, 50, 100, 200, 400, 800, 1600 ms), then one a second, and one
+    // after the end; 8 to 12 here for bursts of 2 to 4.5 s. The bound leaves room for a slow
+    // machine (a quiet spell inside the burst halves the interval again), and is still five times
+    // below the one reconcile per 50 ms of a fixed minimum interval.
+    assertThat(reconciles).isBetween(1L, 3 + Math.round(burstSeconds / 0.25));
+  }
+
+  @Test
+  void changesThePlanDoesNotUseTriggerNoReconcile() {
+    AgentMetrics metrics = new AgentMetrics();
+    NodeAgent agent = startAgent(Duration.ofMinutes(10), metrics);
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+    client.services().resource(lbService("other", "172.30.0.99", "6.6.6.6")).create();
+    client.discovery().v1().endpointSlices().resource(slice("other", "other-1", NODE, "10.128.0.50")).create();
+    await().atMost(WAIT).until(() -> counter(metrics, "egress_service_agent_api_events_total", "false") >= 2);
+    long before = agent.reconcileCount();
+
+    // A Service without an EgressService churns; a Node's heartbeat-like status update; a label on
+    // the EgressService's own Service: none changes what the plan reads.
+    for (int i = 0; i < 20; i++) {
+      client.discovery().v1().endpointSlices().resource(slice("other", "other-1", NODE, "10.128.0." + (51 + i))).update();
+    }
+    client.nodes().withName(NODE).edit(n -> {
+      n.getStatus().setConditions(List.of(new io.fabric8.kubernetes.api.model.NodeConditionBuilder()
+          .withType("Ready").withStatus("True").withLastHeartbeatTime("2026-12-02T20:00:00Z").build()));
+      return n;
+    });
+    client.services().inNamespace(NS).withName("web").edit(s -> {
+      s.getMetadata().setLabels(java.util.Map.of("team", "payments"));
+      return s;
+    });
+    await().atMost(WAIT).until(() -> counter(metrics, "egress_service_agent_api_events_total", "false") >= 24);
+    assertThat(agent.reconcileCount()).isEqualTo(before);
+
+    // A change it does use still goes through at once.
+    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.7")).update();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.7 lookup 100 proto 201")
+        .doesNotContain("from 10.128.0.6 lookup"));
+    assertThat(agent.reconcileCount()).isGreaterThan(before);
+  }
+
+  /** {@code writers} threads each update their slice burst-K {@code updates} times; returns the seconds it took. */
+  private double writeBurst(int writers, int updates) throws Exception {
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(writers);
+    try {
+      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+      long start = System.nanoTime();
+      for (int k = 0; k < writers; k++) {
+        int slice = k;
+        done.add(pool.submit(() -> {
+          for (int i = 0; i < updates; i++) {
+            client.discovery().v1().endpointSlices()
+                .resource(slice("web", "burst-" + slice, NODE, "10.128.0." + (10 + slice * 9 + i % 9))).update();
+          }
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+      return (System.nanoTime() - start) / 1e9;
+    } finally {
+      pool.shutdown();
+    }
+  }
+
+  private static double counter(AgentMetrics metrics, String name, String relevant) {
+    return metrics.registry().scrape().stream().filter(m -> m.getMetadata().getPrometheusName().equals(name.replace("_total", "")))
+        .flatMap(m -> ((io.prometheus.metrics.model.snapshots.CounterSnapshot) m).getDataPoints().stream())
+        .filter(d -> relevant.equals(d.getLabels().get("relevant")))
+        .mapToDouble(io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot::getValue)
+        .sum();
   }
 
   private static HttpResponse<String> get(HttpClient http, URI uri) throws Exception {
