@@ -95,6 +95,7 @@ public final class NodeAgent implements AutoCloseable {
   private int apiEventsSinceStart;
   private int apiEventsOfLastReconcile;
   private long intervalNanos = MIN_INTERVAL_NANOS;
+  private final BurstLog burst = new BurstLog();
   private long lastReconcileStartNanos = System.nanoTime() - MIN_INTERVAL_NANOS;
   private String pendingTrigger = TRIGGER_STARTUP;
   private volatile boolean running;
@@ -287,7 +288,9 @@ public final class NodeAgent implements AutoCloseable {
             break;
           }
           lastReconcileStartNanos = System.nanoTime();
-          intervalNanos = nextIntervalNanos(intervalNanos, apiEventsOfLastReconcile, apiEventsSinceStart);
+          long next = nextIntervalNanos(intervalNanos, apiEventsOfLastReconcile, apiEventsSinceStart);
+          burst.observe(lastReconcileStartNanos, apiEventsSinceStart, intervalNanos, next);
+          intervalNanos = next;
           apiEventsOfLastReconcile = apiEventsSinceStart;
           apiEventsSinceStart = 0;
           metrics.reconcileInterval(intervalNanos / 1e9);
@@ -316,6 +319,32 @@ public final class NodeAgent implements AutoCloseable {
       Thread.currentThread().interrupt();
     } finally {
       stopped.countDown();
+    }
+  }
+
+  /** Tells the log when a burst starts being batched and what it cost when it is over. */
+  private static final class BurstLog {
+    private long startNanos;
+    private long events;
+    private int reconciles;
+
+    void observe(long now, int coalesced, long current, long next) {
+      if (current == MIN_INTERVAL_NANOS && next > MIN_INTERVAL_NANOS) {
+        startNanos = now;
+        events = 0;
+        reconciles = 0;
+        LOG.info("API events arrive in a burst ({} in the last {} ms): reconciling at most every {} ms while it lasts"
+            + " (up to {} ms)", coalesced, TimeUnit.NANOSECONDS.toMillis(current), TimeUnit.NANOSECONDS.toMillis(next),
+            TimeUnit.NANOSECONDS.toMillis(MAX_INTERVAL_NANOS));
+      }
+      if (current > MIN_INTERVAL_NANOS || next > MIN_INTERVAL_NANOS) {
+        events += coalesced;
+        reconciles++;
+      }
+      if (current > MIN_INTERVAL_NANOS && next == MIN_INTERVAL_NANOS) {
+        LOG.info("burst over: {} API events in {} reconciles over {} ms", events, reconciles,
+            TimeUnit.NANOSECONDS.toMillis(now - startNanos));
+      }
     }
   }
 
