@@ -2,14 +2,12 @@ package io.egressservice.allocator;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.egressservice.informers.ClusterInformers;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.ObjectRef;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.Node;
-import io.fabric8.kubernetes.api.model.Service;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
@@ -68,10 +66,8 @@ public final class Allocator implements AutoCloseable {
   /** Last reported outcome per service, this term; worker thread only. */
   private final Map<ObjectRef, Outcome> reported = new HashMap<>();
 
-  private SharedIndexInformer<EgressService> egressServices;
-  private SharedIndexInformer<Service> services;
-  private SharedIndexInformer<EndpointSlice> slices;
-  private SharedIndexInformer<Node> nodes;
+  private final ClusterInformers informers;
+  private final boolean ownsInformers;
 
   private final AtomicLong passes = new AtomicLong();
   private final AtomicLong statusWrites = new AtomicLong();
@@ -89,7 +85,23 @@ public final class Allocator implements AutoCloseable {
     }
   }
 
+  /** An allocator with informers of its own (resync {@link AllocatorConfig#resyncPeriod()}), closed with it. */
   public Allocator(KubernetesClient client, AllocatorConfig config, String identity) {
+    this(client, ClusterInformers.create(client, config.resyncPeriod()), true, config, identity);
+  }
+
+  /**
+   * An allocator on informers the process shares with the node agent; the caller starts and closes
+   * them, with a resync period (it drives the allocator's periodic pass).
+   */
+  public Allocator(KubernetesClient client, ClusterInformers informers, AllocatorConfig config, String identity) {
+    this(client, informers, false, config, identity);
+  }
+
+  private Allocator(KubernetesClient client, ClusterInformers informers, boolean ownsInformers, AllocatorConfig config,
+      String identity) {
+    this.informers = Objects.requireNonNull(informers);
+    this.ownsInformers = ownsInformers;
     this.client = Objects.requireNonNull(client);
     this.config = Objects.requireNonNull(config);
     this.identity = Objects.requireNonNull(identity);
@@ -102,20 +114,15 @@ public final class Allocator implements AutoCloseable {
 
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
   public synchronized void start() {
-    long resync = config.resyncPeriod().toMillis();
-    egressServices = informer(client.resources(EgressService.class).inAnyNamespace().runnableInformer(resync), null);
-    services = informer(client.services().inAnyNamespace().runnableInformer(resync), null);
-    slices = informer(client.discovery().v1().endpointSlices().inAnyNamespace()
-        .withLabel(PlanInputs.SERVICE_NAME_LABEL).runnableInformer(resync), null);
+    informer(informers.egressServices(), null);
+    informer(informers.services(), null);
+    informer(informers.endpointSlices(), null);
     // Nodes change status every few seconds; only what the allocator reads matters.
-    nodes = informer(client.nodes().runnableInformer(resync), AllocatorInputs::node);
-    for (SharedIndexInformer<?> i : informers()) {
-      i.start();
-    }
+    informer(informers.nodes(), AllocatorInputs::node);
+    informers.start();
   }
 
-  private <T extends HasMetadata> SharedIndexInformer<T> informer(
-      SharedIndexInformer<T> informer, Function<T, Object> relevant) {
+  private <T extends HasMetadata> void informer(SharedIndexInformer<T> informer, Function<T, Object> relevant) {
     informer.addEventHandler(new ResourceEventHandler<T>() {
       @Override
       public void onAdd(T obj) {
@@ -139,11 +146,6 @@ public final class Allocator implements AutoCloseable {
         requestPass();
       }
     });
-    return informer;
-  }
-
-  private List<SharedIndexInformer<?>> informers() {
-    return List.of(egressServices, services, slices, nodes);
   }
 
   /** Begins a leadership term: forgets reported outcomes and runs a pass. */
@@ -235,7 +237,7 @@ public final class Allocator implements AutoCloseable {
     if (!leading || closed) {
       return;
     }
-    if (!informers().stream().allMatch(SharedIndexInformer::hasSynced)) {
+    if (!informers.hasSynced()) {
       schedule(100);
       return;
     }
@@ -255,12 +257,12 @@ public final class Allocator implements AutoCloseable {
 
   private void pass() {
     passes.incrementAndGet();
-    List<EgressService> esList = egressServices.getStore().list();
+    List<EgressService> esList = informers.egressServices().getStore().list();
     AllocationPass.Result result = AllocationPass.compute(
         esList.stream().map(AllocatorInputs::egressService).toList(),
-        services.getStore().list().stream().map(PlanInputs::service).toList(),
-        slices.getStore().list().stream().map(PlanInputs::slice).toList(),
-        nodes.getStore().list().stream().map(AllocatorInputs::node).toList());
+        informers.services().getStore().list().stream().map(PlanInputs::service).toList(),
+        informers.endpointSlices().getStore().list().stream().map(PlanInputs::slice).toList(),
+        informers.nodes().getStore().list().stream().map(AllocatorInputs::node).toList());
     Map<ObjectRef, EgressService> byRef =
         esList.stream().collect(Collectors.toMap(PlanInputs::ref, Function.identity(), (a, b) -> a));
 
@@ -394,12 +396,8 @@ public final class Allocator implements AutoCloseable {
   public void close() {
     closed = true;
     leading = false;
-    synchronized (this) {
-      if (egressServices != null) {
-        for (SharedIndexInformer<?> i : informers()) {
-          i.stop();
-        }
-      }
+    if (ownsInformers) {
+      informers.close();
     }
     worker.shutdownNow();
     try {

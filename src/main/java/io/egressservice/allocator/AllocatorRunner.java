@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.informers.ClusterInformers;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
@@ -35,12 +36,13 @@ public final class AllocatorRunner implements AutoCloseable {
   private CompletableFuture<?> election;
   private boolean closed;
 
-  private AllocatorRunner(KubernetesClient client, String leaseNamespace, String identity, AllocatorConfig config) {
+  private AllocatorRunner(KubernetesClient client, Allocator allocator, String leaseNamespace, String identity,
+      AllocatorConfig config) {
     this.client = Objects.requireNonNull(client);
     this.leaseNamespace = Objects.requireNonNull(leaseNamespace);
     this.identity = Objects.requireNonNull(identity);
     this.config = Objects.requireNonNull(config);
-    this.allocator = new Allocator(client, config, identity);
+    this.allocator = allocator;
     this.restarts = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "egress-allocator-election-" + identity);
       t.setDaemon(true);
@@ -55,7 +57,22 @@ public final class AllocatorRunner implements AutoCloseable {
 
   public static AllocatorRunner start(
       KubernetesClient client, String leaseNamespace, String identity, AllocatorConfig config) {
-    AllocatorRunner runner = new AllocatorRunner(client, leaseNamespace, identity, config);
+    return start(client, new Allocator(client, config, identity), leaseNamespace, identity, config);
+  }
+
+  /**
+   * On informers the process shares with the node agent (created with {@link AllocatorConfig#resyncPeriod()});
+   * the caller closes them after this runner.
+   */
+  public static AllocatorRunner start(
+      KubernetesClient client, ClusterInformers informers, String leaseNamespace, String identity) {
+    AllocatorConfig config = AllocatorConfig.defaults();
+    return start(client, new Allocator(client, informers, config, identity), leaseNamespace, identity, config);
+  }
+
+  private static AllocatorRunner start(
+      KubernetesClient client, Allocator allocator, String leaseNamespace, String identity, AllocatorConfig config) {
+    AllocatorRunner runner = new AllocatorRunner(client, allocator, leaseNamespace, identity, config);
     runner.allocator.start();
     runner.elect();
     return runner;

@@ -2,6 +2,7 @@ package io.egressservice.cli;
 
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
+import io.egressservice.informers.ClusterInformers;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
@@ -72,7 +73,11 @@ public final class RunCommand implements Callable<Integer> {
     KubernetesClient client = client();
     Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
     AgentMetrics metrics = new AgentMetrics();
-    NodeAgent agent = new NodeAgent(client, dataplane,
+    // One set of informers for the node agent and the allocator: one watch per kind, one cache. Their
+    // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
+    ClusterInformers informers = ClusterInformers.create(client,
+        allocator ? AllocatorConfig.defaults().resyncPeriod() : Duration.ZERO);
+    NodeAgent agent = new NodeAgent(informers, dataplane,
         new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
         new KubernetesEvents(client, nodeName, Clock.systemUTC()), Clock.systemUTC());
     HealthServer health;
@@ -86,7 +91,7 @@ public final class RunCommand implements Callable<Integer> {
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {
       String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
-      allocatorRunner = Optional.of(AllocatorRunner.start(client, leaseNamespace, identity));
+      allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
     CountDownLatch done = new CountDownLatch(1);
@@ -94,6 +99,7 @@ public final class RunCommand implements Callable<Integer> {
       LOG.info("stopping: finishing the current reconcile; the kernel state stays as it is");
       runner.ifPresent(AllocatorRunner::close);
       agent.close();
+      informers.close();
       health.close();
       dataplane.close();
       client.close();

@@ -5,6 +5,7 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.NodePlan;
 import io.egressservice.dataplane.ObservedState;
 import io.egressservice.health.HealthServer.Probe;
+import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.dataplane.Differ;
 import io.egressservice.netlink.ChangeEvent;
@@ -12,20 +13,15 @@ import io.egressservice.netlink.ChangeKind;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
-import io.egressservice.objects.ClusterObjects;
 import io.egressservice.objects.PlanInputs;
-import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
-import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
@@ -33,7 +29,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.Predicate;
-import org.ovn.k8s.v1.EgressService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -81,7 +76,8 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
-  private final KubernetesClient client;
+  private final ClusterInformers informers;
+  private final boolean ownsInformers;
   private final Dataplane dataplane;
   private final Settings settings;
   private final AgentMetrics metrics;
@@ -109,17 +105,25 @@ public final class NodeAgent implements AutoCloseable {
   private volatile Optional<ReconcileSummary> lastReconcile = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
 
-  private final List<SharedIndexInformer<? extends HasMetadata>> informers = new ArrayList<>();
-  private SharedIndexInformer<EgressService> egressServices;
-  private SharedIndexInformer<io.fabric8.kubernetes.api.model.Service> services;
-  private SharedIndexInformer<io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice> slices;
-  private SharedIndexInformer<io.fabric8.kubernetes.api.model.Node> nodes;
   private Subscription kernelEvents;
   private Thread worker;
 
+  /** An agent with informers of its own (closed with it). */
   public NodeAgent(KubernetesClient client, Dataplane dataplane, Settings settings, AgentMetrics metrics,
       EventSink events, Clock clock) {
-    this.client = client;
+    this(ClusterInformers.create(client, Duration.ZERO), true, dataplane, settings, metrics, events, clock);
+  }
+
+  /** An agent on informers the process shares (with the allocator); the caller starts and closes them too. */
+  public NodeAgent(ClusterInformers informers, Dataplane dataplane, Settings settings, AgentMetrics metrics,
+      EventSink events, Clock clock) {
+    this(informers, false, dataplane, settings, metrics, events, clock);
+  }
+
+  private NodeAgent(ClusterInformers informers, boolean ownsInformers, Dataplane dataplane, Settings settings,
+      AgentMetrics metrics, EventSink events, Clock clock) {
+    this.informers = informers;
+    this.ownsInformers = ownsInformers;
     this.dataplane = dataplane;
     this.settings = settings;
     this.metrics = metrics;
@@ -131,16 +135,13 @@ public final class NodeAgent implements AutoCloseable {
   /** Starts the informers, the kernel subscription and the worker; returns at once. */
   public void start() {
     running = true;
-    // runnableInformer + start() does not block on the initial list, so an unreachable API server
-    // leaves the kernel as it is while the informers keep retrying.
-    egressServices = inform(client.resources(EgressService.class).inAnyNamespace().runnableInformer(0),
-        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true));
-    services = inform(client.services().inAnyNamespace().runnableInformer(0),
-        new RelevantChangeHandler<>(PlanInputs::service, s -> hasEgressService(PlanInputs.ref(s))));
-    slices = inform(client.discovery().v1().endpointSlices().inAnyNamespace().runnableInformer(0),
-        new RelevantChangeHandler<>(PlanInputs::slice,
-            s -> hasEgressService(new ObjectRef(s.getMetadata().getNamespace(), serviceOf(s)))));
-    nodes = inform(client.nodes().runnableInformer(0), new RelevantChangeHandler<>(PlanInputs::node, n -> true));
+    informers.egressServices().addEventHandler(new RelevantChangeHandler<>(PlanInputs::egressService, es -> true));
+    informers.services().addEventHandler(new RelevantChangeHandler<>(PlanInputs::service,
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName())));
+    informers.endpointSlices().addEventHandler(new RelevantChangeHandler<>(PlanInputs::slice,
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), serviceOf(s))));
+    informers.nodes().addEventHandler(new RelevantChangeHandler<>(PlanInputs::node, n -> true));
+    informers.start();
     try {
       kernelEvents = dataplane.netlink().subscribe(
           EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.LINK), this::onKernelEvent,
@@ -156,12 +157,6 @@ public final class NodeAgent implements AutoCloseable {
   private static String serviceOf(HasMetadata slice) {
     java.util.Map<String, String> labels = slice.getMetadata().getLabels();
     return labels == null ? "" : labels.getOrDefault(PlanInputs.SERVICE_NAME_LABEL, "");
-  }
-
-  /** Services and EndpointSlices matter only for a Service that has an EgressService of its name. */
-  private boolean hasEgressService(ObjectRef service) {
-    return egressServices != null
-        && egressServices.getStore().getByKey(service.namespace() + "/" + service.name()) != null;
   }
 
   /**
@@ -202,19 +197,6 @@ public final class NodeAgent implements AutoCloseable {
     if (relevant) {
       trigger(TRIGGER_API);
     }
-  }
-
-  private <T extends HasMetadata> SharedIndexInformer<T> inform(SharedIndexInformer<T> informer,
-      ResourceEventHandler<T> handler) {
-    informer.exceptionHandler((started, error) -> {
-      LOG.warn("{} informer: {} (retrying; the kernel state is kept)", informer.getApiTypeClass().getSimpleName(),
-          error.getMessage());
-      return true;
-    });
-    informer.addEventHandler(handler);
-    informer.start();
-    informers.add(informer);
-    return informer;
   }
 
   /**
@@ -359,7 +341,7 @@ public final class NodeAgent implements AutoCloseable {
   private void awaitSync() throws InterruptedException {
     long lastLog = 0;
     while (running) {
-      if (informers.stream().allMatch(SharedIndexInformer::hasSynced)) {
+      if (informers.hasSynced()) {
         synced = true;
         synchronized (lock) {
           dirty = true;
@@ -367,8 +349,8 @@ public final class NodeAgent implements AutoCloseable {
           apiEventsSinceStart = 0; // the initial listing is not a burst
         }
         LOG.info("informers synced: {} EgressService(s), {} Service(s), {} EndpointSlice(s), {} Node(s)",
-            egressServices.getStore().list().size(), services.getStore().list().size(),
-            slices.getStore().list().size(), nodes.getStore().list().size());
+            informers.egressServices().getStore().list().size(), informers.services().getStore().list().size(),
+            informers.endpointSlices().getStore().list().size(), informers.nodes().getStore().list().size());
         return;
       }
       if (System.nanoTime() - lastLog > TimeUnit.SECONDS.toNanos(10)) {
@@ -391,9 +373,7 @@ public final class NodeAgent implements AutoCloseable {
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
     try {
-      ClusterObjects objects = new ClusterObjects(egressServices.getStore().list(), services.getStore().list(),
-          slices.getStore().list(), nodes.getStore().list());
-      NodePlan plan = dataplane.plan(objects, settings.nodeName(), settings.config());
+      NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config());
       DesiredState desired = plan.desired();
       expectedRules = desired.rules().stream()
           .map(r -> Differ.toRule(r, desired.ruleProtocol(), desired.markMask()))
@@ -478,7 +458,9 @@ public final class NodeAgent implements AutoCloseable {
     if (kernelEvents != null) {
       kernelEvents.close();
     }
-    informers.forEach(SharedIndexInformer::close);
+    if (ownsInformers) {
+      informers.close();
+    }
     eventQueue.close();
   }
 }

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
 import io.egressservice.dataplane.Dataplane;
+import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.plan.PlanConfig;
@@ -22,6 +23,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -97,6 +100,42 @@ class HostFollowingTest {
 
   static String rules(Netns ns) {
     return ns.exec("ip", "rule", "show");
+  }
+
+  @Test
+  void theNodeAgentAndTheAllocatorOfOneProcessShareOneWatchPerKind() throws Exception {
+    client.nodes().resource(node("node-a", "192.168.1.10", "10.128.0.0/24", true)).create();
+    client.services().resource(KubeObjects.lbService("web", "172.30.0.10", "5.5.5.5")).create();
+    client.discovery().v1().endpointSlices().resource(KubeObjects.slice("web", "web-a", "node-a", "10.128.0.5"))
+        .create();
+    client.resources(EgressService.class).resource(KubeObjects.egressService("web", SourceIPBy.LOADBALANCERIP, "100", ""))
+        .create();
+    // As the run command wires them.
+    ClusterInformers informers = ClusterInformers.create(client, AllocatorConfig.defaults().resyncPeriod());
+    toClose.add(informers);
+    NodeAgent agent = new NodeAgent(informers, dpA,
+        new NodeAgent.Settings("node-a", PlanConfig.defaults(), Duration.ofSeconds(30), Duration.ofSeconds(1)),
+        new AgentMetrics(), new KubernetesEvents(client, "node-a", Clock.systemUTC()), Clock.systemUTC());
+    agent.start();
+    toClose.add(agent);
+    toClose.add(AllocatorRunner.start(client, informers, "egress-service-agent", "node-a"));
+
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(host()).isEqualTo("node-a");
+      assertThat(rules(nsA)).contains("from 10.128.0.5 lookup 100 proto 201");
+    });
+
+    Map<String, Integer> watches = new java.util.TreeMap<>();
+    for (var r = server.takeRequest(100, TimeUnit.MILLISECONDS); r != null; r = server.takeRequest(100, TimeUnit.MILLISECONDS)) {
+      if (r.getPath().contains("watch=true")) {
+        watches.merge(r.getPath().replaceAll("\\?.*", ""), 1, Integer::sum);
+      }
+    }
+    assertThat(watches).containsOnly(
+        Map.entry("/api/v1/nodes", 1),
+        Map.entry("/api/v1/services", 1),
+        Map.entry("/apis/discovery.k8s.io/v1/endpointslices", 1),
+        Map.entry("/apis/k8s.ovn.org/v1/egressservices", 1));
   }
 
   @Test

@@ -1,0 +1,108 @@
+package io.egressservice.informers;
+
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.PlanInputs;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.ovn.k8s.v1.EgressService;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The four cluster-wide informers (EgressService, Service, EndpointSlice, Node) that the node agent
+ * and the allocator both read: one set per process, so a node runs one watch per kind and one copy
+ * of each cache, however many parts of the agent use them.
+ *
+ * <p>EndpointSlices are watched only with the {@code kubernetes.io/service-name} label: a slice
+ * without it belongs to no Service, so no EgressService can use it.
+ */
+public final class ClusterInformers implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ClusterInformers.class);
+
+  private final SharedIndexInformer<EgressService> egressServices;
+  private final SharedIndexInformer<Service> services;
+  private final SharedIndexInformer<EndpointSlice> slices;
+  private final SharedIndexInformer<Node> nodes;
+  private final AtomicBoolean started = new AtomicBoolean();
+
+  private ClusterInformers(KubernetesClient client, long resyncMillis) {
+    // runnableInformer + start() does not block on the initial list, so an unreachable API server
+    // leaves everything as it is while the informers keep retrying.
+    egressServices = client.resources(EgressService.class).inAnyNamespace().runnableInformer(resyncMillis);
+    services = client.services().inAnyNamespace().runnableInformer(resyncMillis);
+    slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
+        .runnableInformer(resyncMillis);
+    nodes = client.nodes().runnableInformer(resyncMillis);
+    for (SharedIndexInformer<? extends HasMetadata> i : all()) {
+      i.exceptionHandler((isStarted, error) -> {
+        LOG.warn("{} informer: {} (retrying; what the agent applied is kept)", i.getApiTypeClass().getSimpleName(),
+            error.getMessage());
+        return true;
+      });
+    }
+  }
+
+  /**
+   * Creates the informers, not started yet: add handlers, then {@link #start()}.
+   *
+   * @param resync how often every cached object is delivered again as an update ({@code 0}: never)
+   */
+  public static ClusterInformers create(KubernetesClient client, Duration resync) {
+    return new ClusterInformers(client, resync.toMillis());
+  }
+
+  public SharedIndexInformer<EgressService> egressServices() {
+    return egressServices;
+  }
+
+  public SharedIndexInformer<Service> services() {
+    return services;
+  }
+
+  public SharedIndexInformer<EndpointSlice> endpointSlices() {
+    return slices;
+  }
+
+  public SharedIndexInformer<Node> nodes() {
+    return nodes;
+  }
+
+  public List<SharedIndexInformer<? extends HasMetadata>> all() {
+    return List.of(egressServices, services, slices, nodes);
+  }
+
+  /** Starts the informers once; later calls do nothing. Returns at once. */
+  public void start() {
+    if (started.compareAndSet(false, true)) {
+      all().forEach(SharedIndexInformer::start);
+    }
+  }
+
+  public boolean hasSynced() {
+    return all().stream().allMatch(SharedIndexInformer::hasSynced);
+  }
+
+  /** Whether an EgressService of this namespace and name is in the cache. */
+  public boolean hasEgressService(String namespace, String name) {
+    return egressServices.getStore().getByKey(namespace + "/" + name) != null;
+  }
+
+  /** What the caches hold now. */
+  public ClusterObjects snapshot() {
+    return new ClusterObjects(egressServices.getStore().list(), services.getStore().list(), slices.getStore().list(),
+        nodes.getStore().list());
+  }
+
+  /** Stops the watches; the caches stay readable. */
+  @Override
+  public void close() {
+    all().forEach(SharedIndexInformer::close);
+  }
+}
