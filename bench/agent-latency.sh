@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Event-to-kernel latency (100 services, endpoint churn) and the agent's memory (1,000 services): the
+# Event-to-kernel latency (100 services, endpoint churn) and the agent's memory (1,000 services, with the
+# DaemonSet's JVM flags; the real `run` process and the agent in a bench JVM): the
 # whole node agent against fabric8's mock API server (CRUD mode) and a throwaway network namespace.
 # Needs root. Builds nothing: run `mvn -B -q -DskipTests package` and `mvn -B -q test-compile` first.
 # Usage: bench/agent-latency.sh [updates=300] [interval ms=30] [burst=200] [rss services=1000]
@@ -18,17 +19,20 @@ out="bench/results/agent-latency-$(date -u +%Y%m%dT%H%M%SZ).txt"
 {
   echo "== latency: java -cp $CP $MAIN latency 100 $updates $interval $burst 200"
   timeout 600 java -cp "$CP" "$MAIN" latency 100 "$updates" "$interval" "$burst" 200
-  # Memory: fresh JVMs, default flags (on this host: G1, heap up to 1/4 of RAM) and -Xmx96m with SerialGC
-  # (what the JVM picks itself in a container with <2 CPUs or <1792 MiB).
-  for flags in "" "-Xmx96m -XX:+UseSerialGC"; do
-    echo
-    echo "== rss, API server in this JVM: java ${flags:-(default flags)} -cp $CP $MAIN rss $rss_services"
-    # shellcheck disable=SC2086
-    timeout 600 java $flags -cp "$CP" "$MAIN" rss "$rss_services"
-    echo
-    echo "== rss, API server in a child JVM: java ${flags:-(default flags)} -cp $CP $MAIN rss-remote $rss_services"
-    # shellcheck disable=SC2086
-    timeout 600 java $flags -cp "$CP" "$MAIN" rss-remote "$rss_services"
-  done
+  # Memory, with the flags and environment of deploy/daemonset.yaml (an explicit -Xms: the JVM's
+  # default initial heap depends on the host's RAM, so flags without one do not reproduce a pod).
+  jto=$(grep -A1 -- '- name: JAVA_TOOL_OPTIONS' deploy/daemonset.yaml | sed -n 's/^ *value: *"\(.*\)"/\1/p')
+  arenas=$(grep -A1 -- '- name: MALLOC_ARENA_MAX' deploy/daemonset.yaml | sed -n 's/^ *value: *"\(.*\)"/\1/p')
+  echo
+  echo "== rss, the real process (java -jar ... run) with JAVA_TOOL_OPTIONS=\"$jto\" MALLOC_ARENA_MAX=$arenas: $MAIN rss-process $rss_services"
+  timeout 600 java -cp "$CP" "$MAIN" rss-process "$rss_services"
+  echo
+  echo "== rss, the agent in a bench JVM, API server in a child JVM: MALLOC_ARENA_MAX=$arenas java $jto -cp $CP $MAIN rss-remote $rss_services"
+  # shellcheck disable=SC2086
+  MALLOC_ARENA_MAX=$arenas timeout 600 java $jto -cp "$CP" "$MAIN" rss-remote "$rss_services"
+  echo
+  echo "== rss, API server in this JVM: java $jto -cp $CP $MAIN rss $rss_services"
+  # shellcheck disable=SC2086
+  MALLOC_ARENA_MAX=$arenas timeout 600 java $jto -cp "$CP" "$MAIN" rss "$rss_services"
 } 2>&1 | grep --line-buffered -v 'BlockedThreadChecker\|^\s*at \|^io.vertx.core.VertxException: Thread blocked' | tee "$out"
 echo "saved to $out"

@@ -2,6 +2,7 @@ package io.egressservice.cli;
 
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
+import io.egressservice.controller.AgentSerialization;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
@@ -11,7 +12,6 @@ import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -112,12 +112,13 @@ public final class RunCommand implements Callable<Integer> {
     return Main.EXIT_OK;
   }
 
+  /** A client that does not load fabric8's whole model on its first watch event (see AgentSerialization). */
   private KubernetesClient client() {
     if (kubeconfig == null) {
-      return new KubernetesClientBuilder().build();
+      return AgentSerialization.clientBuilder().build();
     }
     try {
-      return new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
+      return AgentSerialization.clientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
     } catch (IOException | RuntimeException e) {
       throw new Main.UserError("cannot use --kubeconfig " + kubeconfig + ": "
           + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()) + " (is it a kubeconfig file?)");

@@ -67,6 +67,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code rss-remote [services=1000]}: the same, but the mock server and the objects live in a child
  *       JVM ({@code server N}); this JVM holds only the agent (its own client over HTTP), so its VmRSS is
  *       the agent's alone.
+ *   <li>{@code rss-process [services=1000]}: the real process ({@code java -jar target/egress-service-agent.jar run},
+ *       allocator included) with the DaemonSet's JAVA_TOOL_OPTIONS (read from deploy/daemonset.yaml, or
+ *       {@code -Dbench.agentJvmOptions}) against the child API server: its VmRSS once it has converged and gone
+ *       idle, then after {@code jcmd PID GC.run}.
  * </ul>
  */
 public final class AgentLatencyBench {
@@ -106,6 +110,7 @@ public final class AgentLatencyBench {
             intArg(args, 4, 200), intArg(args, 5, 200));
         case "rss" -> bench.rss(intArg(args, 1, 1000));
         case "rss-remote" -> bench.rssRemote(intArg(args, 1, 1000));
+        case "rss-process" -> bench.rssProcess(intArg(args, 1, 1000));
         case "server" -> bench.serve(intArg(args, 1, 1000));
         default -> throw new IllegalArgumentException("mode is latency or rss, not " + mode);
       }
@@ -435,7 +440,8 @@ public final class AgentLatencyBench {
       if (url == null) {
         throw new IllegalStateException("the API server child exited without a URL");
       }
-      client = new io.fabric8.kubernetes.client.KubernetesClientBuilder().withConfig(
+      // The agent's client as RunCommand builds it (AgentSerialization: no scan of fabric8's whole model).
+      client = io.egressservice.controller.AgentSerialization.clientBuilder().withConfig(
           new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(url).withTrustCerts(true).withNamespace(NS)
               .build()).build();
       netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
@@ -446,6 +452,8 @@ public final class AgentLatencyBench {
       startAgent();
       double converge = awaitConverged(services, t0, Duration.ofSeconds(300));
       System.out.printf(Locale.ROOT, "  converged: %d rules after %.2f s%n", ownedRules(), converge);
+      // The kernel converges before the agent is done: it then writes one Event per service (1,000 API calls).
+      System.out.printf(Locale.ROOT, "  idle after a further %.1f s%n", awaitIdle(Path.of("/proc/self/stat"), Duration.ofSeconds(120)));
       Mem after = settle();
       System.out.printf(Locale.ROOT, "  %-58s %s%n", "agent started and converged (no API server in this JVM)", after);
       System.out.printf(Locale.ROOT, "  target: agent RSS <= 128 MiB: %.1f MiB -> %s%n", after.rssKib / 1024.0,
@@ -493,6 +501,189 @@ public final class AgentLatencyBench {
       throw new IllegalStateException(e);
     }
     throw new IllegalStateException("no VmRSS in /proc/self/status");
+  }
+
+  /**
+   * Waits (bounded) until the process of {@code stat} (a /proc/PID/stat) has used less than 5 % of a CPU
+   * over 2 s; returns the seconds waited. Convergence of the kernel is not the end of the agent's work.
+   */
+  static double awaitIdle(Path stat, Duration limit) throws InterruptedException {
+    long start = System.nanoTime();
+    long deadline = start + limit.toNanos();
+    long ticks = cpuTicks(stat);
+    while (System.nanoTime() < deadline) {
+      Thread.sleep(2000);
+      long now = cpuTicks(stat);
+      if (now - ticks <= 10) { // USER_HZ is 100: 10 ticks in 2 s is 5 %
+        return (System.nanoTime() - start) / 1e9;
+      }
+      ticks = now;
+    }
+    System.out.println("  WARNING: the process was still busy after " + limit);
+    return (System.nanoTime() - start) / 1e9;
+  }
+
+  /** utime + stime of a /proc/PID/stat, in clock ticks. */
+  static long cpuTicks(Path stat) {
+    try {
+      String s = Files.readString(stat);
+      String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
+      return Long.parseLong(f[11]) + Long.parseLong(f[12]); // fields 14 and 15 of proc(5)
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static long statusKib(long pid, String field) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+        if (line.startsWith(field + ":")) {
+          return Long.parseLong(line.replaceAll("[^0-9]", ""));
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    throw new IllegalStateException("no " + field + " in /proc/" + pid + "/status");
+  }
+
+  /** The value of JAVA_TOOL_OPTIONS in deploy/daemonset.yaml, the flags the agent runs with in a pod. */
+  static String daemonSetJvmOptions() throws IOException {
+    List<String> lines = Files.readAllLines(Path.of("deploy", "daemonset.yaml"));
+    for (int i = 0; i + 1 < lines.size(); i++) {
+      if (lines.get(i).trim().equals("- name: JAVA_TOOL_OPTIONS")) {
+        String v = lines.get(i + 1).trim();
+        if (v.startsWith("value:")) {
+          return v.substring("value:".length()).trim().replaceAll("^\"|\"$", "");
+        }
+      }
+    }
+    throw new IllegalStateException("no JAVA_TOOL_OPTIONS in deploy/daemonset.yaml");
+  }
+
+  /** Other environment variables of the agent container with a literal value (e.g. MALLOC_ARENA_MAX). */
+  static Map<String, String> daemonSetPlainEnv() throws IOException {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    List<String> lines = Files.readAllLines(Path.of("deploy", "daemonset.yaml"));
+    for (int i = 0; i + 1 < lines.size(); i++) {
+      String l = lines.get(i).trim();
+      String next = lines.get(i + 1).trim();
+      if (l.startsWith("- name: ") && next.startsWith("value:") && !l.endsWith("JAVA_TOOL_OPTIONS")
+          && !l.startsWith("- name: EGRESS_AGENT_")) {
+        out.put(l.substring("- name: ".length()).trim(), next.substring("value:".length()).trim().replaceAll("^\"|\"$", ""));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The real agent process against the child API server. Its configuration comes from fabric8's
+   * environment variables (no kubeconfig file: a pod uses the in-cluster configuration, which needs no
+   * YAML parser), the allocator runs as in the DaemonSet, the metrics port is free.
+   */
+  void rssProcess(int services) throws Exception {
+    String jvmOptions = System.getProperty("bench.agentJvmOptions", daemonSetJvmOptions());
+    Map<String, String> extraEnv = daemonSetPlainEnv();
+    for (String kv : System.getProperty("bench.agentEnv", "").split(",")) { // e.g. MALLOC_ARENA_MAX=2,X=Y
+      if (kv.contains("=")) {
+        extraEnv.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+      }
+    }
+    System.out.printf("memory of the real agent process: %d LoadBalancerIP EgressServices x %d endpoints; java %s%n"
+        + "  JAVA_TOOL_OPTIONS=\"%s\"%s%n", services, ENDPOINTS_PER_SERVICE, System.getProperty("java.version"),
+        jvmOptions, extraEnv.isEmpty() ? "" : ", env " + extraEnv);
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process server = new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+        AgentLatencyBench.class.getName(), "server", Integer.toString(services))
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    Process agentProcess = null;
+    Path log = Files.createTempFile("esa-agent-", ".log");
+    try {
+      String url = readUrl(server);
+      netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+      run("ip", "netns", "add", netns);
+      run("ip", "-n", netns, "link", "set", "lo", "up");
+      observer = RtNetlink.open(Optional.of(netns));
+      ProcessBuilder pb = new ProcessBuilder(java, "-jar", Path.of("target", "egress-service-agent.jar").toString(), "run",
+          "--node-name", NODE, "--netns", netns, "--metrics-port", "0", "--lease-namespace", NS)
+          .redirectErrorStream(true).redirectOutput(log.toFile());
+      Map<String, String> env = pb.environment();
+      env.put("JAVA_TOOL_OPTIONS", jvmOptions);
+      env.putAll(extraEnv);
+      env.put("KUBERNETES_MASTER", url);
+      env.put("KUBERNETES_TRUST_CERTIFICATES", "true");
+      env.put("KUBERNETES_NAMESPACE", NS);
+      env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
+      env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
+      env.put("EGRESS_AGENT_LOG_LEVEL", "WARN");
+      long t0 = System.nanoTime();
+      agentProcess = pb.start();
+      long pid = agentProcess.pid();
+      double converge = awaitConverged(services, t0, Duration.ofSeconds(300));
+      System.out.printf(Locale.ROOT, "  converged: %d rules after %.2f s from the process start%n", ownedRules(), converge);
+      double idle = awaitIdle(Path.of("/proc", Long.toString(pid), "stat"), Duration.ofSeconds(180));
+      Thread.sleep(5000);
+      System.out.printf(Locale.ROOT, "  idle after a further %.1f s, then 5 s%n", idle);
+      long rss = statusKib(pid, "VmRSS");
+      System.out.printf(Locale.ROOT, "  %-58s RSS %.1f MiB (peak VmHWM %.1f MiB)%n", "converged and idle, no forced GC",
+          rss / 1024.0, statusKib(pid, "VmHWM") / 1024.0);
+      System.out.println("  " + String.join("\n  ", capture("jstat", "-gc", Long.toString(pid)).strip().split("\n")));
+      capture("jcmd", Long.toString(pid), "GC.run");
+      Thread.sleep(3000);
+      long afterGc = statusKib(pid, "VmRSS");
+      System.out.printf(Locale.ROOT, "  %-58s RSS %.1f MiB%n", "after jcmd PID GC.run and 3 s", afterGc / 1024.0);
+      System.out.printf(Locale.ROOT, "  target: agent RSS <= 128 MiB: %.1f MiB -> %s%n", rss / 1024.0,
+          rss <= 128 * 1024 ? "MET" : "NOT MET");
+      Thread.sleep(Long.getLong("bench.holdSeconds", 0L) * 1000); // time for jcmd VM.native_memory
+      if (!agentProcess.isAlive()) {
+        throw new IllegalStateException("the agent exited with " + agentProcess.exitValue());
+      }
+    } finally {
+      if (agentProcess != null) {
+        agentProcess.destroy(); // SIGTERM: the agent leaves the kernel state; the namespace goes below
+        if (!agentProcess.waitFor(30, TimeUnit.SECONDS)) {
+          agentProcess.destroyForcibly();
+        }
+        List<String> logged = Files.readAllLines(log).stream().filter(l -> l.contains(" WARN ") || l.contains(" ERROR "))
+            .toList();
+        logged.stream().limit(8).forEach(l -> System.out.println("  agent log: " + l));
+        if (logged.size() > 8) {
+          System.out.println("  agent log: ... " + (logged.size() - 8) + " more warnings or errors");
+        }
+      }
+      Files.deleteIfExists(log);
+      close();
+      observer = null;
+      netns = null;
+      server.getOutputStream().close();
+      if (!server.waitFor(10, TimeUnit.SECONDS)) {
+        server.destroyForcibly();
+      }
+    }
+  }
+
+  static String readUrl(Process child) throws IOException {
+    var reader = new java.io.BufferedReader(new java.io.InputStreamReader(child.getInputStream()));
+    for (String line; (line = reader.readLine()) != null; ) {
+      if (line.startsWith("URL ")) {
+        return line.substring(4).trim();
+      }
+    }
+    throw new IllegalStateException("the API server child exited without a URL");
+  }
+
+  static String capture(String... command) {
+    try {
+      Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes());
+      p.waitFor(60, TimeUnit.SECONDS);
+      return out;
+    } catch (IOException e) {
+      return command[0] + ": " + e.getMessage();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
   }
 
   // ------------------------------------------------------------------------------------------ close
