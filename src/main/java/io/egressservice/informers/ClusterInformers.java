@@ -8,6 +8,8 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.fabric8.kubernetes.client.informers.cache.BasicItemStore;
+import io.fabric8.kubernetes.client.informers.cache.Cache;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -21,7 +23,10 @@ import org.slf4j.LoggerFactory;
  * of each cache, however many parts of the agent use them.
  *
  * <p>EndpointSlices are watched only with the {@code kubernetes.io/service-name} label: a slice
- * without it belongs to no Service, so no EgressService can use it.
+ * without it belongs to no Service, so no EgressService can use it. The caches keep no
+ * {@code metadata.managedFields} and no annotations: nothing in the agent reads them, and in a real
+ * cluster they are often the larger part of an object (every field manager's field set, kubectl's
+ * last-applied copy of the whole object), times every Service and EndpointSlice of the cluster.
  */
 public final class ClusterInformers implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterInformers.class);
@@ -40,12 +45,32 @@ public final class ClusterInformers implements AutoCloseable {
     slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
         .runnableInformer(resyncMillis);
     nodes = client.nodes().runnableInformer(resyncMillis);
+    egressServices.itemStore(new LeanItemStore<>());
+    services.itemStore(new LeanItemStore<>());
+    slices.itemStore(new LeanItemStore<>());
+    nodes.itemStore(new LeanItemStore<>());
     for (SharedIndexInformer<? extends HasMetadata> i : all()) {
       i.exceptionHandler((isStarted, error) -> {
         LOG.warn("{} informer: {} (retrying; what the agent applied is kept)", i.getApiTypeClass().getSimpleName(),
             error.getMessage());
         return true;
       });
+    }
+  }
+
+  /** An informer store that drops what no part of the agent reads before it keeps an object. */
+  static final class LeanItemStore<T extends HasMetadata> extends BasicItemStore<T> {
+    LeanItemStore() {
+      super(Cache::metaNamespaceKeyFunc);
+    }
+
+    @Override
+    public T put(String key, T obj) {
+      if (obj.getMetadata() != null) {
+        obj.getMetadata().setManagedFields(null);
+        obj.getMetadata().setAnnotations(null);
+      }
+      return super.put(key, obj);
     }
   }
 

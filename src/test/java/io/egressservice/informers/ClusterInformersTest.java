@@ -1,0 +1,64 @@
+package io.egressservice.informers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.fabric8.kubernetes.api.model.ManagedFieldsEntryBuilder;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceBuilder;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The shared informers against fabric8's mock API server (CRUD mode). */
+@EnableKubernetesMockClient(crud = true)
+class ClusterInformersTest {
+  KubernetesClient client;
+
+  @Test
+  void theCachesKeepWhatTheAgentReadsAndDropManagedFieldsAndAnnotations() {
+    client.services().resource(new ServiceBuilder()
+        .withNewMetadata().withName("web").withNamespace("default")
+          .withLabels(Map.of("app", "web"))
+          .withAnnotations(Map.of("kubectl.kubernetes.io/last-applied-configuration", "{\"a whole copy\": true}"))
+          .withManagedFields(new ManagedFieldsEntryBuilder().withManager("kubectl").withOperation("Apply").build())
+        .endMetadata()
+        .withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").endSpec()
+        .build()).create();
+    try (ClusterInformers informers = ClusterInformers.create(client, Duration.ZERO)) {
+      informers.start();
+      await().atMost(Duration.ofSeconds(10)).until(informers::hasSynced);
+
+      Service cached = informers.services().getStore().getByKey("default/web");
+      assertThat(cached.getSpec().getClusterIP()).isEqualTo("172.30.0.10");
+      assertThat(cached.getMetadata().getLabels()).containsEntry("app", "web");
+      assertThat(cached.getMetadata().getManagedFields()).isNullOrEmpty();
+      assertThat(cached.getMetadata().getAnnotations()).isNullOrEmpty();
+      // what the API server holds is untouched
+      assertThat(client.services().inNamespace("default").withName("web").get().getMetadata().getAnnotations())
+          .containsKey("kubectl.kubernetes.io/last-applied-configuration");
+    }
+  }
+
+  @Test
+  void endpointSlicesWithoutAServiceAreNotCached() {
+    client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder()
+        .withNewMetadata().withName("web-1").withNamespace("default")
+          .withLabels(Map.of("kubernetes.io/service-name", "web")).endMetadata()
+        .withAddressType("IPv4").build()).create();
+    client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder()
+        .withNewMetadata().withName("orphan").withNamespace("default").endMetadata()
+        .withAddressType("IPv4").build()).create();
+    try (ClusterInformers informers = ClusterInformers.create(client, Duration.ZERO)) {
+      informers.start();
+      informers.start(); // a second start (the allocator's, after the node agent's) changes nothing
+      await().atMost(Duration.ofSeconds(10)).until(informers::hasSynced);
+
+      assertThat(informers.endpointSlices().getStore().listKeys()).containsExactly("default/web-1");
+      assertThat(informers.snapshot().endpointSlices()).hasSize(1);
+    }
+  }
+}
