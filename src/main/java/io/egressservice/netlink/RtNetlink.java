@@ -27,8 +27,13 @@ public final class RtNetlink implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RtNetlink.class.getName());
   /** Requested SO_RCVBUF / SO_SNDBUF; the kernel doubles it for its bookkeeping. */
   static final int SOCKET_BUFFER_BYTES = 4 << 20;
-  /** One received datagram; dumps are sent in skbs of at most 32 KiB, so this is ample. */
-  private static final int RECEIVE_BYTES = 1 << 20;
+  /**
+   * One received datagram: the kernel sends dumps in skbs of at most 32 KiB (it caps its record of
+   * our largest read there), notifications and ACKs are one message each, so twice that is ample; a
+   * larger datagram would be reported (MSG_TRUNC), never silently cut. Each socket's buffer is
+   * direct memory that stays resident, hence not the megabyte it once was.
+   */
+  private static final int RECEIVE_BYTES = 64 * 1024;
   /** Batch chunk size in bytes (also capped by SO_SNDBUF). */
   private static final int SEND_BYTES = 1 << 20;
   /** Upper bound of one encoded rule request (v6 src+dst, both ifnames and every u32). */
