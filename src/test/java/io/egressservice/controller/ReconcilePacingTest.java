@@ -1,8 +1,8 @@
 package io.egressservice.controller;
 
-import static io.egressservice.controller.NodeAgent.BURST_EVENTS;
 import static io.egressservice.controller.NodeAgent.MAX_INTERVAL_NANOS;
 import static io.egressservice.controller.NodeAgent.MIN_INTERVAL_NANOS;
+import static io.egressservice.controller.NodeAgent.isBurst;
 import static io.egressservice.controller.NodeAgent.nextIntervalNanos;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -12,41 +12,53 @@ import org.junit.jupiter.api.Test;
 
 /** How the gap between reconcile starts follows the rate of relevant API events. */
 class ReconcilePacingTest {
+  static final long MS = 1_000_000L;
 
-  @Test
-  void aBurstDoublesTheIntervalUpToTheCap() {
+  /** Feeds a steady stream of {@code perSecond} events; returns the intervals chosen, in ms. */
+  static List<Long> steadyStream(double perSecond, long startIntervalNanos, int reconciles) {
     List<Long> millis = new ArrayList<>();
-    long interval = MIN_INTERVAL_NANOS;
-    int previous = 1;
-    for (int i = 0; i < 7; i++) {
-      interval = nextIntervalNanos(interval, previous, 40);
-      previous = 40;
-      millis.add(interval / 1_000_000);
+    long interval = startIntervalNanos;
+    boolean previous = false;
+    for (int i = 0; i < reconciles; i++) {
+      int events = (int) Math.round(perSecond * interval / 1e9);
+      boolean burst = isBurst(events, interval);
+      interval = nextIntervalNanos(interval, previous, burst);
+      previous = burst;
+      millis.add(interval / MS);
     }
-    assertThat(millis).containsExactly(50L, 100L, 200L, 400L, 800L, 1000L, 1000L);
+    return millis;
   }
 
   @Test
-  void quietReconcilesHalveItBackToTheMinimum() {
-    long interval = MAX_INTERVAL_NANOS;
-    List<Long> millis = new ArrayList<>();
-    for (int i = 0; i < 5; i++) {
-      interval = nextIntervalNanos(interval, 40, 1);
-      millis.add(interval / 1_000_000);
-    }
-    assertThat(millis).containsExactly(500L, 250L, 125L, 62L, 50L);
+  void aBurstDoublesTheIntervalUpToTheCapAfterTwoBusyStretches() {
+    assertThat(steadyStream(400, MIN_INTERVAL_NANOS, 8)).containsExactly(50L, 100L, 200L, 400L, 800L, 1000L, 1000L, 1000L);
   }
 
   @Test
-  void churnBelowTheBurstRateStaysAtTheMinimum() {
-    assertThat(nextIntervalNanos(MIN_INTERVAL_NANOS, BURST_EVENTS - 1, BURST_EVENTS - 1)).isEqualTo(MIN_INTERVAL_NANOS);
-    assertThat(nextIntervalNanos(MIN_INTERVAL_NANOS, 0, 0)).isEqualTo(MIN_INTERVAL_NANOS);
-    assertThat(nextIntervalNanos(MIN_INTERVAL_NANOS, BURST_EVENTS, BURST_EVENTS)).isEqualTo(2 * MIN_INTERVAL_NANOS);
+  void steadyChurnBelowTheBurstRateStaysAtTheMinimum() {
+    assertThat(steadyStream(33, MIN_INTERVAL_NANOS, 10)).containsOnly(50L);
+    assertThat(steadyStream(60, MIN_INTERVAL_NANOS, 10)).containsOnly(50L); // 3 events per 50 ms
+    assertThat(steadyStream(60, 4 * MIN_INTERVAL_NANOS, 4)).containsExactly(100L, 50L, 50L, 50L);
+  }
+
+  @Test
+  void steadyChurnBelowTheBurstRateBringsAGrownIntervalBackToTheMinimum() {
+    // the rate, not the count per interval, decides: 33 events in one second are not a burst
+    assertThat(steadyStream(33, MAX_INTERVAL_NANOS, 6)).containsExactly(500L, 250L, 125L, 62L, 50L, 50L);
   }
 
   @Test
   void oneClumpOfEventsAloneIsNotABurst() {
-    assertThat(nextIntervalNanos(MIN_INTERVAL_NANOS, 1, 10)).isEqualTo(MIN_INTERVAL_NANOS);
-    assertThat(nextIntervalNanos(4 * MIN_INTERVAL_NANOS, 1, 10)).isEqualTo(4 * MIN_INTERVAL_NANOS);
+    assertThat(isBurst(10, 50 * MS)).isTrue();
+    assertThat(nextIntervalNanos(MIN_INTERVAL_NANOS, false, true)).isEqualTo(MIN_INTERVAL_NANOS);
+    assertThat(nextIntervalNanos(4 * MIN_INTERVAL_NANOS, false, true)).isEqualTo(4 * MIN_INTERVAL_NANOS);
+  }
+
+  @Test
+  void aFewEventsAfterAQuietSpellAreNotABurst() {
+    assertThat(isBurst(3, 10 * MS)).isFalse();
+    assertThat(isBurst(4, 50 * MS)).isTrue();
+    assertThat(isBurst(4, 60 * MS)).isFalse();
+    assertThat(isBurst(40, 10_000 * MS)).isFalse();
   }
 }
