@@ -59,13 +59,13 @@ public final class NodeAgent implements AutoCloseable {
   static final long MAX_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
   /**
    * Relevant API events arriving at this rate or faster, and at least {@link #BURST_MIN_EVENTS} of them
-   * between two reconcile starts, are a burst. Two such stretches in a row double the next interval
-   * (one clump of events alone, as the API server delivers them unevenly, changes nothing); one calm
-   * stretch halves it. A rate, not a count: a count per interval grows with the interval, so steady
-   * churn would keep a grown interval grown. Steady churn below the rate keeps every change within
-   * about one minimum interval of the kernel; a rollout storm costs about one reconcile per
-   * {@link #MAX_INTERVAL_NANOS} instead of one per 50 ms. (Measured: a stickier variant, 50 a second
-   * and two calm stretches to halve, let 33 updates a second escalate and doubled their p99.)
+   * between two reconcile starts, are a burst. Two such stretches in a row double the next interval,
+   * two calm ones in a row halve it: one clump of events (the API server delivers them unevenly) or
+   * one lull inside a storm changes nothing. A rate, not a count: a count per interval grows with the
+   * interval, so steady churn would keep a grown interval grown. Steady churn below the rate keeps
+   * every change within about one minimum interval of the kernel (33 updates a second: p99 86-95 ms
+   * event to kernel, bench/README.md); a rollout storm costs about one reconcile per
+   * {@link #MAX_INTERVAL_NANOS} instead of one per 50 ms. At 50 a second the same churn escalated.
    */
   static final double BURST_EVENTS_PER_SECOND = 80;
   static final int BURST_MIN_EVENTS = 4;
@@ -342,10 +342,10 @@ public final class NodeAgent implements AutoCloseable {
 
   /** The interval after a stretch between two reconcile starts that was, or was not, a burst. */
   static long nextIntervalNanos(long current, boolean previousWasBurst, boolean burst) {
-    if (!burst) {
-      return Math.max(MIN_INTERVAL_NANOS, current / 2);
+    if (burst != previousWasBurst) {
+      return current;
     }
-    return previousWasBurst ? Math.min(MAX_INTERVAL_NANOS, current * 2) : current;
+    return burst ? Math.min(MAX_INTERVAL_NANOS, current * 2) : Math.max(MIN_INTERVAL_NANOS, current / 2);
   }
 
   private void awaitSync() throws InterruptedException {

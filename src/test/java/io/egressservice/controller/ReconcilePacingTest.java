@@ -48,6 +48,12 @@ class ReconcilePacingTest {
   }
 
   @Test
+  void oneLullInsideABurstKeepsTheInterval() {
+    assertThat(nextIntervalNanos(MAX_INTERVAL_NANOS, true, false)).isEqualTo(MAX_INTERVAL_NANOS);
+    assertThat(nextIntervalNanos(MAX_INTERVAL_NANOS, false, false)).isEqualTo(MAX_INTERVAL_NANOS / 2);
+  }
+
+  @Test
   void oneClumpOfEventsAloneIsNotABurst() {
     assertThat(isBurst(10, 50 * MS)).isTrue();
     assertThat(nextIntervalNanos(MIN_INTERVAL_NANOS, false, true)).isEqualTo(MIN_INTERVAL_NANOS);
