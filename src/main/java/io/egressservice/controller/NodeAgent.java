@@ -142,7 +142,7 @@ public final class NodeAgent implements AutoCloseable {
     informers.services().addEventHandler(new RelevantChangeHandler<>(PlanInputs::service,
         s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName())));
     informers.endpointSlices().addEventHandler(new RelevantChangeHandler<>(PlanInputs::slice,
-        s -> informers.hasEgressService(s.getMetadata().getNamespace(), serviceOf(s))));
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s))));
     informers.nodes().addEventHandler(new RelevantChangeHandler<>(PlanInputs::node, n -> true));
     informers.start();
     try {
@@ -155,11 +155,6 @@ public final class NodeAgent implements AutoCloseable {
     worker = new Thread(this::loop, "reconcile-" + settings.nodeName());
     worker.setDaemon(true);
     worker.start();
-  }
-
-  private static String serviceOf(HasMetadata slice) {
-    java.util.Map<String, String> labels = slice.getMetadata().getLabels();
-    return labels == null ? "" : labels.getOrDefault(PlanInputs.SERVICE_NAME_LABEL, "");
   }
 
   /**

@@ -109,9 +109,14 @@ public final class PlanInputs {
     return new ServiceInfo(ref(s), type, clusterIps, ingress);
   }
 
-  public static EndpointSliceInfo slice(EndpointSlice s) {
+  /** The name of the Service a slice belongs to (its service-name label), or "". */
+  public static String serviceName(EndpointSlice s) {
     Map<String, String> labels = s.getMetadata().getLabels();
-    String svc = labels == null ? "" : labels.getOrDefault(SERVICE_NAME_LABEL, "");
+    return labels == null ? "" : labels.getOrDefault(SERVICE_NAME_LABEL, "");
+  }
+
+  public static EndpointSliceInfo slice(EndpointSlice s) {
+    String svc = serviceName(s);
     List<EndpointSliceInfo.Endpoint> endpoints = new ArrayList<>();
     if (s.getEndpoints() != null) {
       for (Endpoint e : s.getEndpoints()) {
