@@ -1,15 +1,13 @@
 package io.egressservice.controller;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.egressservice.informers.ClusterInformers;
 import io.fabric8.kubernetes.api.model.KubernetesResource;
-import io.fabric8.kubernetes.api.model.Node;
-import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.Status;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.util.List;
-import org.ovn.k8s.v1.EgressService;
+import java.util.stream.Stream;
 
 /**
  * The agent's JSON (de)serialization for its Kubernetes client: fabric8's own, except that the kinds
@@ -28,7 +26,7 @@ public final class AgentSerialization {
    * object to the watched type), only less cheaply; a missing Status would not.
    */
   public static final List<Class<? extends KubernetesResource>> WATCH_EVENT_KINDS =
-      List.of(EgressService.class, Service.class, EndpointSlice.class, Node.class, Status.class);
+      Stream.concat(ClusterInformers.KINDS.stream(), Stream.of(Status.class)).toList();
 
   private AgentSerialization() {}
 

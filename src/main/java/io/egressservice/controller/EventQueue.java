@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
 final class EventQueue implements EventSink, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(EventQueue.class);
   static final int CAPACITY = 1024;
+  private static final java.time.Duration CLOSE_GRACE = java.time.Duration.ofSeconds(2);
 
   private record Pending(ObjectRef egressService, String type, String reason, String message) {}
 
@@ -61,11 +62,12 @@ final class EventQueue implements EventSink, AutoCloseable {
     }
   }
 
-  /** Writes what is queued for up to {@code grace}, then gives up on the rest. */
-  void close(java.time.Duration grace) {
+  /** Writes what is queued for up to {@link #CLOSE_GRACE}, then gives up on the rest. */
+  @Override
+  public void close() {
     open = false;
     try {
-      writer.join(grace.toMillis());
+      writer.join(CLOSE_GRACE.toMillis());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
@@ -73,10 +75,5 @@ final class EventQueue implements EventSink, AutoCloseable {
       writer.interrupt();
       LOG.info("{} Event(s) left unwritten at shutdown", queue.size());
     }
-  }
-
-  @Override
-  public void close() {
-    close(java.time.Duration.ofSeconds(2));
   }
 }

@@ -31,6 +31,10 @@ import org.slf4j.LoggerFactory;
 public final class ClusterInformers implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterInformers.class);
 
+  /** The kinds watched, in the order of {@link #all()}. */
+  public static final List<Class<? extends HasMetadata>> KINDS =
+      List.of(EgressService.class, Service.class, EndpointSlice.class, Node.class);
+
   private final SharedIndexInformer<EgressService> egressServices;
   private final SharedIndexInformer<Service> services;
   private final SharedIndexInformer<EndpointSlice> slices;
