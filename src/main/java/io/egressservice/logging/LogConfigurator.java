@@ -11,36 +11,70 @@ import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.encoder.Encoder;
 import ch.qos.logback.core.spi.ContextAwareBase;
 import ch.qos.logback.core.status.NopStatusListener;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /**
  * The logging configuration, in code rather than in a {@code logback.xml}: parsing XML (Joran and the
  * JDK's XML parser) loaded about 600 classes that stayed in the agent's memory for its whole life.
  * Found by logback through {@code META-INF/services}, ahead of its own XML lookup, which it then skips.
  *
- * <p>Behaviour is that of the former {@code logback.xml}: logs go to stderr (stdout stays clean for
- * scripts); {@code EGRESS_AGENT_LOG_FORMAT} {@code text} (default) or {@code json}, exactly these
- * words, any other value attaching no appender (as the XML's missing appender-ref did);
- * {@code EGRESS_AGENT_LOG_LEVEL} sets {@code io.egressservice} (default INFO; logback's reading of a
- * level, see {@link #agentLevel}); {@code io.fabric8} and the root at WARN; no status output. As
- * with the XML's {@code ${...}} substitution, a system property of the same name wins over the
- * environment variable.
+ * <p>Logs go to stderr (stdout stays clean for scripts); {@code io.fabric8} and the root log at WARN;
+ * logback prints no status output. Two variables, each read from a system property of that name if
+ * set, else from the environment; values are trimmed and compared ignoring case:
+ * <ul>
+ *   <li>{@code EGRESS_AGENT_LOG_FORMAT}: {@code text} (the default) or {@code json} (one JSON object
+ *       a line);
+ *   <li>{@code EGRESS_AGENT_LOG_LEVEL}: the level of {@code io.egressservice}, one of {@code trace},
+ *       {@code debug}, {@code info} (the default), {@code warn}, {@code error}, {@code off}.
+ * </ul>
+ * An empty (or blank) value is the default. Any other value is not fatal, and does not silence the
+ * logs: the default is used and one WARN line, once the appender is attached, names the variable,
+ * the value and the accepted values. That line is logged by {@code io.egressservice.logging.LogConfigurator},
+ * so a level of {@code error} or {@code off} hides it like any other warning. (The former
+ * {@code logback.xml} attached no appender at all for an unknown format, read an unknown level as
+ * DEBUG, and took {@code null}, {@code inherited} or an empty level to mean the root's WARN; those
+ * two words are now unknown values like any other: {@code warn} says the same directly.)
  */
 public final class LogConfigurator extends ContextAwareBase implements Configurator {
   public static final String LEVEL_VARIABLE = "EGRESS_AGENT_LOG_LEVEL";
   public static final String FORMAT_VARIABLE = "EGRESS_AGENT_LOG_FORMAT";
   static final String PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{36} - %msg%n";
+  static final Level DEFAULT_LEVEL = Level.INFO;
+  static final Format DEFAULT_FORMAT = Format.TEXT;
+  private static final List<Level> LEVELS =
+      List.of(Level.TRACE, Level.DEBUG, Level.INFO, Level.WARN, Level.ERROR, Level.OFF);
 
-  /** The appender named by {@code EGRESS_AGENT_LOG_FORMAT}. */
+  /** The log line format named by {@code EGRESS_AGENT_LOG_FORMAT}. */
   public enum Format {
-    TEXT, JSON, NONE
+    TEXT, JSON;
+
+    String word() {
+      return name().toLowerCase(Locale.ROOT);
+    }
   }
 
   /**
-   * @param agentLevel the level of {@code io.egressservice}; empty: none of its own (it inherits the root's)
+   * @param agentLevel the level of {@code io.egressservice}
+   * @param warnings what was wrong with the variables' values (each the text of one WARN line), logged
+   *     by {@link #apply} once the appender is attached
    */
-  public record Settings(Optional<Level> agentLevel, Format format) {}
+  public record Settings(Level agentLevel, Format format, List<String> warnings) {
+    public Settings {
+      Objects.requireNonNull(agentLevel, "agentLevel");
+      Objects.requireNonNull(format, "format");
+      warnings = List.copyOf(warnings);
+    }
+
+    public Settings(Level agentLevel, Format format) {
+      this(agentLevel, format, List.of());
+    }
+  }
 
   public LogConfigurator() {
     // instantiated by logback's ServiceLoader lookup
@@ -48,31 +82,33 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
 
   /** The settings from {@code lookup} (system property, then environment, for each variable). */
   public static Settings settings(Function<String, Optional<String>> lookup) {
-    return new Settings(agentLevel(lookup.apply(LEVEL_VARIABLE)), format(lookup.apply(FORMAT_VARIABLE)));
+    List<String> warnings = new ArrayList<>();
+    Level level = parse(LEVEL_VARIABLE, lookup.apply(LEVEL_VARIABLE), LEVELS, l -> l.toString().toLowerCase(Locale.ROOT),
+        DEFAULT_LEVEL, warnings);
+    Format format = parse(FORMAT_VARIABLE, lookup.apply(FORMAT_VARIABLE), List.of(Format.values()), Format::word,
+        DEFAULT_FORMAT, warnings);
+    return new Settings(level, format, warnings);
   }
 
   /**
-   * As logback read {@code level="${EGRESS_AGENT_LOG_LEVEL:-INFO}"}: unset is INFO; an empty value,
-   * {@code null} or {@code inherited} (any case) set no level; an unknown word is DEBUG.
+   * The choice whose word is {@code value} trimmed, ignoring case; {@code fallback} when unset or
+   * blank, and also for any other value, which adds a warning to {@code warnings}.
    */
-  static Optional<Level> agentLevel(Optional<String> value) {
-    if (value.isEmpty()) {
-      return Optional.of(Level.INFO);
+  private static <T> T parse(String variable, Optional<String> value, List<T> choices, Function<T, String> word,
+      T fallback, List<String> warnings) {
+    String v = value.map(String::trim).orElse("");
+    if (v.isEmpty()) {
+      return fallback;
     }
-    String v = value.get();
-    if (v.isBlank() || v.equalsIgnoreCase("null") || v.equalsIgnoreCase("inherited")) {
-      return Optional.empty();
+    for (T choice : choices) {
+      if (word.apply(choice).equalsIgnoreCase(v)) {
+        return choice;
+      }
     }
-    return Optional.of(Level.toLevel(v.trim(), Level.DEBUG));
-  }
-
-  /** As {@code <appender-ref ref="${EGRESS_AGENT_LOG_FORMAT:-text}"/>} with appenders "text" and "json". */
-  static Format format(Optional<String> value) {
-    return switch (value.orElse("text")) {
-      case "text" -> Format.TEXT;
-      case "json" -> Format.JSON;
-      default -> Format.NONE;
-    };
+    warnings.add(variable + "=\"" + value.get() + "\" is not one of "
+        + choices.stream().map(word).collect(Collectors.joining(", "))
+        + " (case and surrounding blanks do not matter); using " + word.apply(fallback));
+    return fallback;
   }
 
   static Optional<String> systemPropertyThenEnvironment(String name) {
@@ -85,19 +121,25 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
     return ExecutionStatus.DO_NOT_INVOKE_NEXT_IF_ANY;
   }
 
-  /** Configures {@code context} with {@code settings}; public for tests. */
+  /**
+   * Configures {@code context} with {@code settings}, then logs each of its warnings (once: this
+   * runs once per configuration of the context); public for tests.
+   */
   public static void apply(LoggerContext context, Settings settings) {
     // Registered before anything can report a status: logback then prints none (the XML's NopStatusListener).
     context.getStatusManager().add(new NopStatusListener());
     Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);
     root.setLevel(Level.WARN);
     context.getLogger("io.fabric8").setLevel(Level.WARN);
-    context.getLogger("io.egressservice").setLevel(settings.agentLevel().orElse(null));
-    switch (settings.format()) {
-      case TEXT -> root.addAppender(console(context, "text", textEncoder(context)));
-      case JSON -> root.addAppender(console(context, "json", jsonEncoder(context)));
-      case NONE -> { } // the XML referred to an appender that did not exist: no output at all
-    }
+    context.getLogger("io.egressservice").setLevel(settings.agentLevel());
+    root.addAppender(switch (settings.format()) {
+      case TEXT -> console(context, "text", textEncoder(context));
+      case JSON -> console(context, "json", jsonEncoder(context));
+    });
+    // Only now that there is an appender: logged earlier, the warnings would go nowhere. The context's
+    // own logger, not SLF4J's LoggerFactory, which may still be initialising (and calling us).
+    Logger log = context.getLogger(LogConfigurator.class);
+    settings.warnings().forEach(log::warn);
   }
 
   private static Encoder<ILoggingEvent> textEncoder(LoggerContext context) {

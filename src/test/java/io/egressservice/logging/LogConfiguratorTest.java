@@ -11,16 +11,17 @@ import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.status.NopStatusListener;
 import io.egressservice.logging.LogConfigurator.Format;
 import io.egressservice.logging.LogConfigurator.Settings;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
- * The programmatic configuration reproduces what the former logback.xml did, edge cases included
- * (they were checked against the XML with the same environment values before it was removed).
+ * The programmatic logging configuration: the variables' values, what reaches stderr, and that a bad
+ * value falls back to the default with one visible warning rather than silencing the agent.
  */
 class LogConfiguratorTest {
   static Settings settings(Map<String, String> env) {
@@ -29,34 +30,103 @@ class LogConfiguratorTest {
 
   @Test
   void defaultsAreInfoAndText() {
-    assertThat(settings(Map.of())).isEqualTo(new Settings(Optional.of(Level.INFO), Format.TEXT));
+    assertThat(settings(Map.of())).isEqualTo(new Settings(Level.INFO, Format.TEXT, List.of()));
+    // empty or blank is the default too, without a warning
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "", "EGRESS_AGENT_LOG_FORMAT", "  ")))
+        .isEqualTo(new Settings(Level.INFO, Format.TEXT, List.of()));
   }
 
   @Test
-  void levelIsReadAsLogbackReadTheXml() {
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "debug")).agentLevel()).contains(Level.DEBUG);
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "WARN")).agentLevel()).contains(Level.WARN);
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "off")).agentLevel()).contains(Level.OFF);
-    // an unknown word was DEBUG; empty, "null" and "inherited" set no level (the root's WARN applies)
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "bogus")).agentLevel()).contains(Level.DEBUG);
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "")).agentLevel()).isEmpty();
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "NULL")).agentLevel()).isEmpty();
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "inherited")).agentLevel()).isEmpty();
+  void levelIgnoresCaseAndSurroundingBlanks() {
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "debug"))).isEqualTo(new Settings(Level.DEBUG, Format.TEXT));
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", " WARN\t"))).isEqualTo(new Settings(Level.WARN, Format.TEXT));
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "Trace")).agentLevel()).isEqualTo(Level.TRACE);
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "error")).agentLevel()).isEqualTo(Level.ERROR);
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "off")).agentLevel()).isEqualTo(Level.OFF);
   }
 
   @Test
-  void formatIsExactlyTextOrJson() {
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "json")).format()).isEqualTo(Format.JSON);
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "text")).format()).isEqualTo(Format.TEXT);
-    // the XML named a non-existent appender for any other value, which silenced the logs
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "JSON")).format()).isEqualTo(Format.NONE);
-    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "")).format()).isEqualTo(Format.NONE);
+  void anUnknownLevelIsInfoWithAWarning() {
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "verbose"))).isEqualTo(new Settings(Level.INFO, Format.TEXT,
+        List.of("EGRESS_AGENT_LOG_LEVEL=\"verbose\" is not one of trace, debug, info, warn, error, off"
+            + " (case and surrounding blanks do not matter); using info")));
+    // logback's words for "inherit the parent's level" are no longer special
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "inherited")).agentLevel()).isEqualTo(Level.INFO);
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_LEVEL", "NULL")).warnings()).hasSize(1);
+  }
+
+  @Test
+  void formatIgnoresCaseAndSurroundingBlanks() {
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "json"))).isEqualTo(new Settings(Level.INFO, Format.JSON));
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "JSON"))).isEqualTo(new Settings(Level.INFO, Format.JSON));
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", " json\n"))).isEqualTo(new Settings(Level.INFO, Format.JSON));
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "Text"))).isEqualTo(new Settings(Level.INFO, Format.TEXT));
+  }
+
+  @Test
+  void anUnknownFormatIsTextWithAWarningQuotingTheValue() {
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", " yaml"))).isEqualTo(new Settings(Level.INFO, Format.TEXT,
+        List.of("EGRESS_AGENT_LOG_FORMAT=\" yaml\" is not one of text, json"
+            + " (case and surrounding blanks do not matter); using text")));
+    assertThat(settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "yaml", "EGRESS_AGENT_LOG_LEVEL", "loud")).warnings())
+        .hasSize(2).anySatisfy(w -> assertThat(w).startsWith("EGRESS_AGENT_LOG_FORMAT=\"yaml\""))
+        .anySatisfy(w -> assertThat(w).startsWith("EGRESS_AGENT_LOG_LEVEL=\"loud\""));
+  }
+
+  @Test
+  void withAnUnknownFormatTheLogsStillAppearAfterOneWarning() {
+    String err = stderrOf(() -> {
+      LoggerContext context = new LoggerContext();
+      context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter()); // as logback's start-up sets
+      LogConfigurator.apply(context, settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "yaml")));
+      var log = context.getLogger("io.egressservice.controller.NodeAgent");
+      log.info("first");
+      log.info("second");
+    });
+    List<String> lines = err.lines().toList();
+    assertThat(lines).hasSize(3);
+    assertThat(lines.get(0)).contains(" WARN ", "i.e.logging.LogConfigurator",
+        "EGRESS_AGENT_LOG_FORMAT=\"yaml\" is not one of text, json", "using text");
+    assertThat(lines.get(1)).contains(" INFO ", "NodeAgent - first");
+    assertThat(lines.get(2)).contains(" INFO ", "NodeAgent - second");
+    assertThat(err).containsOnlyOnce("EGRESS_AGENT_LOG_FORMAT");
+  }
+
+  @Test
+  void anUnknownLevelIsWarnedAboutInTheChosenFormat() {
+    String err = stderrOf(() -> {
+      LoggerContext context = new LoggerContext();
+      context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter()); // JSON lines carry the MDC
+      LogConfigurator.apply(context, settings(Map.of("EGRESS_AGENT_LOG_FORMAT", "Json", "EGRESS_AGENT_LOG_LEVEL", "bogus")));
+      var log = context.getLogger("io.egressservice.X");
+      log.debug("hidden: an unknown level is info, no longer debug");
+      log.info("shown");
+    });
+    List<String> lines = err.lines().toList();
+    assertThat(lines).hasSize(2);
+    assertThat(lines.get(0)).startsWith("{").contains("\"level\":\"WARN\"",
+        "\"loggerName\":\"io.egressservice.logging.LogConfigurator\"",
+        "EGRESS_AGENT_LOG_LEVEL=\\\"bogus\\\" is not one of trace, debug, info, warn, error, off");
+    assertThat(lines.get(1)).startsWith("{").contains("\"message\":\"shown\"");
+  }
+
+  /** What {@code run} writes to stderr (where the console appenders write, looking System.err up on each write). */
+  private static String stderrOf(Runnable run) {
+    PrintStream original = System.err;
+    var captured = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+    try {
+      run.run();
+    } finally {
+      System.setErr(original);
+    }
+    return captured.toString(StandardCharsets.UTF_8);
   }
 
   @Test
   void textGoesToStderrWithThePattern() {
     LoggerContext context = new LoggerContext();
-    LogConfigurator.apply(context, new Settings(Optional.of(Level.INFO), Format.TEXT));
+    LogConfigurator.apply(context, new Settings(Level.INFO, Format.TEXT));
     var root = context.getLogger("ROOT");
     assertThat(root.getLevel()).isEqualTo(Level.WARN);
     assertThat(context.getLogger("io.fabric8").getLevel()).isEqualTo(Level.WARN);
@@ -81,7 +151,7 @@ class LogConfiguratorTest {
   void jsonOmitsSequenceNumberNanosecondsAndContext() {
     LoggerContext context = new LoggerContext();
     context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter()); // JSON lines carry the MDC
-    LogConfigurator.apply(context, new Settings(Optional.of(Level.DEBUG), Format.JSON));
+    LogConfigurator.apply(context, new Settings(Level.DEBUG, Format.JSON));
     var appender = (ConsoleAppender<?>) context.getLogger("ROOT").getAppender("json");
     assertThat(appender.getTarget()).isEqualTo("System.err");
     var encoder = (JsonEncoder) appender.getEncoder();
@@ -91,17 +161,6 @@ class LogConfiguratorTest {
     assertThat(line).startsWith("{\"timestamp\":").contains("\"level\":\"WARN\"", "\"loggerName\":\"io.egressservice.X\"",
         "\"message\":\"hello {}\"").doesNotContain("sequenceNumber", "nanoseconds", "\"context\"");
     assertThat(context.getLogger("io.egressservice").getLevel()).isEqualTo(Level.DEBUG);
-  }
-
-  @Test
-  void anUnknownFormatAttachesNoAppenderAndNoLevelInherits() {
-    LoggerContext context = new LoggerContext();
-    LogConfigurator.apply(context, new Settings(Optional.empty(), Format.NONE));
-    List<Object> appenders = new ArrayList<>();
-    context.getLogger("ROOT").iteratorForAppenders().forEachRemaining(appenders::add);
-    assertThat(appenders).isEmpty();
-    assertThat(context.getLogger("io.egressservice").getLevel()).isNull();
-    assertThat(context.getLogger("io.egressservice").getEffectiveLevel()).isEqualTo(Level.WARN);
   }
 
   @Test
