@@ -19,6 +19,10 @@ public final class DemoCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
+    if (!hasEmbeddedApiServer()) {
+      throw new Main.UserError("the demo is not part of egress-service-agent-node.jar (the image's jar leaves out the "
+          + "demo's embedded API server): run it from egress-service-agent.jar");
+    }
     String missing = missingPrivileges();
     if (!missing.isEmpty()) {
       throw new Main.SystemError("the demo " + missing, null);
@@ -54,6 +58,12 @@ public final class DemoCommand implements Callable<Integer> {
   /** Held so the level set on it is not lost when java.util.logging drops unreferenced loggers. */
   private static final java.util.logging.Logger MOCK_SERVER_LOG =
       java.util.logging.Logger.getLogger("io.fabric8.mockwebserver");
+
+  /** Whether this jar carries the mock API server the demo runs in-process (the node jar does not). */
+  static boolean hasEmbeddedApiServer() {
+    return DemoCommand.class.getClassLoader()
+        .getResource("io/fabric8/kubernetes/client/server/mock/KubernetesMockServer.class") != null;
+  }
 
   /** Empty when the process can create namespaces, else what is missing. */
   static String missingPrivileges() {

@@ -107,7 +107,9 @@ public final class AgentLatencyBench {
     try {
       switch (mode) {
         case "latency" -> bench.latency(intArg(args, 1, 100), intArg(args, 2, 300), intArg(args, 3, 30),
-            intArg(args, 4, 200), intArg(args, 5, 200));
+            intArg(args, 4, 200), intArg(args, 5, 200), false);
+        case "latency-process" -> bench.latency(intArg(args, 1, 100), intArg(args, 2, 300), intArg(args, 3, 30),
+            intArg(args, 4, 200), intArg(args, 5, 200), true);
         case "rss" -> bench.rss(intArg(args, 1, 1000));
         case "rss-remote" -> bench.rssRemote(intArg(args, 1, 1000));
         case "rss-process" -> bench.rssProcess(intArg(args, 1, 1000));
@@ -141,17 +143,24 @@ public final class AgentLatencyBench {
         .withNewSpec().withPodCIDR("10.128.0.0/16").withPodCIDRs(List.of("10.128.0.0/16")).endSpec()
         .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress().endStatus()
         .build()).create();
-    endpoints = new String[services][ENDPOINTS_PER_SERVICE];
+    initEndpoints(services);
     for (int i = 0; i < services; i++) {
       String name = name(i);
       client.resources(EgressService.class)
           .resource(EgressServices.of(NS, name, EgressServiceSpec.SourceIPBy.LOADBALANCERIP, "100", NODE)).create();
       client.services().resource(lbService(name, "172.30." + (i >> 8) + "." + (i & 255),
           "5." + (5 + (i >> 16)) + "." + ((i >> 8) & 255) + "." + (i & 255))).create();
+      client.discovery().v1().endpointSlices().resource(slice(i)).create();
+    }
+  }
+
+  /** The endpoint addresses the objects start with (the same sequence in every JVM). */
+  void initEndpoints(int services) {
+    endpoints = new String[services][ENDPOINTS_PER_SERVICE];
+    for (int i = 0; i < services; i++) {
       for (int j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
         endpoints[i][j] = freshAddress();
       }
-      client.discovery().v1().endpointSlices().resource(slice(i)).create();
     }
   }
 
@@ -226,15 +235,32 @@ public final class AgentLatencyBench {
 
   record Update(IpPrefix address, long sentNanos, long returnedNanos) {}
 
-  void latency(int services, int updates, int intervalMs, int burst, int warmup) throws Exception {
+  void latency(int services, int updates, int intervalMs, int burst, int warmup, boolean realProcess)
+      throws Exception {
     System.out.printf("event-to-kernel latency: %d LoadBalancerIP EgressServices x %d endpoints on %s; java %s, kernel %s,"
-        + " %d CPUs%n", services, ENDPOINTS_PER_SERVICE, NODE, System.getProperty("java.version"),
-        System.getProperty("os.version"), Runtime.getRuntime().availableProcessors());
-    startServerAndNamespace();
-    observer = RtNetlink.open(Optional.of(netns));
+        + " %d CPUs; agent %s%n", services, ENDPOINTS_PER_SERVICE, NODE, System.getProperty("java.version"),
+        System.getProperty("os.version"), Runtime.getRuntime().availableProcessors(),
+        realProcess ? "in its own process (java -jar " + System.getProperty("bench.agentJar", AGENT_JAR)
+            + " run), API server in a child JVM" : "and API server in this JVM");
+    String url = null;
+    String jvmOptions = "";
+    if (realProcess) {
+      jvmOptions = agentJvmOptions();
+      url = startServerProcess(services);
+      client = io.egressservice.controller.AgentSerialization.clientBuilder().withConfig(
+          new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(url).withTrustCerts(true).withNamespace(NS)
+              .build()).build();
+      newNamespaceAndObserver();
+      initEndpoints(services); // as the child created them
+    } else {
+      startServerAndNamespace();
+      observer = RtNetlink.open(Optional.of(netns));
+    }
     subscription = observer.subscribe(EnumSet.of(ChangeGroup.IPV4_RULE), this::onRule,
         () -> System.out.println("  WARNING: observer notification overflow (ENOBUFS): some arrivals may be missing"));
-    createObjects(services);
+    if (!realProcess) {
+      createObjects(services);
+    }
     watch = client.discovery().v1().endpointSlices().inNamespace(NS).watch(new io.fabric8.kubernetes.client.Watcher<>() {
       @Override
       public void eventReceived(Action action, EndpointSlice slice) {
@@ -246,11 +272,15 @@ public final class AgentLatencyBench {
       public void onClose(io.fabric8.kubernetes.client.WatcherException cause) {}
     });
     long t0 = System.nanoTime();
-    startAgent();
+    if (realProcess) {
+      startAgentProcess(url, jvmOptions);
+    } else {
+      startAgent();
+    }
     double converge = awaitConverged(services, t0, Duration.ofSeconds(120));
     Thread.sleep(1000);
     System.out.printf("converged: %d rules at priority %d after %.2f s from agent start; reconciles so far %d%n",
-        ownedRules(), PRIORITY, converge, agent.reconcileCount());
+        ownedRules(), PRIORITY, converge, reconciles());
 
     // Slots (service, endpoint) in a seeded random order, used round-robin: a slot is not replaced again
     // before every other slot was, so no new address is superseded before the agent could apply it.
@@ -283,6 +313,13 @@ public final class AgentLatencyBench {
         p99 <= 100 && paced.timeouts == 0 ? "MET" : "NOT MET");
     System.out.printf("observer notifications delivered %d, overflows %d%n", subscription.delivered(),
         subscription.overflows());
+    if (realProcess) {
+      long pid = agentProcess.pid();
+      System.out.printf(Locale.ROOT, "agent process after the churn: RSS %.1f MiB (peak VmHWM %.1f MiB)%n",
+          statusKib(pid, "VmRSS") / 1024.0, statusKib(pid, "VmHWM") / 1024.0);
+      System.out.println("  " + String.join("\n  ", capture("jstat", "-gc", Long.toString(pid)).strip().split("\n")));
+      stopAgentProcess();
+    }
   }
 
   final class Phase {
@@ -324,7 +361,7 @@ public final class AgentLatencyBench {
   /** Sends {@code n} updates (paced when intervalMs > 0, else back-to-back), then collects the arrivals. */
   Phase churn(String name, int n, int intervalMs, List<int[]> slots, int[] cursor) throws InterruptedException {
     Phase phase = new Phase(name, n);
-    long reconcilesBefore = agent.reconcileCount();
+    long reconcilesBefore = reconciles();
     List<Update> sent = new ArrayList<>(n);
     long start = System.nanoTime();
     for (int u = 0; u < n; u++) {
@@ -349,7 +386,7 @@ public final class AgentLatencyBench {
       Thread.sleep(10);
     }
     Thread.sleep(300); // let the last reconcile finish before counting
-    phase.reconciles = agent.reconcileCount() - reconcilesBefore;
+    phase.reconciles = reconciles() - reconcilesBefore;
     List<Double> fs = new ArrayList<>();
     List<Double> fr = new ArrayList<>();
     List<Double> calls = new ArrayList<>();
@@ -576,48 +613,156 @@ public final class AgentLatencyBench {
     return out;
   }
 
+  /** The jar the image runs (no demo, no embedded API server). */
+  static final String AGENT_JAR = "target/egress-service-agent-node.jar";
+  /** The class list the image's AppCDS archive is dumped from (see the Dockerfile). */
+  static final Path CLASS_LIST = Path.of("src", "main", "appcds", "agent.classlist");
+  /** Where the bench dumps its archive from {@link #CLASS_LIST}, as the image does at build time. */
+  static final Path BENCH_ARCHIVE = Path.of("target", "agent-bench.jsa");
+
+  private Process serverProcess;
+  private Process agentProcess;
+  private Path agentLog;
+  private int agentMetricsPort;
+
+  /** Reconciles so far of the agent under test: in this JVM, or the real process's from its /metrics. */
+  long reconciles() {
+    return agent != null ? agent.reconcileCount() : processReconciles();
+  }
+
+  /** The API server in a child JVM, with the objects of {@code services} created; returns its URL. */
+  String startServerProcess(int services) throws IOException {
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    serverProcess = new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+        AgentLatencyBench.class.getName(), "server", Integer.toString(services))
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    return readUrl(serverProcess);
+  }
+
   /**
-   * The real agent process against the child API server. Its configuration comes from fabric8's
-   * environment variables (no kubeconfig file: a pod uses the in-cluster configuration, which needs no
-   * YAML parser), the allocator runs as in the DaemonSet, the metrics port is free.
+   * The JVM options of the real agent: {@code -Dbench.agentJvmOptions}, else the DaemonSet's
+   * JAVA_TOOL_OPTIONS; plus, as the image's entrypoint adds it, the AppCDS archive dumped from
+   * {@link #CLASS_LIST} (unless {@code -Dbench.appcds=false}). {@code -Dbench.agentExtraJvmOptions} is appended.
+   * With {@code -Dbench.dumpClassList=FILE} the run is a training run instead: no archive, the classes the agent
+   * loads are written to FILE (how {@link #CLASS_LIST} is made: {@code bench/agent-latency.sh classlist}).
    */
-  void rssProcess(int services) throws Exception {
-    String jvmOptions = System.getProperty("bench.agentJvmOptions", daemonSetJvmOptions());
+  String agentJvmOptions() throws IOException {
+    String options = System.getProperty("bench.agentJvmOptions", daemonSetJvmOptions());
+    String dumpTo = System.getProperty("bench.dumpClassList", "");
+    if (!dumpTo.isEmpty()) {
+      options += " -XX:DumpLoadedClassList=" + dumpTo;
+    } else if (Boolean.parseBoolean(System.getProperty("bench.appcds", "true"))) {
+      options += " -XX:SharedArchiveFile=" + dumpArchive() + " -Xshare:on"; // on: fail loudly, never measure without
+    }
+    return (options + " " + System.getProperty("bench.agentExtraJvmOptions", "")).trim();
+  }
+
+  /** {@code java -Xshare:dump} from the committed class list, with the agent jar, as the Dockerfile does. */
+  static Path dumpArchive() throws IOException {
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    String out = capture(java, "-Xshare:dump", "-Xlog:cds=error", "-XX:SharedClassListFile=" + CLASS_LIST,
+        "-XX:SharedArchiveFile=" + BENCH_ARCHIVE, "-cp", System.getProperty("bench.agentJar", AGENT_JAR));
+    if (!Files.isRegularFile(BENCH_ARCHIVE)) {
+      throw new IllegalStateException("no AppCDS archive was dumped from " + CLASS_LIST + ": " + out);
+    }
+    System.out.printf(Locale.ROOT, "  AppCDS archive %s (%.1f MiB) dumped from %s (%d lines)%n", BENCH_ARCHIVE,
+        Files.size(BENCH_ARCHIVE) / 1048576.0, CLASS_LIST, Files.readAllLines(CLASS_LIST).size());
+    return BENCH_ARCHIVE;
+  }
+
+  /**
+   * The real agent process ({@code java -jar <node jar> run}, allocator included, as in the DaemonSet) against
+   * the child API server. Its configuration comes from fabric8's environment variables (no kubeconfig file: a
+   * pod uses the in-cluster configuration), the environment of deploy/daemonset.yaml is added, and /metrics
+   * listens on a free port (the bench reads the reconcile count there).
+   */
+  void startAgentProcess(String url, String jvmOptions) throws IOException {
     Map<String, String> extraEnv = daemonSetPlainEnv();
     for (String kv : System.getProperty("bench.agentEnv", "").split(",")) { // e.g. MALLOC_ARENA_MAX=2,X=Y
       if (kv.contains("=")) {
         extraEnv.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
       }
     }
-    System.out.printf("memory of the real agent process: %d LoadBalancerIP EgressServices x %d endpoints; java %s%n"
-        + "  JAVA_TOOL_OPTIONS=\"%s\"%s%n", services, ENDPOINTS_PER_SERVICE, System.getProperty("java.version"),
-        jvmOptions, extraEnv.isEmpty() ? "" : ", env " + extraEnv);
+    System.out.printf("  the real agent process: JAVA_TOOL_OPTIONS=\"%s\"%s%n", jvmOptions,
+        extraEnv.isEmpty() ? "" : ", env " + extraEnv);
+    try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+      agentMetricsPort = probe.getLocalPort();
+    }
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Process server = new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
-        AgentLatencyBench.class.getName(), "server", Integer.toString(services))
-        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-    Process agentProcess = null;
-    Path log = Files.createTempFile("esa-agent-", ".log");
+    agentLog = Files.createTempFile("esa-agent-", ".log");
+    ProcessBuilder pb = new ProcessBuilder(java, "-jar", System.getProperty("bench.agentJar", AGENT_JAR), "run",
+        "--node-name", NODE, "--netns", netns, "--metrics-port", Integer.toString(agentMetricsPort),
+        "--lease-namespace", NS)
+        .redirectErrorStream(true).redirectOutput(agentLog.toFile());
+    Map<String, String> env = pb.environment();
+    env.put("JAVA_TOOL_OPTIONS", jvmOptions);
+    env.putAll(extraEnv);
+    env.put("KUBERNETES_MASTER", url);
+    env.put("KUBERNETES_TRUST_CERTIFICATES", "true");
+    env.put("KUBERNETES_NAMESPACE", NS);
+    env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
+    env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
+    env.put("EGRESS_AGENT_LOG_LEVEL", "WARN");
+    agentProcess = pb.start();
+  }
+
+  /** The reconcile count of the real process, from its reconcile-duration histogram on /metrics. */
+  long processReconciles() {
     try {
-      String url = readUrl(server);
-      netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
-      run("ip", "netns", "add", netns);
-      run("ip", "-n", netns, "link", "set", "lo", "up");
-      observer = RtNetlink.open(Optional.of(netns));
-      ProcessBuilder pb = new ProcessBuilder(java, "-jar", Path.of("target", "egress-service-agent.jar").toString(), "run",
-          "--node-name", NODE, "--netns", netns, "--metrics-port", "0", "--lease-namespace", NS)
-          .redirectErrorStream(true).redirectOutput(log.toFile());
-      Map<String, String> env = pb.environment();
-      env.put("JAVA_TOOL_OPTIONS", jvmOptions);
-      env.putAll(extraEnv);
-      env.put("KUBERNETES_MASTER", url);
-      env.put("KUBERNETES_TRUST_CERTIFICATES", "true");
-      env.put("KUBERNETES_NAMESPACE", NS);
-      env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
-      env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
-      env.put("EGRESS_AGENT_LOG_LEVEL", "WARN");
+      var http = java.net.http.HttpClient.newHttpClient();
+      String body = http.send(java.net.http.HttpRequest.newBuilder(
+              java.net.URI.create("http://127.0.0.1:" + agentMetricsPort + "/metrics")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+      for (String line : body.split("\n")) {
+        if (line.startsWith("egress_service_agent_reconcile_duration_seconds_count")) {
+          return (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        }
+      }
+      throw new IllegalStateException("no reconcile count on the agent's /metrics");
+    } catch (IOException e) {
+      throw new IllegalStateException("the agent's /metrics: " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** SIGTERM (the agent leaves the kernel state; the namespace goes in close()), then its warnings. */
+  void stopAgentProcess() throws IOException, InterruptedException {
+    if (agentProcess == null) {
+      return;
+    }
+    agentProcess.destroy();
+    if (!agentProcess.waitFor(30, TimeUnit.SECONDS)) {
+      agentProcess.destroyForcibly();
+    }
+    List<String> logged = Files.readAllLines(agentLog).stream()
+        .filter(l -> l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("[warning]") || l.contains("[error]"))
+        .toList();
+    logged.stream().limit(8).forEach(l -> System.out.println("  agent log: " + l));
+    if (logged.size() > 8) {
+      System.out.println("  agent log: ... " + (logged.size() - 8) + " more warnings or errors");
+    }
+    Files.deleteIfExists(agentLog);
+    agentProcess = null;
+  }
+
+  void newNamespaceAndObserver() {
+    netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+    run("ip", "netns", "add", netns);
+    run("ip", "-n", netns, "link", "set", "lo", "up");
+    observer = RtNetlink.open(Optional.of(netns));
+  }
+
+  void rssProcess(int services) throws Exception {
+    System.out.printf("memory of the real agent process: %d LoadBalancerIP EgressServices x %d endpoints; java %s%n",
+        services, ENDPOINTS_PER_SERVICE, System.getProperty("java.version"));
+    String jvmOptions = agentJvmOptions();
+    try {
+      String url = startServerProcess(services);
+      newNamespaceAndObserver();
       long t0 = System.nanoTime();
-      agentProcess = pb.start();
+      startAgentProcess(url, jvmOptions);
       long pid = agentProcess.pid();
       double converge = awaitConverged(services, t0, Duration.ofSeconds(300));
       System.out.printf(Locale.ROOT, "  converged: %d rules after %.2f s from the process start%n", ownedRules(), converge);
@@ -639,26 +784,7 @@ public final class AgentLatencyBench {
         throw new IllegalStateException("the agent exited with " + agentProcess.exitValue());
       }
     } finally {
-      if (agentProcess != null) {
-        agentProcess.destroy(); // SIGTERM: the agent leaves the kernel state; the namespace goes below
-        if (!agentProcess.waitFor(30, TimeUnit.SECONDS)) {
-          agentProcess.destroyForcibly();
-        }
-        List<String> logged = Files.readAllLines(log).stream().filter(l -> l.contains(" WARN ") || l.contains(" ERROR "))
-            .toList();
-        logged.stream().limit(8).forEach(l -> System.out.println("  agent log: " + l));
-        if (logged.size() > 8) {
-          System.out.println("  agent log: ... " + (logged.size() - 8) + " more warnings or errors");
-        }
-      }
-      Files.deleteIfExists(log);
-      close();
-      observer = null;
-      netns = null;
-      server.getOutputStream().close();
-      if (!server.waitFor(10, TimeUnit.SECONDS)) {
-        server.destroyForcibly();
-      }
+      stopAgentProcess();
     }
   }
 
@@ -691,6 +817,25 @@ public final class AgentLatencyBench {
   void close() {
     if (watch != null) {
       watch.close();
+    }
+    try {
+      stopAgentProcess();
+    } catch (IOException e) {
+      System.err.println("could not read the agent's log: " + e.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (serverProcess != null) {
+      try {
+        serverProcess.getOutputStream().close(); // the child serves until its stdin closes
+        if (!serverProcess.waitFor(10, TimeUnit.SECONDS)) {
+          serverProcess.destroyForcibly();
+        }
+      } catch (IOException e) {
+        serverProcess.destroyForcibly();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     if (agent != null) {
       agent.close();
