@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.client.informers.cache.Cache;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.UnaryOperator;
 import org.ovn.k8s.v1.EgressService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,10 +24,10 @@ import org.slf4j.LoggerFactory;
  * of each cache, however many parts of the agent use them.
  *
  * <p>EndpointSlices are watched only with the {@code kubernetes.io/service-name} label: a slice
- * without it belongs to no Service, so no EgressService can use it. The caches keep no
- * {@code metadata.managedFields} and no annotations: nothing in the agent reads them, and in a real
- * cluster they are often the larger part of an object (every field manager's field set, kubectl's
- * last-applied copy of the whole object), times every Service and EndpointSlice of the cluster.
+ * without it belongs to no Service, so no EgressService can use it. The caches keep a
+ * {@linkplain LeanObjects lean copy} of each object, with only the fields the agent reads: a real
+ * cluster's Services, EndpointSlices and Nodes are mostly managedFields, annotations, ports, endpoint
+ * conditions and node images, times every Service, slice and node of the cluster.
  */
 public final class ClusterInformers implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterInformers.class);
@@ -49,10 +50,10 @@ public final class ClusterInformers implements AutoCloseable {
     slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
         .runnableInformer(resyncMillis);
     nodes = client.nodes().runnableInformer(resyncMillis);
-    egressServices.itemStore(new LeanItemStore<>());
-    services.itemStore(new LeanItemStore<>());
-    slices.itemStore(new LeanItemStore<>());
-    nodes.itemStore(new LeanItemStore<>());
+    egressServices.itemStore(new LeanItemStore<>(LeanObjects::egressService));
+    services.itemStore(new LeanItemStore<>(LeanObjects::service));
+    slices.itemStore(new LeanItemStore<>(LeanObjects::endpointSlice));
+    nodes.itemStore(new LeanItemStore<>(LeanObjects::node));
     for (SharedIndexInformer<? extends HasMetadata> i : all()) {
       i.exceptionHandler((isStarted, error) -> {
         LOG.warn("{} informer: {} (retrying; what the agent applied is kept)", i.getApiTypeClass().getSimpleName(),
@@ -62,19 +63,31 @@ public final class ClusterInformers implements AutoCloseable {
     }
   }
 
-  /** An informer store that drops what no part of the agent reads before it keeps an object. */
+  /**
+   * An informer store that keeps the {@link LeanObjects} copy of each object it is given.
+   *
+   * <p>The store is where this has to happen: fabric8 7.5 has no transform hook on its informers (like
+   * client-go's SetTransform), and its {@code ReducedStateItemStore} keeps chosen fields but rebuilds a
+   * whole object through the JSON mapper on every get and list, while every reconcile and allocation pass
+   * lists all the caches.
+   *
+   * <p>Event handlers see both kinds of object. fabric8 hands them the object it decoded from the API
+   * (adds, the new side of an update, a watched delete) but what the store holds for the old side of an
+   * update, for resyncs and for deletions found on a relist. A handler that compares old with new
+   * therefore compares a lean copy with a full object; that works because both project to the same plan
+   * and allocator inputs ({@code LeanObjectsTest}). The full object is garbage once the handlers ran.
+   */
   static final class LeanItemStore<T extends HasMetadata> extends BasicItemStore<T> {
-    LeanItemStore() {
+    private final UnaryOperator<T> lean;
+
+    LeanItemStore(UnaryOperator<T> lean) {
       super(Cache::metaNamespaceKeyFunc);
+      this.lean = lean;
     }
 
     @Override
     public T put(String key, T obj) {
-      if (obj.getMetadata() != null) {
-        obj.getMetadata().setManagedFields(null);
-        obj.getMetadata().setAnnotations(null);
-      }
-      return super.put(key, obj);
+      return super.put(key, lean.apply(obj));
     }
   }
 

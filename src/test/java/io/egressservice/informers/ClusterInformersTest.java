@@ -3,14 +3,20 @@ package io.egressservice.informers;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.egressservice.allocator.AllocatorInputs;
+import io.egressservice.objects.PlanInputs;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntryBuilder;
+import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 
 /** The shared informers against fabric8's mock API server (CRUD mode). */
@@ -59,6 +65,54 @@ class ClusterInformersTest {
 
       assertThat(informers.endpointSlices().getStore().listKeys()).containsExactly("default/web-1");
       assertThat(informers.snapshot().endpointSlices()).hasSize(1);
+    }
+  }
+
+  @Test
+  void theNodeCacheHoldsALeanCopyAndHandlersStillTellARelevantChangeFromAHeartbeat() {
+    Node fixture = LeanObjectsTest.nodes().get(0);
+    fixture.getMetadata().setResourceVersion(null);
+    client.resource(fixture).create();
+    // for each update: did what the plan or the allocator reads change?
+    List<Boolean> updates = new CopyOnWriteArrayList<>();
+    try (ClusterInformers informers = ClusterInformers.create(client, Duration.ZERO)) {
+      informers.nodes().addEventHandler(new ResourceEventHandler<Node>() {
+        @Override
+        public void onAdd(Node obj) {}
+
+        @Override
+        public void onUpdate(Node oldObj, Node newObj) {
+          updates.add(!PlanInputs.node(oldObj).equals(PlanInputs.node(newObj))
+              || !AllocatorInputs.node(oldObj).equals(AllocatorInputs.node(newObj)));
+        }
+
+        @Override
+        public void onDelete(Node obj, boolean deletedFinalStateUnknown) {}
+      });
+      informers.start();
+      await().atMost(Duration.ofSeconds(10)).until(informers::hasSynced);
+
+      Node cached = informers.nodes().getStore().getByKey("worker-a1");
+      assertThat(cached.getStatus().getImages()).isEmpty();
+      assertThat(cached.getMetadata().getManagedFields()).isEmpty();
+      assertThat(AllocatorInputs.node(cached)).isEqualTo(AllocatorInputs.node(fixture));
+
+      client.nodes().withName("worker-a1").edit(n -> {
+        n.getMetadata().getAnnotations().put("k8s.ovn.org/node-chassis-id", "0f0e0d0c-0b0a-4c3b-9a8d-000000000001");
+        n.getStatus().getConditions().forEach(c -> c.setLastHeartbeatTime("2024-06-02T14:06:31Z"));
+        n.getStatus().getImages().remove(0);
+        return n;
+      });
+      await().atMost(Duration.ofSeconds(10)).until(() -> updates.size() == 1);
+      client.nodes().withName("worker-a1").edit(n -> {
+        n.getMetadata().getLabels().put("egress-capable", "false");
+        return n;
+      });
+      await().atMost(Duration.ofSeconds(10)).until(() -> updates.size() == 2);
+
+      assertThat(updates).containsExactly(false, true);
+      assertThat(informers.nodes().getStore().getByKey("worker-a1").getMetadata().getLabels())
+          .containsEntry("egress-capable", "false");
     }
   }
 }
