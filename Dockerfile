@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
-# egress-service-agent image: the fat jar on a jlink'ed JRE, on Debian with libnftables.
+# egress-service-agent image: the node jar (no demo) on a jlink'ed JRE with an AppCDS archive, on Debian
+# with libnftables.
 #   docker build -t ghcr.io/egress-service-agent/egress-service-agent:dev .
 
-# --- 1. build the fat jar from sources (target/ is never sent: see .dockerignore) ---
+# --- 1. build the jars from sources (target/ is never sent: see .dockerignore) ---
 FROM maven:3-eclipse-temurin-17 AS build
 WORKDIR /src
 COPY pom.xml ./
@@ -12,9 +13,9 @@ RUN --mount=type=cache,target=/root/.m2 mvn -B -DskipTests package
 
 # --- 2. a JRE with only the modules the jar needs ---
 FROM maven:3-eclipse-temurin-17 AS jre
-COPY --from=build /src/target/egress-service-agent.jar /tmp/agent.jar
-# jdeps on the fat jar printed (JDK 17.0.15):
-#   java.base,java.compiler,java.desktop,java.naming,java.sql,jdk.httpserver,jdk.unsupported
+COPY --from=build /src/target/egress-service-agent-node.jar /tmp/agent.jar
+# jdeps on the node jar printed (JDK 17.0.15):
+#   java.base,java.desktop,java.naming,java.net.http,java.sql,jdk.httpserver,jdk.unsupported
 # Added by hand, as jdeps cannot see them: jdk.crypto.ec (SunEC provider: ECDHE/EC certificates
 # on the TLS connection to the API server, loaded as a security provider, not linked).
 RUN modules="$(jdeps --multi-release 17 --print-module-deps --ignore-missing-deps /tmp/agent.jar),jdk.crypto.ec" \
@@ -31,7 +32,19 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libnftables1 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=jre /opt/egress-service-agent /opt/egress-service-agent
-COPY --from=build /src/target/egress-service-agent.jar /opt/egress-service-agent/egress-service-agent.jar
+# The node jar: everything but the demo's embedded API server (Vert.x, Netty, BouncyCastle), whose zip
+# index alone stayed in the agent's heap for its whole life.
+COPY --from=build /src/target/egress-service-agent-node.jar /opt/egress-service-agent/egress-service-agent.jar
+# AppCDS: the classes the agent loads (src/main/appcds/agent.classlist, from a training run of the real
+# process: bench/agent-latency.sh classlist) are parsed once, here, into an archive that every start maps
+# instead of parsing them into metaspace: about 9 MiB less RSS with 1,000 services, and a faster start
+# (bench/README.md, "Memory"). The dump must run against this very jar at this very path (the JVM checks
+# both); a list that has gone stale only archives fewer classes, and a missing or unusable archive only
+# costs that memory back (-Xshare:auto, the default: the JVM then starts without it and says so).
+COPY src/main/appcds/agent.classlist /tmp/agent.classlist
+RUN /opt/egress-service-agent/bin/java -Xshare:dump -Xlog:cds=error -XX:SharedClassListFile=/tmp/agent.classlist \
+      -XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa -cp /opt/egress-service-agent/egress-service-agent.jar \
+ && rm /tmp/agent.classlist
 
 LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/egress-service-agent" \
       org.opencontainers.image.licenses="Apache-2.0" \
@@ -40,9 +53,10 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
 
 # Runs as root (uid 0) with only CAP_NET_ADMIN, granted by the DaemonSet (deploy/daemonset.yaml).
 # JNA needs a writable jna.tmpdir; the DaemonSet mounts an emptyDir at /tmp and sets
-# JAVA_TOOL_OPTIONS="-Xms16m -Xmx96m -Xmn16m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40
-#   -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m -XX:TrimNativeHeapInterval=10000 -Xss512k -Djna.tmpdir=/tmp"
+# JAVA_TOOL_OPTIONS="-Xms16m -Xmx96m -Xmn12m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40
+#   -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m -XX:TrimNativeHeapInterval=10000 -Xss512k
+#   -Dsun.reflect.inflationThreshold=2147483647 -Djna.tmpdir=/tmp"
 # and MALLOC_ARENA_MAX=2 (bench/README.md, "Memory"). TrimNativeHeapInterval needs a JDK 17.0.9 or later.
-# --generate-cds-archive: the JRE gets the JDK's default class-data archive, as a full JDK has (without it
-# the agent measured about 3 MiB more RSS, -Xshare:off, and starts slower).
-ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]
+# --generate-cds-archive: the JRE gets the JDK's default class-data archive, as a full JDK has; the
+# entrypoint's agent.jsa (above) holds those classes too and the agent's own, and is the one in use.
+ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]

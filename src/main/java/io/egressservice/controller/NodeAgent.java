@@ -386,8 +386,10 @@ public final class NodeAgent implements AutoCloseable {
       ApplyReport report = dataplane.reconcile(plan);
       lastNftGeneration = dataplane.nftGeneration();
       double seconds = (System.nanoTime() - start) / 1e9;
-      // Nothing changed: the observation the plan was made with is still the kernel's state.
-      ObservedState after = report.applied().isEmpty() && report.succeeded() ? plan.observed() : dataplane.observe();
+      // Applied in full: the kernel holds the plan, so the gauges need no second dump of it (a reconcile per
+      // endpoint update made that dump a large part of its cost). Otherwise ask the kernel what it holds.
+      AgentMetrics.Owned after = report.succeeded() ? AgentMetrics.Owned.planned(desired)
+          : AgentMetrics.Owned.observed(dataplane.observe());
       metrics.reconciled(trigger, seconds, desired, report, after, clock.millis() / 1000.0, apiTriggered);
       reporter.report(desired);
       lastReconcile = Optional.of(new ReconcileSummary(trigger, report.applied().size(), report.failures().size()));

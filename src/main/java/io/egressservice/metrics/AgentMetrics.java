@@ -10,6 +10,8 @@ import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.Map;
+import java.util.stream.Collectors;
 
 /** The agent's Prometheus metrics, all named {@code egress_service_agent_*}, in their own registry. */
 public final class AgentMetrics {
@@ -86,7 +88,29 @@ public final class AgentMetrics {
   }
 
   /** Records one reconcile; {@code trigger} is api, resync, kernel or startup. */
-  public void reconciled(String trigger, double seconds, DesiredState desired, ApplyReport report, ObservedState after,
+  /** How many rules and SNAT entries the agent owns in the kernel, per family. */
+  public record Owned(Map<IpFamily, Long> rules, Map<IpFamily, Long> snatEntries) {
+    public Owned {
+      rules = Map.copyOf(rules);
+      snatEntries = Map.copyOf(snatEntries);
+    }
+
+    /** As observed in the kernel. */
+    public static Owned observed(ObservedState s) {
+      return new Owned(
+          s.rules().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())),
+          s.nft().snat().stream().collect(Collectors.groupingBy(e -> e.family(), Collectors.counting())));
+    }
+
+    /** What the kernel holds once a plan was applied in full: the plan itself, without a second dump. */
+    public static Owned planned(DesiredState d) {
+      return new Owned(
+          d.rules().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())),
+          d.snat().stream().collect(Collectors.groupingBy(e -> e.family(), Collectors.counting())));
+    }
+  }
+
+  public void reconciled(String trigger, double seconds, DesiredState desired, ApplyReport report, Owned after,
       double nowEpochSeconds, boolean apiTriggered) {
     reconcileDuration.labelValues(trigger).observe(seconds);
     for (Change c : report.applied()) {
@@ -102,8 +126,8 @@ public final class AgentMetrics {
       reconcileErrors.inc();
     }
     for (IpFamily f : IpFamily.values()) {
-      ownedRules.labelValues(f.iproute2Name()).set(after.rules().stream().filter(r -> r.family() == f).count());
-      snatEntries.labelValues(f.iproute2Name()).set(after.nft().snat().stream().filter(e -> e.family() == f).count());
+      ownedRules.labelValues(f.iproute2Name()).set(after.rules().getOrDefault(f, 0L));
+      snatEntries.labelValues(f.iproute2Name()).set(after.snatEntries().getOrDefault(f, 0L));
     }
     long configured = desired.services().stream().filter(ServiceOutcome::configured).count();
     services.labelValues("configured").set(configured);

@@ -79,6 +79,40 @@ public record Rule(
     }
   }
 
+  /**
+   * Field by field, written out: every reconcile hashes and compares each owned rule a few times, and
+   * the generated record methods go through method-handle chains that the agent's C1-only JIT
+   * (deploy/daemonset.yaml) runs several times slower.
+   */
+  @Override
+  public boolean equals(Object o) {
+    return o == this || o instanceof Rule r
+        && priority == r.priority && table == r.table && protocol == r.protocol && invert == r.invert
+        && family == r.family && action == r.action
+        && source.equals(r.source) && destination.equals(r.destination)
+        && fwmark.equals(r.fwmark) && fwmask.equals(r.fwmask)
+        && suppressPrefixLength.equals(r.suppressPrefixLength) && gotoTarget.equals(r.gotoTarget)
+        && iifName.equals(r.iifName) && oifName.equals(r.oifName);
+  }
+
+  @Override
+  public int hashCode() {
+    int h = family.hashCode();
+    h = 31 * h + priority;
+    h = 31 * h + source.hashCode();
+    h = 31 * h + destination.hashCode();
+    h = 31 * h + table;
+    h = 31 * h + protocol;
+    h = 31 * h + action.hashCode();
+    h = 31 * h + fwmark.hashCode();
+    h = 31 * h + fwmask.hashCode();
+    h = 31 * h + suppressPrefixLength.hashCode();
+    h = 31 * h + iifName.hashCode();
+    h = 31 * h + oifName.hashCode();
+    h = 31 * h + gotoTarget.hashCode();
+    return 31 * h + Boolean.hashCode(invert);
+  }
+
   private static Optional<IpPrefix> normalise(IpFamily family, String what, Optional<IpPrefix> p) {
     Objects.requireNonNull(p, what);
     if (p.isPresent() && p.get().family() != family) {

@@ -146,6 +146,18 @@ public final class EgressNftables implements AutoCloseable {
       return source.family();
     }
 
+    // Written out, as in netlink.Rule (the generated record methods are slow under a C1-only JIT).
+    @Override
+    public boolean equals(Object o) {
+      return o == this || o instanceof SnatElement e
+          && source.equals(e.source) && target.equals(e.target) && comment.equals(e.comment);
+    }
+
+    @Override
+    public int hashCode() {
+      return (31 * source.hashCode() + target.hashCode()) * 31 + comment.hashCode();
+    }
+
     @Override
     public String toString() {
       return source + " : " + target + " (" + comment + ")";

@@ -1,12 +1,7 @@
 package io.egressservice.plan;
 
-import java.util.Comparator;
-
 /** A namespaced Kubernetes object's identity; prints as {@code namespace/name}. */
 public record ObjectRef(String namespace, String name) implements Comparable<ObjectRef> {
-  private static final Comparator<ObjectRef> ORDER =
-      Comparator.comparing(ObjectRef::namespace).thenComparing(ObjectRef::name);
-
   public ObjectRef {
     namespace = namespace == null ? "" : namespace;
     name = name == null ? "" : name;
@@ -14,7 +9,20 @@ public record ObjectRef(String namespace, String name) implements Comparable<Obj
 
   @Override
   public int compareTo(ObjectRef o) {
-    return ORDER.compare(this, o);
+    int c = namespace.compareTo(o.namespace);
+    return c != 0 ? c : name.compareTo(o.name);
+  }
+
+  // Written out, as in netlink.Rule: plans key maps by ObjectRef, and the generated record methods are
+  // slow under the agent's C1-only JIT.
+  @Override
+  public boolean equals(Object o) {
+    return o == this || o instanceof ObjectRef r && namespace.equals(r.namespace) && name.equals(r.name);
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * namespace.hashCode() + name.hashCode();
   }
 
   @Override

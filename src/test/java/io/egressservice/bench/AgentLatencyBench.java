@@ -141,7 +141,9 @@ public final class AgentLatencyBench {
   void createObjects(int services) {
     client.nodes().resource(new NodeBuilder().withNewMetadata().withName(NODE).endMetadata()
         .withNewSpec().withPodCIDR("10.128.0.0/16").withPodCIDRs(List.of("10.128.0.0/16")).endSpec()
-        .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress().endStatus()
+        // Ready, as a real node: the allocator of the real process takes the host away from a node that is not
+        .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress()
+          .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus()
         .build()).create();
     initEndpoints(services);
     for (int i = 0; i < services; i++) {
@@ -315,6 +317,8 @@ public final class AgentLatencyBench {
         subscription.overflows());
     if (realProcess) {
       long pid = agentProcess.pid();
+      System.out.printf(Locale.ROOT, "agent reconciles: %d, mean duration %.1f ms (its /metrics)%n", reconciles(),
+          1000 * processMetric("egress_service_agent_reconcile_duration_seconds_sum") / reconciles());
       System.out.printf(Locale.ROOT, "agent process after the churn: RSS %.1f MiB (peak VmHWM %.1f MiB)%n",
           statusKib(pid, "VmRSS") / 1024.0, statusKib(pid, "VmHWM") / 1024.0);
       System.out.println("  " + String.join("\n  ", capture("jstat", "-gc", Long.toString(pid)).strip().split("\n")));
@@ -702,23 +706,34 @@ public final class AgentLatencyBench {
     env.put("KUBERNETES_NAMESPACE", NS);
     env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
     env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
-    env.put("EGRESS_AGENT_LOG_LEVEL", "WARN");
+    env.put("EGRESS_AGENT_LOG_LEVEL", System.getProperty("bench.agentLogLevel", "WARN"));
     agentProcess = pb.start();
   }
 
   /** The reconcile count of the real process, from its reconcile-duration histogram on /metrics. */
   long processReconciles() {
+    return (long) processMetric("egress_service_agent_reconcile_duration_seconds_count");
+  }
+
+  /** The sum over all label values of one sample name on the real process's /metrics. */
+  double processMetric(String name) {
     try {
       var http = java.net.http.HttpClient.newHttpClient();
       String body = http.send(java.net.http.HttpRequest.newBuilder(
               java.net.URI.create("http://127.0.0.1:" + agentMetricsPort + "/metrics")).build(),
           java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+      double sum = 0;
+      boolean found = false;
       for (String line : body.split("\n")) {
-        if (line.startsWith("egress_service_agent_reconcile_duration_seconds_count")) {
-          return (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
+          sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+          found = true;
         }
       }
-      throw new IllegalStateException("no reconcile count on the agent's /metrics");
+      if (!found) {
+        throw new IllegalStateException("no " + name + " on the agent's /metrics");
+      }
+      return sum;
     } catch (IOException e) {
       throw new IllegalStateException("the agent's /metrics: " + e.getMessage(), e);
     } catch (InterruptedException e) {
@@ -743,7 +758,11 @@ public final class AgentLatencyBench {
     if (logged.size() > 8) {
       System.out.println("  agent log: ... " + (logged.size() - 8) + " more warnings or errors");
     }
-    Files.deleteIfExists(agentLog);
+    if (Boolean.getBoolean("bench.keepAgentLog")) {
+      System.out.println("  agent log kept: " + agentLog);
+    } else {
+      Files.deleteIfExists(agentLog);
+    }
     agentProcess = null;
   }
 
@@ -770,8 +789,11 @@ public final class AgentLatencyBench {
       Thread.sleep(5000);
       System.out.printf(Locale.ROOT, "  idle after a further %.1f s, then 5 s%n", idle);
       long rss = statusKib(pid, "VmRSS");
-      System.out.printf(Locale.ROOT, "  %-58s RSS %.1f MiB (peak VmHWM %.1f MiB)%n", "converged and idle, no forced GC",
-          rss / 1024.0, statusKib(pid, "VmHWM") / 1024.0);
+      System.out.printf(Locale.ROOT, "  %-58s RSS %.1f MiB (peak VmHWM %.1f MiB); %d rules in the kernel%n",
+          "converged and idle, no forced GC", rss / 1024.0, statusKib(pid, "VmHWM") / 1024.0, ownedRules());
+      if (ownedRules() != services * (ENDPOINTS_PER_SERVICE + 1)) {
+        throw new IllegalStateException("the agent no longer holds every service's rules: measured the wrong state");
+      }
       System.out.println("  " + String.join("\n  ", capture("jstat", "-gc", Long.toString(pid)).strip().split("\n")));
       capture("jcmd", Long.toString(pid), "GC.run");
       Thread.sleep(3000);

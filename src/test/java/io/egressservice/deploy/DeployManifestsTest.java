@@ -247,9 +247,15 @@ class DeployManifestsTest {
     String entrypoint = runtime.lines().filter(l -> l.startsWith("ENTRYPOINT ")).findFirst().orElseThrow()
         .substring("ENTRYPOINT ".length());
     assertThat(new ObjectMapper().readValue(entrypoint, String[].class)).as("exec form, no shell").containsExactly(
-        "/opt/egress-service-agent/bin/java", "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
-    assertThat(runtime).contains("/opt/egress-service-agent/egress-service-agent.jar")
+        "/opt/egress-service-agent/bin/java", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa",
+        "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
+    assertThat(runtime).as("the node jar (no demo) is the image's jar")
+        .contains("COPY --from=build /src/target/egress-service-agent-node.jar /opt/egress-service-agent/egress-service-agent.jar")
         .contains("org.opencontainers.image.licenses=\"Apache-2.0\"");
+    assertThat(runtime).as("the AppCDS archive is dumped from the committed class list, against the jar at its path")
+        .contains("COPY src/main/appcds/agent.classlist ")
+        .containsPattern("-Xshare:dump[^\\n]*-XX:SharedClassListFile=/tmp/agent.classlist")
+        .contains("-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa -cp /opt/egress-service-agent/egress-service-agent.jar");
 
     List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
     assertThat(ignored).contains("target/", ".git");
