@@ -406,7 +406,13 @@ public final class NodeAgent implements AutoCloseable {
 
   private void log(String trigger, double seconds, ApplyReport report) {
     if (report.applied().isEmpty() && report.succeeded()) {
-      LOG.debug("reconcile ({}): in sync, {} ms", trigger, String.format("%.1f", seconds * 1000));
+      if (LOG.isDebugEnabled()) { // the arguments are formatted before the call: only when the line is logged
+        LOG.debug("reconcile ({}): in sync, {} ms", trigger, String.format("%.1f", seconds * 1000));
+      }
+      return;
+    }
+    if (!LOG.isInfoEnabled()) {
+      report.failures().forEach(f -> LOG.warn("  refused by the kernel: {}", f));
       return;
     }
     LOG.info("reconcile ({}): {} change(s) in {} ms (kernel {} ms)", trigger, report.applied().size(),
