@@ -112,6 +112,11 @@ public final class Dataplane implements AutoCloseable {
     return nft.observeStats();
   }
 
+  /** The same for the mark part of the table (mark mode), which has its own cache. */
+  public EgressNftables.ObserveStats markObserveStats() {
+    return marks.observeStats();
+  }
+
   /**
    * The nftables ruleset generation of this namespace (it changes with every nft commit, ours or
    * anyone's), for cheap drift polling; empty when it cannot be read.
@@ -263,6 +268,9 @@ public final class Dataplane implements AutoCloseable {
       try {
         // ensureBase: element changes need the maps and sets; an intact base is left untouched.
         nft.apply(changes.nft(), true);
+        if (!changes.ensureNftBase()) {
+          marks.snatCommitted();
+        }
         applied.addAll(nftChanges.stream().filter(c -> c.kind() != Change.Kind.MARK).toList());
       } catch (NftException e) {
         failures.add("nft transaction (" + nftChanges.size() + " change(s), none applied): " + e.getMessage());
@@ -278,6 +286,7 @@ public final class Dataplane implements AutoCloseable {
       List<Change> markChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.MARK).toList();
       try {
         marks.run(changes.markCommands());
+        nft.marksCommitted();
         applied.addAll(markChanges);
       } catch (NftException e) {
         failures.add("nft mark transaction (" + markChanges.size() + " change(s), none applied): " + e.getMessage());

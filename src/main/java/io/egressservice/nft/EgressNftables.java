@@ -489,6 +489,14 @@ public final class EgressNftables implements AutoCloseable {
   }
 
   /**
+   * A transaction of ours on the mark part of the table (MarkNftables) has just committed: the SNAT
+   * objects are as they were, so the next {@link #observe} keeps the cached listing.
+   */
+  public synchronized void marksCommitted() {
+    cache.committedElsewhere();
+  }
+
+  /**
    * The transaction {@link #apply} would run now (after one listing, or none if the cached one is
    * current), as a libnftables-json document; {@code {"nftables":[]}} when nothing needs doing. For
    * tests and {@code --dry-run}.

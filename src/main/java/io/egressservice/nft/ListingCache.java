@@ -108,6 +108,23 @@ final class ListingCache<T> {
     }
   }
 
+  /**
+   * After a transaction of ours that did not touch what this cache holds (another part of the same
+   * table): keeps the value under the new generation if at most one commit (ours) happened since the
+   * value was current (an empty transaction commits nothing); else forgets.
+   */
+  void committedElsewhere() {
+    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    long before = lastRead;
+    OptionalLong after = readGeneration();
+    if (basedOnCurrent && after.isPresent()
+        && (after.getAsLong() == before || after.getAsLong() == next(before))) { // none, or only ours
+      generation = after.getAsLong();
+    } else {
+      invalidate();
+    }
+  }
+
   void invalidate() {
     value = null;
   }

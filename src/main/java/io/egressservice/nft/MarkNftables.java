@@ -102,6 +102,11 @@ public final class MarkNftables implements AutoCloseable {
     return cache.get(() -> parse(client.listTableIfPresent(FAMILY, TABLE)));
   }
 
+  /** Counters of the listing cache, for tests and benchmarks. */
+  public synchronized EgressNftables.ObserveStats observeStats() {
+    return cache.stats();
+  }
+
   /** Parses a {@code nft -j list table} document (or its absence). */
   static MarkState parse(Optional<JsonNode> listing) {
     Set<String> maps = new HashSet<>();
@@ -275,6 +280,15 @@ public final class MarkNftables implements AutoCloseable {
       }
     }
     return cmds;
+  }
+
+  /**
+   * A transaction of ours on the SNAT part of the table (EgressNftables, no base repair) has just
+   * committed: the mark objects are as they were, so the next {@link #observe} need not list the whole
+   * table again (with every SNAT element in it) only because the generation moved.
+   */
+  public synchronized void snatCommitted() {
+    cache.committedElsewhere();
   }
 
   /** Runs the commands as one transaction; nothing when empty. */

@@ -72,6 +72,28 @@ class DataplaneCacheNetnsTest {
   }
 
   @Test
+  void aSnatChangeOfOursDoesNotMakeTheNextReconcileListTheTable() {
+    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL)) {
+      assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
+      assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
+      long snatListings = dp.nftObserveStats().listings();
+      long markListings = dp.markObserveStats().listings();
+
+      // Endpoint churn: every reconcile commits one SNAT transaction, which moves the generation.
+      for (int n = 51; n <= 53; n++) {
+        assertThat(dp.reconcile(desired(n)).applied()).hasSize(2); // its rule and its SNAT element
+      }
+      assertThat(dp.reconcile(desired(53)).applied()).isEmpty();
+
+      assertThat(dp.nftObserveStats().listings()).as("SNAT part: the expected state is kept").isEqualTo(snatListings);
+      assertThat(dp.markObserveStats().listings()).as("mark part: untouched by a SNAT transaction")
+          .isEqualTo(markListings);
+      assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
+          .contains("10.244.0.53 comment \"default/web\" : 192.0.2.10");
+    }
+  }
+
+  @Test
   void withoutAGenerationReconcileStillConvergesAndRepairs() {
     DesiredState plan = desired(20);
     try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL,

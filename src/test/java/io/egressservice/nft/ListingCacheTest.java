@@ -45,6 +45,26 @@ class ListingCacheTest {
   }
 
   @Test
+  void aCommitOfOursElsewhereInTheTableKeepsTheListingOnlyWhenNoOtherCommitCame() {
+    cache.get(this::list);
+    gen.set(8); // ours, on the other part of the table
+    cache.committedElsewhere();
+    assertThat(cache.get(this::list)).isEqualTo("listing1");
+
+    cache.committedElsewhere(); // an empty transaction: nothing committed, nothing to forget
+    assertThat(cache.get(this::list)).isEqualTo("listing1");
+
+    gen.set(10); // ours and someone else's
+    cache.committedElsewhere();
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+
+    gen.set(11);
+    cache.committedElsewhere(); // the value was listed at 10: one commit since, ours
+    gen.set(13); // then two more before the next observe: listed again
+    assertThat(cache.get(this::list)).isEqualTo("listing3");
+  }
+
+  @Test
   void ourCommitKeepsTheExpectedStateOnlyWhenItWasTheOnlyCommit() {
     cache.get(this::list);
     gen.set(8); // exactly one commit: ours
