@@ -41,35 +41,41 @@ public final class Differ {
   private Differ() {}
 
   public static ChangeSet diff(DesiredState desired, ObservedState observed) {
-    Map<Rule, String> wanted = new LinkedHashMap<>();
+    // Labels (service names) are built only for the rules that change: during endpoint churn a
+    // reconcile changes a few of thousands.
+    Map<Rule, RuleSpec> wanted = new LinkedHashMap<>();
     for (RuleSpec spec : desired.rules()) {
-      String label = spec.service().map(Object::toString)
-          .orElse(spec.fwmark().isPresent() && spec.to().isEmpty() ? "(network " + spec.table().name() + ")" : IN_CLUSTER);
-      wanted.put(toRule(spec, desired.ruleProtocol(), desired.markMask()), label);
+      wanted.put(toRule(spec, desired.ruleProtocol(), desired.markMask()), spec);
     }
     Set<Rule> present = new HashSet<>(observed.rules());
-    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed);
 
     List<Change> changes = new ArrayList<>();
     List<Rule> adds = new ArrayList<>();
-    for (Map.Entry<Rule, String> e : wanted.entrySet()) {
+    for (Map.Entry<Rule, RuleSpec> e : wanted.entrySet()) {
       if (!present.contains(e.getKey())) {
+        RuleSpec spec = e.getValue();
+        String label = spec.service().map(Object::toString)
+            .orElse(spec.fwmark().isPresent() && spec.to().isEmpty() ? "(network " + spec.table().name() + ")" : IN_CLUSTER);
         adds.add(e.getKey());
-        changes.add(new Change(Change.Op.ADD, Change.Kind.RULE, e.getValue(), "rule " + e.getKey()));
+        changes.add(new Change(Change.Op.ADD, Change.Kind.RULE, label, "rule " + e.getKey()));
       }
     }
 
     List<Rule> deletes = new ArrayList<>();
-    List<Rule> stale = new ArrayList<>(observed.rules());
-    stale.sort(RULE_ORDER);
-    for (Rule r : stale) {
+    List<Rule> stale = new ArrayList<>();
+    for (Rule r : observed.rules()) {
       if (!wanted.containsKey(r)) {
-        deletes.add(r);
-        String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
-            .orElse(r.destination().isPresent() ? IN_CLUSTER
-                : r.fwmark().isPresent() ? "(network " + Integer.toUnsignedString(r.table()) + ")" : UNKNOWN);
-        changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, service, "rule " + r));
+        stale.add(r);
       }
+    }
+    stale.sort(RULE_ORDER);
+    Map<IpPrefix, String> serviceBySource = stale.isEmpty() ? Map.of() : serviceBySource(desired, observed);
+    for (Rule r : stale) {
+      deletes.add(r);
+      String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
+          .orElse(r.destination().isPresent() ? IN_CLUSTER
+              : r.fwmark().isPresent() ? "(network " + Integer.toUnsignedString(r.table()) + ")" : UNKNOWN);
+      changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, service, "rule " + r));
     }
 
     // nft: the table is needed while there is something to SNAT, and kept once it exists.
