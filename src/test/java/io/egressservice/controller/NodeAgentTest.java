@@ -351,9 +351,11 @@ class NodeAgentTest {
     // reconciles ramp up to it (at 0, 50, 100, 200, 400, 800, 1600 ms), then one a second, and one
     // after the end: 8 for a steady burst of 2 s. The mock server delivers these in clumps, slowly in a
     // fresh JVM (2.5 to 5.7 s, 8 to 22 reconciles measured), and two calm stretches halve the interval
-    // again. The bound leaves room for that and is still well below the one reconcile per 50 ms of a
-    // fixed minimum interval.
-    assertThat(reconciles).isBetween(1L, 5 + Math.round(burstSeconds / 0.15));
+    // again. On a slowed machine the server delivers barely above the burst rate (80/s) and in clumps,
+    // so the interval hovers at 100-200 ms: 29-45 reconciles for 4.6-6.2 s bursts were measured on
+    // such a day (one in 100-160 ms). The bound allows one per 100 ms: half the unpaced rate of one per
+    // 50 ms, and 500 updates still end in at most a tenth as many reconciles.
+    assertThat(reconciles).isBetween(1L, 5 + Math.round(burstSeconds / 0.1));
   }
 
   @Test
