@@ -224,11 +224,7 @@ public final class Allocator implements AutoCloseable {
       if (wait <= 0) {
         submit(this::runPass);
       } else {
-        try {
-          worker.schedule(this::runPass, wait, TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-          // closed
-        }
+        schedule(this::runPass, wait, TimeUnit.NANOSECONDS);
       }
     }
   }
@@ -242,8 +238,12 @@ public final class Allocator implements AutoCloseable {
   }
 
   private void schedule(long delayMillis) {
+    schedule(this::requestPass, delayMillis, TimeUnit.MILLISECONDS);
+  }
+
+  private void schedule(Runnable task, long delay, TimeUnit unit) {
     try {
-      worker.schedule(this::requestPass, delayMillis, TimeUnit.MILLISECONDS);
+      worker.schedule(task, delay, unit);
     } catch (java.util.concurrent.RejectedExecutionException e) {
       // closed
     }

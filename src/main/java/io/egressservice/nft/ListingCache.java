@@ -96,16 +96,7 @@ final class ListingCache<T> {
    * happened since the generation of the value returned by the last {@link #get}; else forgets.
    */
   void committed(T expected) {
-    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
-    long before = lastRead;
-    OptionalLong after = readGeneration();
-    if (basedOnCurrent && after.isPresent() && after.getAsLong() == next(before)) {
-      generation = after.getAsLong();
-      value = expected;
-      // listedAt stays: the age counts from the last real listing.
-    } else {
-      invalidate();
-    }
+    carryOver(expected, false);
   }
 
   /**
@@ -114,12 +105,19 @@ final class ListingCache<T> {
    * value was current (an empty transaction commits nothing); else forgets.
    */
   void committedElsewhere() {
+    carryOver(value, true);
+  }
+
+  /** Keeps {@code kept} under the generation now if only our commit (or none, when allowed) came since. */
+  private void carryOver(T kept, boolean noCommitIsFine) {
     boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
     long before = lastRead;
     OptionalLong after = readGeneration();
     if (basedOnCurrent && after.isPresent()
-        && (after.getAsLong() == before || after.getAsLong() == next(before))) { // none, or only ours
+        && (after.getAsLong() == next(before) || noCommitIsFine && after.getAsLong() == before)) {
       generation = after.getAsLong();
+      value = kept;
+      // listedAt stays: the age counts from the last real listing.
     } else {
       invalidate();
     }
