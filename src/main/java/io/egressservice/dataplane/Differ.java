@@ -69,7 +69,7 @@ public final class Differ {
       }
     }
     stale.sort(RULE_ORDER);
-    Map<IpPrefix, String> serviceBySource = stale.isEmpty() ? Map.of() : serviceBySource(desired, observed);
+    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed, stale);
     for (Rule r : stale) {
       deletes.add(r);
       String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
@@ -105,14 +105,17 @@ public final class Differ {
       }
     }
     Set<SnatElement> deleteSnat = new HashSet<>();
-    List<SnatElement> observedSorted = new ArrayList<>(nft.snat());
-    observedSorted.sort(Comparator.comparing(SnatElement::source));
-    for (SnatElement e : observedSorted) {
+    List<SnatElement> goneSorted = new ArrayList<>();
+    for (SnatElement e : nft.snat()) {
       if (!desiredSources.contains(e.source())) {
-        deleteSnat.add(e);
-        changes.add(new Change(Change.Op.DELETE, Change.Kind.SNAT, e.comment(),
-            "snat " + e.source() + " -> " + e.target()));
+        goneSorted.add(e);
       }
+    }
+    goneSorted.sort(Comparator.comparing(SnatElement::source));
+    for (SnatElement e : goneSorted) {
+      deleteSnat.add(e);
+      changes.add(new Change(Change.Op.DELETE, Change.Kind.SNAT, e.comment(),
+          "snat " + e.source() + " -> " + e.target()));
     }
     Optional<List<IpPrefix>> inCluster = Optional.empty();
     if (needTable && (ensureBase || !EgressNftables.sameCoverage(nft.inCluster(), desired.inCluster()))) {
@@ -188,17 +191,28 @@ public final class Differ {
     return r;
   }
 
-  /** Which service a source address belongs to: the plan first, then the nft comments. */
-  private static Map<IpPrefix, String> serviceBySource(DesiredState desired, ObservedState observed) {
+  /**
+   * Which service each deleted rule's source belongs to: the plan first, then the nft comments. Only
+   * for those sources: during churn a reconcile deletes a rule or two among thousands.
+   */
+  private static Map<IpPrefix, String> serviceBySource(DesiredState desired, ObservedState observed, List<Rule> deleted) {
+    Set<IpPrefix> sources = new HashSet<>();
+    deleted.forEach(r -> r.source().ifPresent(sources::add));
+    if (sources.isEmpty()) {
+      return Map.of();
+    }
     Map<IpPrefix, String> out = new HashMap<>();
-    observed.nft().snat().forEach(e -> out.put(e.source(), e.comment()));
-    observed.marks().elements().values().forEach(e -> out.put(e.source(), e.comment()));
-    desired.marks().forEach(m -> out.put(m.source(), m.service().toString()));
+    observed.nft().snat().stream().filter(e -> sources.contains(e.source())).forEach(e -> out.put(e.source(), e.comment()));
+    observed.marks().elements().values().stream().filter(e -> sources.contains(e.source()))
+        .forEach(e -> out.put(e.source(), e.comment()));
+    desired.marks().stream().filter(m -> sources.contains(m.source()))
+        .forEach(m -> out.put(m.source(), m.service().toString()));
     for (RuleSpec r : desired.rules()) {
-      if (r.from().isPresent() && r.service().isPresent()) {
+      if (r.from().isPresent() && r.service().isPresent() && sources.contains(r.from().get())) {
         out.put(r.from().get(), r.service().get().toString());
       }
     }
     return out;
   }
+
 }
