@@ -7,7 +7,6 @@ import io.egressservice.dataplane.ObservedState;
 import io.egressservice.health.HealthServer.Probe;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
-import io.egressservice.dataplane.Differ;
 import io.egressservice.netlink.ChangeEvent;
 import io.egressservice.netlink.ChangeKind;
 import io.egressservice.netlink.Rule;
@@ -380,9 +379,7 @@ public final class NodeAgent implements AutoCloseable {
     try {
       NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config());
       DesiredState desired = plan.desired();
-      expectedRules = desired.rules().stream()
-          .map(r -> Differ.toRule(r, desired.ruleProtocol(), desired.markMask()))
-          .collect(java.util.stream.Collectors.toUnmodifiableSet());
+      expectedRules = plan.wantedRules().keySet();
       ApplyReport report = dataplane.reconcile(plan);
       lastNftGeneration = dataplane.nftGeneration();
       double seconds = (System.nanoTime() - start) / 1e9;

@@ -214,12 +214,12 @@ public final class Dataplane implements AutoCloseable {
     NodeFacts facts = facts(networks, observed);
     DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(),
         config, facts.existingMarks()));
-    return new NodePlan(desired, observed, observeNanos);
+    return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos);
   }
 
   /** Diff the plan against the observation it was made with, and apply. */
   public ApplyReport reconcile(NodePlan plan) {
-    ApplyReport report = apply(Differ.diff(plan.desired(), plan.observed()));
+    ApplyReport report = apply(Differ.diff(plan.desired(), plan.wantedRules(), plan.observed()));
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
 

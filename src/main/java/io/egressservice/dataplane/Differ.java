@@ -41,12 +41,22 @@ public final class Differ {
   private Differ() {}
 
   public static ChangeSet diff(DesiredState desired, ObservedState observed) {
-    // Labels (service names) are built only for the rules that change: during endpoint churn a
-    // reconcile changes a few of thousands.
+    return diff(desired, wantedRules(desired), observed);
+  }
+
+  /** The plan's rules as netlink rules, in plan order, each with the rule of the plan it came from. */
+  public static Map<Rule, RuleSpec> wantedRules(DesiredState desired) {
     Map<Rule, RuleSpec> wanted = new LinkedHashMap<>();
     for (RuleSpec spec : desired.rules()) {
       wanted.put(toRule(spec, desired.ruleProtocol(), desired.markMask()), spec);
     }
+    return wanted;
+  }
+
+  /** With the plan's rules already built by {@link #wantedRules}. */
+  public static ChangeSet diff(DesiredState desired, Map<Rule, RuleSpec> wanted, ObservedState observed) {
+    // Labels (service names) are built only for the rules that change: during endpoint churn a
+    // reconcile changes a few of thousands.
     Set<Rule> present = new HashSet<>(observed.rules());
 
     List<Change> changes = new ArrayList<>();
@@ -62,16 +72,14 @@ public final class Differ {
     }
 
     List<Rule> deletes = new ArrayList<>();
-    List<Rule> stale = new ArrayList<>();
     for (Rule r : observed.rules()) {
       if (!wanted.containsKey(r)) {
-        stale.add(r);
+        deletes.add(r);
       }
     }
-    stale.sort(RULE_ORDER);
-    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed, stale);
-    for (Rule r : stale) {
-      deletes.add(r);
+    deletes.sort(RULE_ORDER);
+    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed, deletes);
+    for (Rule r : deletes) {
       String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
           .orElse(r.destination().isPresent() ? IN_CLUSTER
               : r.fwmark().isPresent() ? "(network " + Integer.toUnsignedString(r.table()) + ")" : UNKNOWN);
@@ -214,5 +222,4 @@ public final class Differ {
     }
     return out;
   }
-
 }

@@ -1,10 +1,20 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.netlink.Rule;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.RuleSpec;
+import java.util.Map;
 
 /**
  * A node's plan and the observation of the owned kernel state it was made against.
  *
+ * @param wantedRules the plan's rules as netlink rules ({@link Differ#wantedRules}), built once for the
+ *     diff and for the agent's drift filter
  * @param observeNanos how long that observation took (counted as kernel time by the reconcile)
  */
-public record NodePlan(DesiredState desired, ObservedState observed, long observeNanos) {}
+public record NodePlan(DesiredState desired, Map<Rule, RuleSpec> wantedRules, ObservedState observed,
+    long observeNanos) {
+  public NodePlan {
+    wantedRules = java.util.Collections.unmodifiableMap(wantedRules);
+  }
+}

@@ -87,7 +87,6 @@ public final class AgentMetrics {
     reconcileInterval.set(seconds);
   }
 
-  /** Records one reconcile; {@code trigger} is api, resync, kernel or startup. */
   /** How many rules and SNAT entries the agent owns in the kernel, per family. */
   public record Owned(Map<IpFamily, Long> rules, Map<IpFamily, Long> snatEntries) {
     public Owned {
@@ -110,6 +109,7 @@ public final class AgentMetrics {
     }
   }
 
+  /** Records one reconcile; {@code trigger} is api, resync, kernel or startup. */
   public void reconciled(String trigger, double seconds, DesiredState desired, ApplyReport report, Owned after,
       double nowEpochSeconds, boolean apiTriggered) {
     reconcileDuration.labelValues(trigger).observe(seconds);
