@@ -106,6 +106,8 @@ public final class NodeAgent implements AutoCloseable {
   private volatile java.util.Set<Rule> expectedRules = java.util.Set.of();
   private volatile Optional<ReconcileSummary> lastReconcile = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
+  /** Informer caches replace objects, never mutate them: each reconcile converts only what changed. */
+  private final PlanInputs.Memo planInputs = PlanInputs.Memo.forImmutableObjects();
 
   private Subscription kernelEvents;
   private Thread worker;
@@ -377,7 +379,7 @@ public final class NodeAgent implements AutoCloseable {
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
     try {
-      NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config());
+      NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config(), planInputs);
       DesiredState desired = plan.desired();
       expectedRules = plan.wantedRules().keySet();
       ApplyReport report = dataplane.reconcile(plan);

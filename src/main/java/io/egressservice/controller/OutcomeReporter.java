@@ -18,6 +18,8 @@ final class OutcomeReporter {
   private final EventSink sink;
   private final String node;
   private final Map<ObjectRef, Snapshot> last = new HashMap<>();
+  /** The outcomes the snapshots were made from: an unchanged outcome (most of them, most times) is not re-derived. */
+  private final Map<ObjectRef, ServiceOutcome> lastOutcomes = new HashMap<>();
 
   /** What an Event depends on; equal snapshots emit nothing. */
   private record Snapshot(boolean configured, String reason, List<String> skipped, List<String> remote) {}
@@ -29,7 +31,14 @@ final class OutcomeReporter {
 
   void report(DesiredState state) {
     Map<ObjectRef, Snapshot> now = new HashMap<>();
+    Map<ObjectRef, ServiceOutcome> outcomes = new HashMap<>();
     for (ServiceOutcome o : state.services()) {
+      outcomes.put(o.service(), o);
+      Snapshot unchanged = last.get(o.service());
+      if (unchanged != null && sameOutcome(lastOutcomes.get(o.service()), o)) {
+        now.put(o.service(), unchanged);
+        continue;
+      }
       Snapshot s = new Snapshot(o.configured(), withoutCounts(o.reason()),
           o.skippedEndpoints().stream().map(e -> e.address() + " (" + e.reason() + ")").sorted().toList(),
           o.remoteEndpoints().stream().sorted().toList());
@@ -42,6 +51,13 @@ final class OutcomeReporter {
     }
     last.clear();
     last.putAll(now);
+    lastOutcomes.clear();
+    lastOutcomes.putAll(outcomes);
+  }
+
+  private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {
+    return a != null && a.configured() == b.configured() && a.reason().equals(b.reason())
+        && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints());
   }
 
   private void emitChange(ObjectRef es, Snapshot before, Snapshot now) {

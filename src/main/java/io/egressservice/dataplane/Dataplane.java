@@ -202,6 +202,11 @@ public final class Dataplane implements AutoCloseable {
    * node facts and the diff that {@link #reconcile(NodePlan)} applies.
    */
   public NodePlan plan(ClusterObjects objects, String node, PlanConfig config) {
+    return plan(objects, node, config, PlanInputs.Memo.none());
+  }
+
+  /** The same, converting only the objects {@code memo} has not seen (an informer-backed caller's memo). */
+  public NodePlan plan(ClusterObjects objects, String node, PlanConfig config, PlanInputs.Memo memo) {
     long start = System.nanoTime();
     ObservedState observed = observe();
     long observeNanos = System.nanoTime() - start;
@@ -213,7 +218,7 @@ public final class Dataplane implements AutoCloseable {
     }
     NodeFacts facts = facts(networks, observed);
     DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(),
-        config, facts.existingMarks()));
+        config, facts.existingMarks(), memo));
     return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos);
   }
 

@@ -100,9 +100,12 @@ public final class Differ {
     Set<SnatElement> addSnat = new HashSet<>();
     Set<IpPrefix> desiredSources = new HashSet<>();
     for (SnatEntry s : desired.snat()) {
-      SnatElement element = new SnatElement(s.source(), s.to(), s.service().toString());
       desiredSources.add(s.source());
       SnatElement old = observedSnat.get(s.source());
+      if (!ensureBase && old != null && old.target().equals(s.to()) && s.service().printsAs(old.comment())) {
+        continue; // as it is: nothing built for it (a reconcile during churn keeps nearly all of them)
+      }
+      SnatElement element = new SnatElement(s.source(), s.to(), s.service().toString());
       if (!element.equals(old) || ensureBase) {
         addSnat.add(element);
         if (!element.equals(old)) {

@@ -20,10 +20,12 @@ import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Function;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec;
 
@@ -50,16 +52,78 @@ public final class PlanInputs {
       NetworkResolution networks,
       PlanConfig config,
       Map<Long, Long> existingMarks) {
-    return new NodeInputs(
-        nodeName,
-        objects.egressServices().stream().map(PlanInputs::egressService).toList(),
-        objects.services().stream().map(PlanInputs::service).toList(),
-        objects.endpointSlices().stream().map(PlanInputs::slice).toList(),
-        objects.nodes().stream().map(PlanInputs::node).toList(),
-        connectedSubnets,
-        networks,
-        config,
-        existingMarks);
+    return of(nodeName, objects, connectedSubnets, networks, config, existingMarks, Memo.none());
+  }
+
+  /** The same, reusing what {@code memo} remembers of objects it has seen before. */
+  public static NodeInputs of(
+      String nodeName,
+      ClusterObjects objects,
+      List<IpPrefix> connectedSubnets,
+      NetworkResolution networks,
+      PlanConfig config,
+      Map<Long, Long> existingMarks,
+      Memo memo) {
+    return memo.convert(objects, (es, svc, slices, nodes) -> new NodeInputs(
+        nodeName, es, svc, slices, nodes, connectedSubnets, networks, config, existingMarks));
+  }
+
+  /**
+   * Each object's plan input, remembered by object identity from one conversion to the next. An informer
+   * cache replaces an object when it changes and never mutates it, so between two reconciles only the
+   * changed objects are converted again (the rest, parsed timestamps included, is reused). Only what the
+   * last conversion saw is kept. For objects that may be mutated in place, use {@link #none()}.
+   * One memo serves one thread at a time.
+   */
+  public static final class Memo {
+    private final boolean remember;
+    private IdentityHashMap<Object, Object> previous = new IdentityHashMap<>();
+
+    private Memo(boolean remember) {
+      this.remember = remember;
+    }
+
+    /** A memo for objects that are replaced, never mutated, when they change (informer caches). */
+    public static Memo forImmutableObjects() {
+      return new Memo(true);
+    }
+
+    /** Converts every object every time. */
+    public static Memo none() {
+      return new Memo(false);
+    }
+
+    interface Assembler {
+      NodeInputs assemble(List<EgressServiceInfo> egressServices, List<ServiceInfo> services,
+          List<EndpointSliceInfo> slices, List<NodeInfo> nodes);
+    }
+
+    synchronized NodeInputs convert(ClusterObjects objects, Assembler assembler) {
+      IdentityHashMap<Object, Object> next = remember ? new IdentityHashMap<>(previous.size() * 2) : previous;
+      NodeInputs out = assembler.assemble(
+          convert(objects.egressServices(), PlanInputs::egressService, next),
+          convert(objects.services(), PlanInputs::service, next),
+          convert(objects.endpointSlices(), PlanInputs::slice, next),
+          convert(objects.nodes(), PlanInputs::node, next));
+      previous = next;
+      return out;
+    }
+
+    private <T, R> List<R> convert(List<T> objects, Function<T, R> projection, IdentityHashMap<Object, Object> next) {
+      List<R> out = new ArrayList<>(objects.size());
+      for (T o : objects) {
+        if (!remember) {
+          out.add(projection.apply(o));
+          continue;
+        }
+        @SuppressWarnings("unchecked")
+        R known = (R) previous.get(o);
+        R info = known != null ? known : projection.apply(o);
+        next.put(o, info);
+        out.add(info);
+      }
+      return out;
+    }
   }
 
   public static ObjectRef ref(HasMetadata o) {

@@ -6,7 +6,7 @@ import java.util.Comparator;
 
 /** Mark mode: the source (endpoint or ClusterIP) whose packets get {@code mark}, i.e. go to {@code table}. */
 public record MarkEntry(IpPrefix source, long table, long mark, ObjectRef service) {
-  public static final Comparator<MarkEntry> ORDER = Comparator.comparing(MarkEntry::source);
+  public static final Comparator<MarkEntry> ORDER = (a, b) -> a.source.compareTo(b.source);
 
   public IpFamily family() {
     return source.family();

@@ -25,6 +25,12 @@ public record ObjectRef(String namespace, String name) implements Comparable<Obj
     return 31 * namespace.hashCode() + name.hashCode();
   }
 
+  /** Whether {@link #toString} would give {@code text}, without building it. */
+  public boolean printsAs(String text) {
+    return text.length() == namespace.length() + 1 + name.length() && text.startsWith(namespace)
+        && text.charAt(namespace.length()) == '/' && text.endsWith(name);
+  }
+
   @Override
   public String toString() {
     return namespace + "/" + name;

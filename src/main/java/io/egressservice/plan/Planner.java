@@ -6,7 +6,6 @@ import io.egressservice.plan.EndpointSliceInfo.Endpoint;
 import io.egressservice.plan.ServiceOutcome.SkippedEndpoint;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -77,9 +76,10 @@ public final class Planner {
     DesiredState plan() {
       List<EgressServiceInfo> ordered = new ArrayList<>(in.egressServices());
       // Oldest first: an endpoint claimed by two EgressServices belongs to the older one.
-      ordered.sort(
-          Comparator.comparing((EgressServiceInfo e) -> e.created().orElse(Instant.MAX))
-              .thenComparing(EgressServiceInfo::ref));
+      ordered.sort((a, b) -> {
+        int c = a.created().orElse(Instant.MAX).compareTo(b.created().orElse(Instant.MAX));
+        return c != 0 ? c : a.ref().compareTo(b.ref());
+      });
 
       Map<IpPrefix, ObjectRef> claims = new HashMap<>();
       Map<ObjectRef, ServiceOutcome> outcomes = new HashMap<>();
@@ -121,7 +121,7 @@ public final class Planner {
       snat.sort(SnatEntry.ORDER);
       marks.sort(MarkEntry.ORDER);
       List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
-      outcomeList.sort(Comparator.comparing(ServiceOutcome::service));
+      outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
       return new DesiredState(in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
           outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks);
     }
@@ -234,7 +234,7 @@ public final class Planner {
     private List<CandidateEndpoint> endpointsOf(ObjectRef service, List<SkippedEndpoint> skipped) {
       Map<IpPrefix, CandidateEndpoint> byAddress = new LinkedHashMap<>();
       List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service, List.of()));
-      slices.sort(Comparator.comparing(EndpointSliceInfo::ref));
+      slices.sort((a, b) -> a.ref().compareTo(b.ref()));
       for (EndpointSliceInfo slice : slices) {
         Optional<IpFamily> sliceFamily =
             switch (slice.addressType()) {

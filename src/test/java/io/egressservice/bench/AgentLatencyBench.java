@@ -40,6 +40,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -96,7 +97,7 @@ public final class AgentLatencyBench {
   private final Map<IpPrefix, Long> watched = new ConcurrentHashMap<>();
   private io.fabric8.kubernetes.client.Watch watch;
   /** Current endpoint addresses per service index. */
-  private String[][] endpoints;
+  String[][] endpoints;
   private int nextAddress = 1;
 
   public static void main(String[] args) throws Exception {
@@ -301,8 +302,10 @@ public final class AgentLatencyBench {
     }
     Path agentStat = realProcess ? Path.of("/proc", Long.toString(agentProcess.pid()), "stat") : Path.of("/proc/self/stat");
     long ticksBefore = cpuTicks(agentStat);
+    Map<String, long[]> threadsBefore = threadTicks(agentStat.getParent());
     Phase paced = churn("paced, one update every " + intervalMs + " ms", updates, intervalMs, slots, cursor);
     long pacedTicks = cpuTicks(agentStat) - ticksBefore;
+    Map<String, long[]> threadsAfter = threadTicks(agentStat.getParent());
     Phase bursty = burst > 0 ? churn("burst, back-to-back client calls", Math.min(burst, slots.size()), 0, slots, cursor)
         : null;
     System.out.println();
@@ -322,6 +325,7 @@ public final class AgentLatencyBench {
     System.out.printf(Locale.ROOT, "%s CPU during the paced phase: %.2f s, %.1f ms per reconcile%n",
         realProcess ? "agent process" : "this JVM (agent and API server)", pacedTicks / 100.0,
         paced.reconciles == 0 ? Double.NaN : pacedTicks * 10.0 / paced.reconciles);
+    printThreadCpu(threadsBefore, threadsAfter, pacedTicks, paced.reconciles);
     if (realProcess) {
       long pid = agentProcess.pid();
       System.out.printf(Locale.ROOT, "agent reconciles: %d, mean duration %.1f ms (its /metrics)%n", reconciles(),
@@ -569,6 +573,53 @@ public final class AgentLatencyBench {
     }
     System.out.println("  WARNING: the process was still busy after " + limit);
     return (System.nanoTime() - start) / 1e9;
+  }
+
+  /** user and system ticks per thread of a /proc/PID directory, keyed by "tid name". */
+  static Map<String, long[]> threadTicks(Path procDir) {
+    Map<String, long[]> out = new HashMap<>();
+    try (var tasks = Files.list(procDir.resolve("task"))) {
+      for (Path task : tasks.toList()) {
+        try {
+          String s = Files.readString(task.resolve("stat"));
+          String name = s.substring(s.indexOf('(') + 1, s.lastIndexOf(')'));
+          String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
+          out.put(task.getFileName() + " " + name, new long[] {Long.parseLong(f[11]), Long.parseLong(f[12])});
+        } catch (IOException | RuntimeException e) {
+          // the thread ended meanwhile: its time is in the process total, reported as "threads that ended"
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    return out;
+  }
+
+  /** Where the paced phase's CPU went, by thread name (numbers folded), in ms per reconcile. */
+  static void printThreadCpu(Map<String, long[]> before, Map<String, long[]> after, long totalTicks, long reconciles) {
+    if (reconciles == 0) {
+      return;
+    }
+    Map<String, long[]> byName = new TreeMap<>();
+    long seen = 0;
+    for (Map.Entry<String, long[]> e : after.entrySet()) {
+      long[] b = before.getOrDefault(e.getKey(), new long[2]);
+      long user = e.getValue()[0] - b[0];
+      long sys = e.getValue()[1] - b[1];
+      String name = e.getKey().substring(e.getKey().indexOf(' ') + 1).replaceAll("\\d+", "N");
+      long[] sum = byName.computeIfAbsent(name, k -> new long[2]);
+      sum[0] += user;
+      sum[1] += sys;
+      seen += user + sys;
+    }
+    byName.put("(threads that ended)", new long[] {Math.max(0, totalTicks - seen), 0});
+    StringBuilder sb = new StringBuilder("  by thread, ms of CPU per reconcile (user+sys):");
+    byName.entrySet().stream().filter(e -> e.getValue()[0] + e.getValue()[1] > 0)
+        .sorted((x, y) -> Long.compare(y.getValue()[0] + y.getValue()[1], x.getValue()[0] + x.getValue()[1]))
+        .forEach(e -> sb.append(String.format(Locale.ROOT, "%n    %-40s %5.1f (%.1f+%.1f)", e.getKey(),
+            (e.getValue()[0] + e.getValue()[1]) * 10.0 / reconciles, e.getValue()[0] * 10.0 / reconciles,
+            e.getValue()[1] * 10.0 / reconciles)));
+    System.out.println(sb);
   }
 
   /** utime + stime of a /proc/PID/stat, in clock ticks. */

@@ -274,6 +274,38 @@ class IpPrefixTest {
     }
 
     @Test
+    void orderAgreesWithFamilyThenUnsignedBytesThenLengthOnRandomPrefixes() {
+      // Near neighbours on purpose: IPv6 prefixes sharing their first 6 bytes, IPv4 ones differing in one bit.
+      Random random = new Random(7);
+      List<IpPrefix> prefixes = new ArrayList<>();
+      for (int i = 0; i < 400; i++) {
+        byte[] bytes = new byte[random.nextBoolean() ? 4 : 16];
+        random.nextBytes(bytes);
+        if (bytes.length == 16) {
+          bytes[0] = (byte) 0xfd;
+          bytes[5] = (byte) (i % 3);
+          Arrays.fill(bytes, 1, 5, (byte) 0);
+        } else {
+          bytes[0] = (byte) (random.nextBoolean() ? 10 : 200);
+        }
+        prefixes.add(IpPrefix.of(bytes, random.nextInt(bytes.length * 8 + 1)));
+      }
+      java.util.Comparator<IpPrefix> reference = (a, b) -> {
+        int c = a.family().compareTo(b.family());
+        if (c == 0) {
+          c = Arrays.compareUnsigned(a.addressBytes(), b.addressBytes());
+        }
+        return c != 0 ? c : Integer.compare(a.length(), b.length());
+      };
+      for (IpPrefix a : prefixes) {
+        for (IpPrefix b : prefixes) {
+          assertThat(Integer.signum(a.compareTo(b))).as("%s vs %s", a, b).isEqualTo(Integer.signum(reference.compare(a, b)));
+          assertThat(a.compareTo(b) == 0).isEqualTo(a.equals(b));
+        }
+      }
+    }
+
+    @Test
     void ordersAddressBytesUnsigned() {
       assertThat(IpPrefix.parse("128.0.0.0")).isGreaterThan(IpPrefix.parse("127.255.255.255"));
       assertThat(IpPrefix.parse("ff00::")).isGreaterThan(IpPrefix.parse("7f00::"));

@@ -719,6 +719,38 @@ class PlannerTest {
       assertThat(expected.rules()).isSortedAccordingTo(RuleSpec.ORDER);
     }
 
+    @Test
+    void ruleOrderIsFamilyPriorityFromToMarkTable() {
+      java.util.Comparator<RuleSpec> reference = java.util.Comparator.comparing(RuleSpec::family)
+          .thenComparingInt(RuleSpec::priority)
+          .thenComparing(r -> r.from().orElse(null), java.util.Comparator.nullsFirst(java.util.Comparator.naturalOrder()))
+          .thenComparing(r -> r.to().orElse(null), java.util.Comparator.nullsFirst(java.util.Comparator.naturalOrder()))
+          .thenComparingLong(r -> r.fwmark().orElse(0))
+          .thenComparing(r -> r.table().name());
+      Random random = new Random(11);
+      List<RuleSpec> rules = new ArrayList<>();
+      String[] v4 = {"10.128.0.1", "10.128.0.2", "10.0.0.0/8", "172.30.0.0/16"};
+      String[] v6 = {"fd00::1", "fd00::2", "fd00::/48"};
+      for (int i = 0; i < 300; i++) {
+        boolean six = random.nextBoolean();
+        String[] pool = six ? v6 : v4;
+        Optional<IpPrefix> from = random.nextBoolean() ? Optional.of(IpPrefix.parse(pool[random.nextInt(pool.length)]))
+            : Optional.empty();
+        Optional<IpPrefix> to = random.nextBoolean() ? Optional.of(IpPrefix.parse(pool[random.nextInt(pool.length)]))
+            : Optional.empty();
+        java.util.OptionalLong mark = random.nextBoolean() ? java.util.OptionalLong.of(random.nextInt(3))
+            : java.util.OptionalLong.empty();
+        rules.add(new RuleSpec(six ? io.egressservice.ip.IpFamily.V6 : io.egressservice.ip.IpFamily.V4,
+            4999 + random.nextInt(2), from, to, TableRef.of(100 + random.nextInt(2)), Optional.empty(), mark));
+      }
+      for (RuleSpec a : rules) {
+        for (RuleSpec b : rules) {
+          assertThat(Integer.signum(RuleSpec.ORDER.compare(a, b))).as("%s vs %s", a, b)
+              .isEqualTo(Integer.signum(reference.compare(a, b)));
+        }
+      }
+    }
+
     private <T> List<T> shuffle(List<T> in, Random random) {
       List<T> copy = new ArrayList<>(in);
       Collections.shuffle(copy, random);

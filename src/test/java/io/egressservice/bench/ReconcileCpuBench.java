@@ -1,0 +1,142 @@
+package io.egressservice.bench;
+
+import io.egressservice.dataplane.ApplyReport;
+import io.egressservice.dataplane.ChangeSet;
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.Differ;
+import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.dataplane.ObservedState;
+import io.egressservice.netlink.Rule;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.EgressServices;
+import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.NodeInputs;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.Planner;
+import io.egressservice.plan.RuleSpec;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.concurrent.ThreadLocalRandom;
+import org.ovn.k8s.v1.EgressService;
+import org.ovn.k8s.v1.EgressServiceSpec;
+
+/**
+ * The reconcile thread's CPU per reconcile, phase by phase, without an API server: the objects an
+ * informer cache would hold for N LoadBalancerIP services x 5 endpoints, one endpoint replaced per
+ * reconcile (a new EndpointSlice object, as an informer update gives), the same steps as
+ * {@code Dataplane.plan} + {@code Dataplane.reconcile} against a throwaway namespace. Thread CPU time,
+ * so the figures hold on a busy machine; kernel work done on the namespace thread shows in "wall".
+ * Run it with the DaemonSet's JIT flags to see what the agent pays (bench/reconcile-cpu.sh).
+ *
+ * <pre>java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp ... ReconcileCpuBench [services=100] [reconciles=3000]</pre>
+ */
+public final class ReconcileCpuBench {
+  private static final String NODE = "node-a";
+  private static final String NS = AgentLatencyBench.NS;
+
+  private ReconcileCpuBench() {}
+
+  public static void main(String[] args) throws Exception {
+    int services = args.length > 0 ? Integer.parseInt(args[0]) : 100;
+    int reconciles = args.length > 1 ? Integer.parseInt(args[1]) : 3000;
+    AgentLatencyBench objects = new AgentLatencyBench();
+    objects.initEndpoints(services);
+    List<EgressService> egressServices = new ArrayList<>();
+    List<Service> svcs = new ArrayList<>();
+    List<EndpointSlice> slices = new ArrayList<>();
+    for (int i = 0; i < services; i++) {
+      String name = AgentLatencyBench.name(i);
+      EgressService es = EgressServices.of(NS, name, EgressServiceSpec.SourceIPBy.LOADBALANCERIP, "100", NODE);
+      es.getMetadata().setCreationTimestamp(String.format(Locale.ROOT, "2026-12-01T10:%02d:%02dZ", i / 60 % 60, i % 60));
+      egressServices.add(es);
+      Service s = AgentLatencyBench.lbService(name, "172.30." + (i >> 8) + "." + (i & 255),
+          "5.5." + ((i >> 8) & 255) + "." + (i & 255));
+      svcs.add(s);
+      slices.add(slice(objects, i));
+    }
+    Node node = new NodeBuilder().withNewMetadata().withName(NODE).endMetadata()
+        .withNewSpec().withPodCIDR("10.128.0.0/16").withPodCIDRs(List.of("10.128.0.0/16")).endSpec()
+        .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress().endStatus()
+        .build();
+
+    String netns = "esa-cpu-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+    AgentLatencyBench.run("ip", "netns", "add", netns);
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    PlanConfig config = PlanConfig.defaults();
+    PlanInputs.Memo memo = PlanInputs.Memo.forImmutableObjects(); // as the agent's: informer objects are replaced
+    String[] phases = {"observe (rule dumps, nft generation)", "facts (links, routes, rt_tables)",
+        "PlanInputs.of", "Planner.plan", "Differ.wantedRules", "Differ.diff", "Dataplane.apply"};
+    try (Dataplane dataplane = Dataplane.open(Optional.of(netns), AgentLatencyBench.PRIORITY, AgentLatencyBench.PROTOCOL)) {
+      AgentLatencyBench.run("ip", "-n", netns, "route", "add", "unreachable", "default", "table", "100");
+      int warmup = Math.max(200, reconciles / 2);
+      long[] cpu = new long[phases.length];
+      long[] wall = new long[phases.length];
+      int changes = 0;
+      for (int r = 0; r < warmup + reconciles; r++) {
+        if (r == warmup) {
+          java.util.Arrays.fill(cpu, 0);
+          java.util.Arrays.fill(wall, 0);
+          changes = 0;
+        }
+        int k = r % services;
+        objects.endpoints[k][r / services % AgentLatencyBench.ENDPOINTS_PER_SERVICE] = objects.freshAddress();
+        slices.set(k, slice(objects, k));
+        ClusterObjects cluster = new ClusterObjects(egressServices, svcs, slices, List.of(node));
+
+        int p = 0;
+        ObservedState observed = timed(threads, cpu, wall, p++, dataplane::observe);
+        TreeSet<String> networks = new TreeSet<>(List.of("100"));
+        NodeFacts facts = timed(threads, cpu, wall, p++, () -> dataplane.facts(networks, observed));
+        NodeInputs in = timed(threads, cpu, wall, p++, () -> PlanInputs.of(NODE, cluster, facts.connectedSubnets(),
+            facts.networks(), config, facts.existingMarks(), memo));
+        DesiredState desired = timed(threads, cpu, wall, p++, () -> Planner.plan(in));
+        Map<Rule, RuleSpec> wanted = timed(threads, cpu, wall, p++, () -> Differ.wantedRules(desired));
+        ChangeSet diff = timed(threads, cpu, wall, p++, () -> Differ.diff(desired, wanted, observed));
+        ApplyReport report = timed(threads, cpu, wall, p++, () -> dataplane.apply(diff));
+        if (!report.succeeded()) {
+          throw new IllegalStateException("refused: " + report.failures());
+        }
+        changes += report.applied().size();
+      }
+      long totalCpu = java.util.Arrays.stream(cpu).sum();
+      long totalWall = java.util.Arrays.stream(wall).sum();
+      System.out.printf(Locale.ROOT, "reconcile CPU, %d services x %d endpoints, %d reconciles (one endpoint replaced"
+          + " each, %.1f changes applied per reconcile); java %s, flags %s%n", services,
+          AgentLatencyBench.ENDPOINTS_PER_SERVICE, reconciles, changes / (double) reconciles,
+          System.getProperty("java.version"), ManagementFactory.getRuntimeMXBean().getInputArguments());
+      System.out.println("| phase | thread CPU µs per reconcile | wall µs per reconcile |");
+      System.out.println("|---|---:|---:|");
+      for (int i = 0; i < phases.length; i++) {
+        System.out.printf(Locale.ROOT, "| %s | %.0f | %.0f |%n", phases[i], cpu[i] / 1e3 / reconciles,
+            wall[i] / 1e3 / reconciles);
+      }
+      System.out.printf(Locale.ROOT, "| all | %.0f | %.0f |%n", totalCpu / 1e3 / reconciles, totalWall / 1e3 / reconciles);
+    } finally {
+      AgentLatencyBench.run("ip", "netns", "del", netns);
+    }
+  }
+
+  private static EndpointSlice slice(AgentLatencyBench objects, int i) {
+    return objects.slice(i);
+  }
+
+  private static <T> T timed(ThreadMXBean threads, long[] cpu, long[] wall, int phase, java.util.function.Supplier<T> step) {
+    long c = threads.getCurrentThreadCpuTime();
+    long w = System.nanoTime();
+    T out = step.get();
+    cpu[phase] += threads.getCurrentThreadCpuTime() - c;
+    wall[phase] += System.nanoTime() - w;
+    return out;
+  }
+}
