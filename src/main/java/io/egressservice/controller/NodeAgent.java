@@ -46,28 +46,8 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_KERNEL = "kernel";
   static final String TRIGGER_STARTUP = "startup";
   static final String TRIGGER_RETRY = "retry";
-  /**
-   * Reconciles start at least this far apart: an event after a quiet spell is applied at once, and
-   * the events that arrive meanwhile are coalesced into the next reconcile.
-   */
-  static final long MIN_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-  /**
-   * The longest the interval grows to while a burst of events lasts: kube-proxy's default
-   * minimum sync period, so a storm reaches the kernel no later than it reaches the Service VIPs.
-   */
-  static final long MAX_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
-  /**
-   * Relevant API events arriving at this rate or faster, and at least {@link #BURST_MIN_EVENTS} of them
-   * between two reconcile starts, are a burst. Two such stretches in a row double the next interval,
-   * two calm ones in a row halve it: one clump of events (the API server delivers them unevenly) or
-   * one lull inside a storm changes nothing. A rate, not a count: a count per interval grows with the
-   * interval, so steady churn would keep a grown interval grown. Steady churn below the rate keeps
-   * every change within about one minimum interval of the kernel (33 updates a second: p99 86-95 ms
-   * event to kernel, bench/README.md); a rollout storm costs about one reconcile per
-   * {@link #MAX_INTERVAL_NANOS} instead of one per 50 ms. At 50 a second the same churn escalated.
-   */
-  static final double BURST_EVENTS_PER_SECOND = 80;
-  static final int BURST_MIN_EVENTS = 4;
+  static final long MIN_INTERVAL_NANOS = Pacing.MIN_INTERVAL_NANOS;
+  static final long MAX_INTERVAL_NANOS = Pacing.MAX_INTERVAL_NANOS;
 
   /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
   public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
@@ -91,8 +71,7 @@ public final class NodeAgent implements AutoCloseable {
   private boolean dirty;
   private boolean apiDirty;
   private int apiEventsSinceStart;
-  private boolean lastStretchWasBurst;
-  private long intervalNanos = MIN_INTERVAL_NANOS;
+  private final Pacing pacing = new Pacing();
   private final BurstLog burst = new BurstLog();
   private long lastReconcileStartNanos = System.nanoTime() - MIN_INTERVAL_NANOS;
   private String pendingTrigger = TRIGGER_STARTUP;
@@ -245,7 +224,7 @@ public final class NodeAgent implements AutoCloseable {
         synchronized (lock) {
           while (running) {
             long now = System.nanoTime();
-            long settledAt = lastReconcileStartNanos + intervalNanos;
+            long settledAt = lastReconcileStartNanos + pacing.intervalNanos();
             if (dirty && now >= notBefore && now >= settledAt) {
               break;
             }
@@ -269,14 +248,13 @@ public final class NodeAgent implements AutoCloseable {
             break;
           }
           long now = System.nanoTime();
-          boolean isBurst = isBurst(apiEventsSinceStart, now - lastReconcileStartNanos);
-          long next = nextIntervalNanos(intervalNanos, lastStretchWasBurst, isBurst);
-          burst.observe(now, apiEventsSinceStart, now - lastReconcileStartNanos, intervalNanos, next);
+          long elapsed = now - lastReconcileStartNanos;
+          long current = pacing.intervalNanos();
+          long next = pacing.reconcileStarts(apiEventsSinceStart, elapsed);
+          burst.observe(now, apiEventsSinceStart, elapsed, current, next);
           lastReconcileStartNanos = now;
-          intervalNanos = next;
-          lastStretchWasBurst = isBurst;
           apiEventsSinceStart = 0;
-          metrics.reconcileInterval(intervalNanos / 1e9);
+          metrics.reconcileInterval(next / 1e9);
           cause = failures > 0 && !apiDirty && !TRIGGER_KERNEL.equals(pendingTrigger) ? TRIGGER_RETRY : pendingTrigger;
           api = apiDirty;
           dirty = false;
@@ -329,19 +307,6 @@ public final class NodeAgent implements AutoCloseable {
             TimeUnit.NANOSECONDS.toMillis(now - startNanos));
       }
     }
-  }
-
-  /** Whether {@code events} relevant API events within {@code elapsedNanos} are a burst. */
-  static boolean isBurst(int events, long elapsedNanos) {
-    return events >= BURST_MIN_EVENTS && events * 1e9 >= BURST_EVENTS_PER_SECOND * elapsedNanos;
-  }
-
-  /** The interval after a stretch between two reconcile starts that was, or was not, a burst. */
-  static long nextIntervalNanos(long current, boolean previousWasBurst, boolean burst) {
-    if (burst != previousWasBurst) {
-      return current;
-    }
-    return burst ? Math.min(MAX_INTERVAL_NANOS, current * 2) : Math.max(MIN_INTERVAL_NANOS, current / 2);
   }
 
   private void awaitSync() throws InterruptedException {
