@@ -433,11 +433,23 @@ public final class Planner {
      * that hold them, so the rule count stays O(prefixes), never O(nodes).
      */
     private List<RuleSpec> inClusterRules(List<RuleSpec> serviceRules) {
-      Set<IpFamily> withRules = new HashSet<>();
-      serviceRules.forEach(r -> withRules.add(r.family()));
+      // Mark mode scopes them to the marked packets: one per network mark and prefix. One pass over the
+      // rules (thousands), adding a scope only when it differs from the previous rule's.
+      Map<IpFamily, TreeSet<Long>> scopesByFamily = new EnumMap<>(IpFamily.class);
+      IpFamily lastFamily = null;
+      long lastScope = 0;
+      for (RuleSpec r : serviceRules) {
+        long scope = r.fwmark().orElse(-1);
+        if (r.family() != lastFamily || scope != lastScope) {
+          scopesByFamily.computeIfAbsent(r.family(), k -> new TreeSet<>()).add(scope);
+          lastFamily = r.family();
+          lastScope = scope;
+        }
+      }
       List<RuleSpec> out = new ArrayList<>();
       for (IpFamily f : IpFamily.values()) {
-        if (!withRules.contains(f)) {
+        TreeSet<Long> scopes = scopesByFamily.get(f);
+        if (scopes == null) {
           continue;
         }
         List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
@@ -446,9 +458,6 @@ public final class Planner {
             all.add(subnet);
           }
         }
-        // Mark mode scopes them to the marked packets: one per network mark and prefix.
-        TreeSet<Long> scopes = new TreeSet<>();
-        serviceRules.stream().filter(r -> r.family() == f).forEach(r -> scopes.add(r.fwmark().orElse(-1)));
         for (long mark : scopes) {
           OptionalLong fwmark = mark < 0 ? OptionalLong.empty() : OptionalLong.of(mark);
           for (IpPrefix p : Cidrs.aggregate(all)) {
