@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The reconcile thread's CPU per reconcile, phase by phase (observe, facts, PlanInputs, Planner, Differ,
+# apply), with the DaemonSet's JIT and GC flags, against a throwaway network namespace; no API server.
+# Thread CPU time, so it holds on a busy machine. Needs root. Builds nothing: run
+# `mvn -B -q -DskipTests package` and `mvn -B -q test-compile` first.
+#
+#   bench/reconcile-cpu.sh [services=100] [reconciles=3000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates a network namespace)" >&2; exit 2; fi
+if [ ! -f target/egress-service-agent.jar ] || [ ! -f target/test-classes/io/egressservice/bench/ReconcileCpuBench.class ]; then
+  echo "build first: mvn -B -q -DskipTests package && mvn -B -q test-compile" >&2; exit 2
+fi
+exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx96m -Xmn12m -XX:ReservedCodeCacheSize=32m \
+  -cp target/egress-service-agent.jar:target/test-classes io.egressservice.bench.ReconcileCpuBench "${1:-100}" "${2:-3000}"
