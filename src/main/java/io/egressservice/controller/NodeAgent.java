@@ -46,8 +46,6 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_KERNEL = "kernel";
   static final String TRIGGER_STARTUP = "startup";
   static final String TRIGGER_RETRY = "retry";
-  static final long MIN_INTERVAL_NANOS = Pacing.MIN_INTERVAL_NANOS;
-  static final long MAX_INTERVAL_NANOS = Pacing.MAX_INTERVAL_NANOS;
 
   /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
   public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
@@ -73,7 +71,7 @@ public final class NodeAgent implements AutoCloseable {
   private int apiEventsSinceStart;
   private final Pacing pacing = new Pacing();
   private final BurstLog burst = new BurstLog();
-  private long lastReconcileStartNanos = System.nanoTime() - MIN_INTERVAL_NANOS;
+  private long lastReconcileStartNanos = System.nanoTime() - Pacing.MIN_INTERVAL_NANOS;
   private String pendingTrigger = TRIGGER_STARTUP;
   private volatile boolean running;
   private volatile boolean synced;
@@ -290,19 +288,19 @@ public final class NodeAgent implements AutoCloseable {
     private int reconciles;
 
     void observe(long now, int coalesced, long elapsedNanos, long current, long next) {
-      if (current == MIN_INTERVAL_NANOS && next > MIN_INTERVAL_NANOS) {
+      if (current == Pacing.MIN_INTERVAL_NANOS && next > Pacing.MIN_INTERVAL_NANOS) {
         startNanos = now;
         events = 0;
         reconciles = 0;
         LOG.info("API events arrive in a burst ({} in the last {} ms): reconciling at most every {} ms while it lasts"
             + " (up to {} ms)", coalesced, TimeUnit.NANOSECONDS.toMillis(elapsedNanos),
-            TimeUnit.NANOSECONDS.toMillis(next), TimeUnit.NANOSECONDS.toMillis(MAX_INTERVAL_NANOS));
+            TimeUnit.NANOSECONDS.toMillis(next), TimeUnit.NANOSECONDS.toMillis(Pacing.MAX_INTERVAL_NANOS));
       }
-      if (current > MIN_INTERVAL_NANOS || next > MIN_INTERVAL_NANOS) {
+      if (current > Pacing.MIN_INTERVAL_NANOS || next > Pacing.MIN_INTERVAL_NANOS) {
         events += coalesced;
         reconciles++;
       }
-      if (current > MIN_INTERVAL_NANOS && next == MIN_INTERVAL_NANOS) {
+      if (current > Pacing.MIN_INTERVAL_NANOS && next == Pacing.MIN_INTERVAL_NANOS) {
         LOG.info("burst over: {} API events in {} reconciles over {} ms", events, reconciles,
             TimeUnit.NANOSECONDS.toMillis(now - startNanos));
       }

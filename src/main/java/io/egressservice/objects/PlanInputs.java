@@ -99,27 +99,27 @@ public final class PlanInputs {
     }
 
     synchronized NodeInputs convert(ClusterObjects objects, Assembler assembler) {
-      IdentityHashMap<Object, Object> next = remember ? new IdentityHashMap<>(previous.size() * 2) : previous;
+      IdentityHashMap<Object, Object> seen = new IdentityHashMap<>(remember ? previous.size() * 2 : 0);
       NodeInputs out = assembler.assemble(
-          convert(objects.egressServices(), PlanInputs::egressService, next),
-          convert(objects.services(), PlanInputs::service, next),
-          convert(objects.endpointSlices(), PlanInputs::slice, next),
-          convert(objects.nodes(), PlanInputs::node, next));
-      previous = next;
+          convert(objects.egressServices(), PlanInputs::egressService, seen),
+          convert(objects.services(), PlanInputs::service, seen),
+          convert(objects.endpointSlices(), PlanInputs::slice, seen),
+          convert(objects.nodes(), PlanInputs::node, seen));
+      if (remember) {
+        previous = seen;
+      }
       return out;
     }
 
-    private <T, R> List<R> convert(List<T> objects, Function<T, R> projection, IdentityHashMap<Object, Object> next) {
+    private <T, R> List<R> convert(List<T> objects, Function<T, R> projection, IdentityHashMap<Object, Object> seen) {
       List<R> out = new ArrayList<>(objects.size());
       for (T o : objects) {
-        if (!remember) {
-          out.add(projection.apply(o));
-          continue;
-        }
         @SuppressWarnings("unchecked")
-        R known = (R) previous.get(o);
+        R known = (R) previous.get(o); // always empty without memory
         R info = known != null ? known : projection.apply(o);
-        next.put(o, info);
+        if (remember) {
+          seen.put(o, info);
+        }
         out.add(info);
       }
       return out;
