@@ -348,8 +348,8 @@ class NodeAgentTest {
     long reconciles = agent.reconcileCount() - before;
     System.out.printf("500 endpoint updates in %.2f s -> %d reconciles%n", burstSeconds, reconciles);
     // While a burst lasts the interval between reconciles doubles from 25 ms up to 1 s (Pacing; the rate
-    // is judged over at least 50 ms): about nine reconciles ramp up to it within 1.6 s, then one a second,
-    // and one after the end: about 10 for a steady burst of 2 s. The mock server delivers these in clumps,
+    // is judged over at least 50 ms): ten reconciles ramp up to it (at 0, 25, 50, 75, 100, 150, 250, 450,
+    // 850, 1650 ms), then one a second, and one after the end: 11 for a steady burst of 2 s. The mock server delivers these in clumps,
     // slowly in a fresh JVM (2.5 to 5.7 s, 8 to 22 reconciles measured), and two calm stretches halve the
     // interval again. On a slowed machine the server delivers barely above the burst rate (80/s) and in
     // clumps, so the interval hovers at 100-200 ms: 29-45 reconciles for 4.6-6.2 s bursts were measured on
