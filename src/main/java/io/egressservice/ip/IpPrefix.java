@@ -258,7 +258,19 @@ public final class IpPrefix implements Comparable<IpPrefix> {
     if (other.family != family || other.length < length) {
       return false;
     }
-    return of(other.bytes, length).equals(this);
+    // Compared in place, bit-masked: the planner asks this for every endpoint against every pod CIDR.
+    int whole = length / 8;
+    for (int i = 0; i < whole; i++) {
+      if (bytes[i] != other.bytes[i]) {
+        return false;
+      }
+    }
+    int rest = length % 8;
+    if (rest == 0) {
+      return true;
+    }
+    int mask = (0xff << (8 - rest)) & 0xff;
+    return (bytes[whole] & mask) == (other.bytes[whole] & mask);
   }
 
   /** The address part alone, as canonical text. */

@@ -14,13 +14,16 @@ import java.util.OptionalInt;
  */
 final class NetlinkAttributes {
   private static final int MAX_TYPE = 64;
+  /**
+   * Where each type's payload starts, 0 for absent (a payload never starts at 0: its header comes
+   * first); its length is read back from that header. One small array, grown to the highest type
+   * present: a dump decodes one of these per rule, thousands per reconcile.
+   */
+  private int[] offset = new int[24];
   private final ByteBuffer buf;
-  private final int[] offset = new int[MAX_TYPE];
-  private final int[] length = new int[MAX_TYPE];
 
   private NetlinkAttributes(ByteBuffer buf) {
     this.buf = buf;
-    Arrays.fill(offset, -1);
   }
 
   /** Parses attributes between {@code start} and {@code end} of {@code buf}. */
@@ -35,21 +38,27 @@ final class NetlinkAttributes {
         throw new IllegalArgumentException("malformed attribute at offset " + pos + ": length " + len);
       }
       if (type < MAX_TYPE) {
+        if (type >= a.offset.length) {
+          a.offset = Arrays.copyOf(a.offset, MAX_TYPE);
+        }
         a.offset[type] = pos + NetlinkConstants.NLA_HDRLEN;
-        a.length[type] = len - NetlinkConstants.NLA_HDRLEN;
       }
       pos += NetlinkMessageWriter.align(len);
     }
     return a;
   }
 
+  private int length(int type) {
+    return Short.toUnsignedInt(buf.getShort(offset[type] - NetlinkConstants.NLA_HDRLEN)) - NetlinkConstants.NLA_HDRLEN;
+  }
+
   boolean has(int type) {
-    return offset[type] >= 0;
+    return type < offset.length && offset[type] > 0;
   }
 
   private void need(int type, int bytes) {
-    if (length[type] < bytes) {
-      throw new IllegalArgumentException("attribute " + type + " has " + length[type] + " bytes, expected " + bytes);
+    if (length(type) < bytes) {
+      throw new IllegalArgumentException("attribute " + type + " has " + length(type) + " bytes, expected " + bytes);
     }
   }
 
@@ -74,7 +83,7 @@ final class NetlinkAttributes {
     if (!has(type)) {
       return Optional.empty();
     }
-    byte[] out = new byte[length[type]];
+    byte[] out = new byte[length(type)];
     buf.get(offset[type], out);
     return Optional.of(out);
   }
@@ -97,6 +106,6 @@ final class NetlinkAttributes {
     if (!has(type)) {
       return Optional.empty();
     }
-    return Optional.of(parse(buf, offset[type], offset[type] + length[type]));
+    return Optional.of(parse(buf, offset[type], offset[type] + length(type)));
   }
 }

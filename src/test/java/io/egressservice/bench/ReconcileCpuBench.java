@@ -36,7 +36,8 @@ import org.ovn.k8s.v1.EgressServiceSpec;
  * informer cache would hold for N LoadBalancerIP services x 5 endpoints, one endpoint replaced per
  * reconcile (a new EndpointSlice object, as an informer update gives), the same steps as
  * {@code Dataplane.plan} + {@code Dataplane.reconcile} against a throwaway namespace. Thread CPU time,
- * so the figures hold on a busy machine; kernel work done on the namespace thread shows in "wall".
+ * so the figures hold on a busy machine; kernel work done on the namespace thread shows in "wall". The
+ * bytes this thread allocated per phase show what the young generation has to absorb.
  * Run it with the DaemonSet's JIT flags to see what the agent pays (bench/reconcile-cpu.sh).
  *
  * <pre>java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp ... ReconcileCpuBench [services=100] [reconciles=3000]</pre>
@@ -82,11 +83,13 @@ public final class ReconcileCpuBench {
       int warmup = Math.max(200, reconciles / 2);
       long[] cpu = new long[phases.length];
       long[] wall = new long[phases.length];
+      long[] bytes = new long[phases.length];
       int changes = 0;
       for (int r = 0; r < warmup + reconciles; r++) {
         if (r == warmup) {
           java.util.Arrays.fill(cpu, 0);
           java.util.Arrays.fill(wall, 0);
+          java.util.Arrays.fill(bytes, 0);
           changes = 0;
         }
         int k = r % services;
@@ -95,15 +98,15 @@ public final class ReconcileCpuBench {
         ClusterObjects cluster = new ClusterObjects(egressServices, svcs, slices, List.of(node));
 
         int p = 0;
-        ObservedState observed = timed(threads, cpu, wall, p++, dataplane::observe);
+        ObservedState observed = timed(threads, cpu, wall, bytes, p++, dataplane::observe);
         TreeSet<String> networks = new TreeSet<>(List.of("100"));
-        NodeFacts facts = timed(threads, cpu, wall, p++, () -> dataplane.facts(networks, observed));
-        NodeInputs in = timed(threads, cpu, wall, p++, () -> PlanInputs.of(NODE, cluster, facts.connectedSubnets(),
+        NodeFacts facts = timed(threads, cpu, wall, bytes, p++, () -> dataplane.facts(networks, observed));
+        NodeInputs in = timed(threads, cpu, wall, bytes, p++, () -> PlanInputs.of(NODE, cluster, facts.connectedSubnets(),
             facts.networks(), config, facts.existingMarks(), memo));
-        DesiredState desired = timed(threads, cpu, wall, p++, () -> Planner.plan(in));
-        Map<Rule, RuleSpec> wanted = timed(threads, cpu, wall, p++, () -> Differ.wantedRules(desired));
-        ChangeSet diff = timed(threads, cpu, wall, p++, () -> Differ.diff(desired, wanted, observed));
-        ApplyReport report = timed(threads, cpu, wall, p++, () -> dataplane.apply(diff));
+        DesiredState desired = timed(threads, cpu, wall, bytes, p++, () -> Planner.plan(in));
+        Map<Rule, RuleSpec> wanted = timed(threads, cpu, wall, bytes, p++, () -> Differ.wantedRules(desired));
+        ChangeSet diff = timed(threads, cpu, wall, bytes, p++, () -> Differ.diff(desired, wanted, observed));
+        ApplyReport report = timed(threads, cpu, wall, bytes, p++, () -> dataplane.apply(diff));
         if (!report.succeeded()) {
           throw new IllegalStateException("refused: " + report.failures());
         }
@@ -115,13 +118,14 @@ public final class ReconcileCpuBench {
           + " each, %.1f changes applied per reconcile); java %s, flags %s%n", services,
           AgentLatencyBench.ENDPOINTS_PER_SERVICE, reconciles, changes / (double) reconciles,
           System.getProperty("java.version"), ManagementFactory.getRuntimeMXBean().getInputArguments());
-      System.out.println("| phase | thread CPU µs per reconcile | wall µs per reconcile |");
-      System.out.println("|---|---:|---:|");
+      System.out.println("| phase | thread CPU µs per reconcile | wall µs per reconcile | allocated KiB per reconcile |");
+      System.out.println("|---|---:|---:|---:|");
       for (int i = 0; i < phases.length; i++) {
-        System.out.printf(Locale.ROOT, "| %s | %.0f | %.0f |%n", phases[i], cpu[i] / 1e3 / reconciles,
-            wall[i] / 1e3 / reconciles);
+        System.out.printf(Locale.ROOT, "| %s | %.0f | %.0f | %.0f |%n", phases[i], cpu[i] / 1e3 / reconciles,
+            wall[i] / 1e3 / reconciles, bytes[i] / 1024.0 / reconciles);
       }
-      System.out.printf(Locale.ROOT, "| all | %.0f | %.0f |%n", totalCpu / 1e3 / reconciles, totalWall / 1e3 / reconciles);
+      System.out.printf(Locale.ROOT, "| all | %.0f | %.0f | %.0f |%n", totalCpu / 1e3 / reconciles,
+          totalWall / 1e3 / reconciles, java.util.Arrays.stream(bytes).sum() / 1024.0 / reconciles);
     } finally {
       AgentLatencyBench.run("ip", "netns", "del", netns);
     }
@@ -131,12 +135,16 @@ public final class ReconcileCpuBench {
     return objects.slice(i);
   }
 
-  private static <T> T timed(ThreadMXBean threads, long[] cpu, long[] wall, int phase, java.util.function.Supplier<T> step) {
+  private static <T> T timed(ThreadMXBean threads, long[] cpu, long[] wall, long[] bytes, int phase,
+      java.util.function.Supplier<T> step) {
+    com.sun.management.ThreadMXBean allocation = (com.sun.management.ThreadMXBean) threads;
+    long b = allocation.getCurrentThreadAllocatedBytes();
     long c = threads.getCurrentThreadCpuTime();
     long w = System.nanoTime();
     T out = step.get();
     cpu[phase] += threads.getCurrentThreadCpuTime() - c;
     wall[phase] += System.nanoTime() - w;
+    bytes[phase] += allocation.getCurrentThreadAllocatedBytes() - b;
     return out;
   }
 }

@@ -254,6 +254,23 @@ class IpPrefixTest {
     }
 
     @Test
+    void containsAgreesWithMaskingTheOtherToThisLengthOnRandomPrefixes() {
+      Random random = new Random(3);
+      for (int i = 0; i < 20_000; i++) {
+        int size = random.nextBoolean() ? 4 : 16;
+        byte[] a = new byte[size];
+        random.nextBytes(a);
+        byte[] b = a.clone();
+        b[random.nextInt(size)] ^= (byte) (1 << random.nextInt(8)); // one bit apart, anywhere
+        IpPrefix net = IpPrefix.of(a, random.nextInt(size * 8 + 1));
+        IpPrefix other = IpPrefix.of(random.nextBoolean() ? a : b, random.nextInt(size * 8 + 1));
+        boolean expected = other.length() >= net.length()
+            && IpPrefix.of(other.addressBytes(), net.length()).equals(net);
+        assertThat(net.contains(other)).as("%s contains %s", net, other).isEqualTo(expected);
+      }
+    }
+
+    @Test
     void containsNeverCrossesFamilies() {
       assertThat(IpPrefix.parse("::/0").contains(IpPrefix.parse("10.0.0.1"))).isFalse();
       assertThat(IpPrefix.parse("0.0.0.0/0").contains(IpPrefix.parse("::"))).isFalse();
