@@ -41,21 +41,13 @@ public final class PlanInputs {
       List<IpPrefix> connectedSubnets,
       NetworkResolution networks,
       PlanConfig config) {
-    return of(nodeName, objects, connectedSubnets, networks, config, Map.of());
+    return of(nodeName, objects, connectedSubnets, networks, config, Map.of(), Memo.none());
   }
 
-  /** With the marks the kernel already uses per table (mark mode), so they stay stable. */
-  public static NodeInputs of(
-      String nodeName,
-      ClusterObjects objects,
-      List<IpPrefix> connectedSubnets,
-      NetworkResolution networks,
-      PlanConfig config,
-      Map<Long, Long> existingMarks) {
-    return of(nodeName, objects, connectedSubnets, networks, config, existingMarks, Memo.none());
-  }
-
-  /** The same, reusing what {@code memo} remembers of objects it has seen before. */
+  /**
+   * With the marks the kernel already uses per table (mark mode), so they stay stable, reusing what
+   * {@code memo} remembers of objects it has seen before.
+   */
   public static NodeInputs of(
       String nodeName,
       ClusterObjects objects,
