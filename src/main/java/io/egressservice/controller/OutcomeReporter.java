@@ -17,12 +17,16 @@ import java.util.stream.Collectors;
 final class OutcomeReporter {
   private final EventSink sink;
   private final String node;
-  private final Map<ObjectRef, Snapshot> last = new HashMap<>();
-  /** The outcomes the snapshots were made from: an unchanged outcome (most of them, most times) is not re-derived. */
-  private final Map<ObjectRef, ServiceOutcome> lastOutcomes = new HashMap<>();
+  /**
+   * Per service, the last outcome and the snapshot made from it: an unchanged outcome (most of them,
+   * most times) is not re-derived.
+   */
+  private final Map<ObjectRef, Reported> last = new HashMap<>();
 
   /** What an Event depends on; equal snapshots emit nothing. */
   private record Snapshot(boolean configured, String reason, List<String> skipped, List<String> remote) {}
+
+  private record Reported(ServiceOutcome outcome, Snapshot snapshot) {}
 
   OutcomeReporter(EventSink sink, String node) {
     this.sink = sink;
@@ -30,33 +34,29 @@ final class OutcomeReporter {
   }
 
   void report(DesiredState state) {
-    Map<ObjectRef, Snapshot> now = new HashMap<>();
-    Map<ObjectRef, ServiceOutcome> outcomes = new HashMap<>();
+    Map<ObjectRef, Reported> now = new HashMap<>();
     for (ServiceOutcome o : state.services()) {
-      outcomes.put(o.service(), o);
-      Snapshot unchanged = last.get(o.service());
-      if (unchanged != null && sameOutcome(lastOutcomes.get(o.service()), o)) {
-        now.put(o.service(), unchanged);
+      Reported before = last.get(o.service());
+      if (before != null && sameOutcome(before.outcome(), o)) {
+        now.put(o.service(), new Reported(o, before.snapshot()));
         continue;
       }
       Snapshot s = new Snapshot(o.configured(), withoutCounts(o.reason()),
           o.skippedEndpoints().stream().map(e -> e.address() + " (" + e.reason() + ")").sorted().toList(),
           o.remoteEndpoints().stream().sorted().toList());
-      now.put(o.service(), s);
-      Snapshot before = last.get(o.service());
-      if (Objects.equals(before, s)) {
+      now.put(o.service(), new Reported(o, s));
+      Snapshot previous = before == null ? null : before.snapshot();
+      if (Objects.equals(previous, s)) {
         continue;
       }
-      emitChange(o.service(), before, s);
+      emitChange(o.service(), previous, s);
     }
     last.clear();
     last.putAll(now);
-    lastOutcomes.clear();
-    lastOutcomes.putAll(outcomes);
   }
 
   private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {
-    return a != null && a.configured() == b.configured() && a.reason().equals(b.reason())
+    return a.configured() == b.configured() && a.reason().equals(b.reason())
         && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints());
   }
 
