@@ -310,11 +310,18 @@ public final class Planner {
         if (lbMode) {
           IpPrefix lbIp = ev.lbIps().get(family);
           if (lbIp == null) {
+            // As OVN-Kubernetes: only SNAT needs an LB IP of the family; the network still applies.
+            if (table.isEmpty()) {
+              skipped.add(new SkippedEndpoint(c.address().toString(),
+                  "the Service has no " + familyName(family) + " LoadBalancer ingress IP: not SNATed"));
+              continue;
+            }
             skipped.add(new SkippedEndpoint(c.address().toString(),
-                "the Service has no " + familyName(family) + " LoadBalancer ingress IP: not SNATed, not routed"));
-            continue;
+                "the Service has no " + familyName(family) + " LoadBalancer ingress IP: routed to table "
+                    + table.get().name() + " but not SNATed (leaves with its own address)"));
+          } else {
+            mySnat.add(new SnatEntry(c.address(), lbIp, es.ref()));
           }
-          mySnat.add(new SnatEntry(c.address(), lbIp, es.ref()));
           if (c.nodeName().isPresent() && !c.nodeName().get().equals(in.nodeName())) {
             remote.add(c.address().toString());
           }
@@ -332,9 +339,6 @@ public final class Planner {
           Optional<IpPrefix> cip = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
           if (cip.isEmpty()) {
             skipped.add(new SkippedEndpoint(raw, "ClusterIP is not a valid IP address"));
-            continue;
-          }
-          if (lbMode && !ev.lbIps().containsKey(cip.get().family())) {
             continue;
           }
           myRules.add(serviceRule(cip.get(), table.get(), es.ref()));

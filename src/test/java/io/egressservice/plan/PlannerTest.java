@@ -402,8 +402,9 @@ class PlannerTest {
       assertThat(snat(s)).containsExactly("10.128.0.3 -> 6.6.6.6 default/service1");
     }
 
+    /** Issue 17, finding 4: as OVN-Kubernetes, only SNAT needs an LB IP of the family; the network still applies. */
     @Test
-    void anEndpointOfAFamilyWithoutLoadBalancerIpIsNeitherSnatedNorRouted() {
+    void finding4_anEndpointOfAFamilyWithoutLoadBalancerIpIsRoutedThroughTheNetworkButNotSnated() {
       Fixture f = ovnCluster()
           .egress("svc", LOAD_BALANCER_IP, "100", NODE)
           .lbService("svc", List.of("10.129.0.2", "fd00:10:129::2"), "5.5.5.5")
@@ -413,9 +414,51 @@ class PlannerTest {
       DesiredState s = f.plan(NODE);
 
       assertThat(snat(s)).containsExactly("10.128.0.3 -> 5.5.5.5 default/svc");
-      assertThat(sourceRules(s)).noneMatch(r -> r.contains("fd00"));
+      assertThat(sourceRules(s)).containsExactlyInAnyOrder(
+          "5000: from 10.128.0.3 lookup 100 default/svc",
+          "5000: from 10.129.0.2 lookup 100 default/svc",
+          "5000: from fd00::3 lookup 100 default/svc",
+          "5000: from fd00:10:129::2 lookup 100 default/svc");
       assertThat(skipped(s, "svc")).containsExactly(
-          "fd00::3: the Service has no IPv6 LoadBalancer ingress IP: not SNATed, not routed");
+          "fd00::3: the Service has no IPv6 LoadBalancer ingress IP: routed to table 100 but not SNATed"
+              + " (leaves with its own address)");
+      assertThat(outcome(s, "svc").configured()).isTrue();
+    }
+
+    @Test
+    void finding4_inMarkModeTheEndpointOfAFamilyWithoutLoadBalancerIpIsMarkedForTheNetwork() {
+      Fixture f = ovnCluster()
+          .egress("svc", LOAD_BALANCER_IP, "100", NODE)
+          .lbService("svc", List.of("10.129.0.2", "fd00:10:129::2"), "5.5.5.5")
+          .slice("svc", "v4", "IPv4", ep("10.128.0.3", NODE))
+          .slice("svc", "v6", "IPv6", ep("fd00::3", NODE));
+      f.config(PlanConfig.defaults().withCidrs(List.of(IpPrefix.parse("10.128.0.0/16")),
+          List.of(IpPrefix.parse("10.129.0.0/16")), List.of()).withRuleMode(RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK));
+
+      DesiredState s = f.plan(NODE);
+
+      assertThat(s.marks()).extracting(m -> m.source() + " -> " + m.table()).containsExactlyInAnyOrder(
+          "10.128.0.3 -> 100", "10.129.0.2 -> 100", "fd00::3 -> 100", "fd00:10:129::2 -> 100");
+      assertThat(s.rules()).filteredOn(r -> r.fwmark().isPresent() && r.to().isEmpty())
+          .extracting(RuleSpec::family).containsExactlyInAnyOrder(io.egressservice.ip.IpFamily.V4,
+              io.egressservice.ip.IpFamily.V6);
+      assertThat(snat(s)).containsExactly("10.128.0.3 -> 5.5.5.5 default/svc");
+    }
+
+    @Test
+    void withoutNetworkAnEndpointOfAFamilyWithoutLoadBalancerIpIsLeftAlone() {
+      Fixture f = ovnCluster()
+          .egress("svc", LOAD_BALANCER_IP, "", NODE)
+          .lbService("svc", List.of("10.129.0.2", "fd00:10:129::2"), "5.5.5.5")
+          .slice("svc", "v4", "IPv4", ep("10.128.0.3", NODE))
+          .slice("svc", "v6", "IPv6", ep("fd00::3", NODE));
+
+      DesiredState s = f.plan(NODE);
+
+      assertThat(snat(s)).containsExactly("10.128.0.3 -> 5.5.5.5 default/svc");
+      assertThat(s.rules()).isEmpty();
+      assertThat(skipped(s, "svc")).containsExactly(
+          "fd00::3: the Service has no IPv6 LoadBalancer ingress IP: not SNATed");
     }
 
     @Test
