@@ -39,6 +39,7 @@ public final class PlanJson {
       o.put("to", r.to().map(IpPrefix::toString).orElse(null));
       putTable(o, r.table());
       o.put("service", r.service().map(Object::toString).orElse(null));
+      r.sourcePort().ifPresent(port -> o.put("sport", port));
       if (r.fwmark().isPresent()) {
         o.put("fwmark", "0x" + Long.toHexString(r.fwmark().getAsLong()) + "/0x" + Long.toHexString(s.markMask()));
       }

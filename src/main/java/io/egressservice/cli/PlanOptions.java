@@ -43,6 +43,12 @@ public final class PlanOptions {
           + " overlaps it).")
   String markMask;
 
+  @Option(names = "--ovn-masquerade-ips", split = ",", defaultValue = "${env:EGRESS_AGENT_OVN_MASQUERADE_IPS}",
+      description = "OVN-Kubernetes' ETP=Local masquerade IPs (its V4/V6HostETPLocalMasqueradeIP: the .3 of its"
+          + " masquerade subnets, e.g. 169.254.169.3,fd69::3), at most one per family. With them, replies of"
+          + " externalTrafficPolicy: Local Services on its local gateway path follow the network too.")
+  List<String> ovnMasqueradeIps = new ArrayList<>();
+
   /** Validates the flags into a {@link PlanConfig}; a bad value is a {@link Main.UserError}. */
   public PlanConfig toConfig() {
     try {
@@ -57,7 +63,7 @@ public final class PlanOptions {
       }
       return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
-          mode, mask);
+          mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps));
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());
     }

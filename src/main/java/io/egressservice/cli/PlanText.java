@@ -72,6 +72,7 @@ public final class PlanText {
         .append(r.priority());
     r.from().ifPresent(p -> sb.append(" from ").append(p));
     r.to().ifPresent(p -> sb.append(" to ").append(p));
+    r.sourcePort().ifPresent(port -> sb.append(" sport ").append(port));
     r.fwmark().ifPresent(m -> sb.append(" fwmark 0x").append(Long.toHexString(m)).append("/0x")
         .append(Long.toHexString(markMask)));
     sb.append(" lookup ").append(r.table().name()).append(" protocol ").append(protocol);

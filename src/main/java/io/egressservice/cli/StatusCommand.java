@@ -162,6 +162,7 @@ public final class StatusCommand implements Callable<Integer> {
         o.put("from", r.source().map(IpPrefix::toString).orElse(null));
         o.put("to", r.destination().map(IpPrefix::toString).orElse(null));
         o.put("table", Integer.toUnsignedLong(r.table()));
+        r.sourcePort().ifPresent(p -> o.put("sport", p.toString()));
         if (r.fwmark().isPresent()) {
           o.put("fwmark", "0x" + Long.toHexString(r.fwmark().getAsLong()) + "/0x"
               + Long.toHexString(r.fwmask().orElse(0xffffffffL)));

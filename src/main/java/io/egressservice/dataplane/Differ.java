@@ -199,6 +199,9 @@ public final class Differ {
     if (spec.to().isPresent()) {
       r = r.to(spec.to().get());
     }
+    if (spec.sourcePort().isPresent()) {
+      r = r.sourcePort(spec.sourcePort().getAsInt());
+    }
     return r;
   }
 

@@ -12,6 +12,7 @@ import io.fabric8.kubernetes.api.model.NodeStatus;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServicePort;
 import io.fabric8.kubernetes.api.model.ServiceSpec;
 import io.fabric8.kubernetes.api.model.ServiceStatus;
 import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
@@ -32,7 +33,8 @@ import org.ovn.k8s.v1.EgressService;
  * <p>Who reads cached objects, and so what each copy keeps:
  * <ul>
  *   <li>{@link PlanInputs} (the node agent's plan, its event filter, and the allocator's inputs):
- *       Service {@code spec.type}, {@code spec.clusterIP(s)}, {@code status.loadBalancer.ingress[].ip/hostname};
+ *       Service {@code spec.type}, {@code spec.clusterIP(s)}, {@code spec.externalTrafficPolicy},
+ *       {@code spec.ports[].nodePort}, {@code status.loadBalancer.ingress[].ip/hostname};
  *       EndpointSlice {@code kubernetes.io/service-name} label, {@code addressType},
  *       {@code endpoints[].addresses/nodeName} (not the conditions: the plan deliberately ignores readiness);
  *       Node {@code spec.podCIDR(s)}, {@code status.addresses[].type/address}.</li>
@@ -94,7 +96,10 @@ public final class LeanObjects {
     return lean;
   }
 
-  /** Identity, labels, {@code spec.type/clusterIP/clusterIPs}, {@code status.loadBalancer.ingress[].ip/hostname}. */
+  /**
+   * Identity, labels, {@code spec.type/clusterIP/clusterIPs/externalTrafficPolicy/ports[].nodePort},
+   * {@code status.loadBalancer.ingress[].ip/hostname}.
+   */
   public static Service service(Service s) {
     Service lean = new Service();
     lean.setApiVersion(intern(s.getApiVersion()));
@@ -111,11 +116,20 @@ public final class LeanObjects {
     lean.setType(intern(spec.getType()));
     lean.setClusterIP(spec.getClusterIP());
     lean.setClusterIPs(copy(spec.getClusterIPs(), Function.identity()));
+    lean.setExternalTrafficPolicy(intern(spec.getExternalTrafficPolicy()));
     lean.setExternalIPs(List.of());
     lean.setIpFamilies(List.of());
     lean.setLoadBalancerSourceRanges(List.of());
-    lean.setPorts(List.of());
+    lean.setPorts(copy(spec.getPorts(), LeanObjects::servicePort));
     lean.setSelector(Map.of());
+    lean.setAdditionalProperties(NO_PROPERTIES);
+    return lean;
+  }
+
+  /** Only the node port (OVN-Kubernetes' ETP=Local rule matches it). */
+  private static ServicePort servicePort(ServicePort p) {
+    ServicePort lean = new ServicePort();
+    lean.setNodePort(p.getNodePort());
     lean.setAdditionalProperties(NO_PROPERTIES);
     return lean;
   }

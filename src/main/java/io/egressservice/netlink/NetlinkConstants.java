@@ -105,6 +105,7 @@ final class NetlinkConstants {
   static final int FRA_FWMASK = 16;
   static final int FRA_OIFNAME = 17;
   static final int FRA_PROTOCOL = 21;
+  static final int FRA_SPORT_RANGE = 23;
 
   static final int FR_ACT_TO_TBL = 1;
   static final int FR_ACT_GOTO = 2;

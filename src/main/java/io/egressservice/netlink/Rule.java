@@ -43,7 +43,8 @@ public record Rule(
     Optional<String> iifName,
     Optional<String> oifName,
     OptionalInt gotoTarget,
-    boolean invert) {
+    boolean invert,
+    Optional<PortRange> sourcePort) {
 
   private static final long U32_MAX = 0xffffffffL;
 
@@ -77,6 +78,33 @@ public record Rule(
     if (action != RuleAction.GOTO && gotoTarget.isPresent()) {
       throw new IllegalArgumentException("a goto target is only valid with action GOTO, not " + action);
     }
+    Objects.requireNonNull(sourcePort, "sourcePort");
+  }
+
+  /** Without a source port (every rule before {@code sport} existed here). */
+  public Rule(IpFamily family, int priority, Optional<IpPrefix> source, Optional<IpPrefix> destination, int table,
+      int protocol, RuleAction action, OptionalLong fwmark, OptionalLong fwmask, OptionalInt suppressPrefixLength,
+      Optional<String> iifName, Optional<String> oifName, OptionalInt gotoTarget, boolean invert) {
+    this(family, priority, source, destination, table, protocol, action, fwmark, fwmask, suppressPrefixLength,
+        iifName, oifName, gotoTarget, invert, Optional.empty());
+  }
+
+  /** {@code sport START[-END]} (FRA_SPORT_RANGE, {@code struct fib_rule_port_range}): an inclusive range. */
+  public record PortRange(int start, int end) {
+    public PortRange {
+      if (start < 1 || end > 65535 || start > end) {
+        throw new IllegalArgumentException("port range " + start + "-" + end + " is not within 1..65535");
+      }
+    }
+
+    public static PortRange of(int port) {
+      return new PortRange(port, port);
+    }
+
+    @Override
+    public String toString() {
+      return start == end ? Integer.toString(start) : start + "-" + end;
+    }
   }
 
   /**
@@ -92,7 +120,7 @@ public record Rule(
         && source.equals(r.source) && destination.equals(r.destination)
         && fwmark.equals(r.fwmark) && fwmask.equals(r.fwmask)
         && suppressPrefixLength.equals(r.suppressPrefixLength) && gotoTarget.equals(r.gotoTarget)
-        && iifName.equals(r.iifName) && oifName.equals(r.oifName);
+        && iifName.equals(r.iifName) && oifName.equals(r.oifName) && sourcePort.equals(r.sourcePort);
   }
 
   @Override
@@ -110,6 +138,7 @@ public record Rule(
     h = 31 * h + iifName.hashCode();
     h = 31 * h + oifName.hashCode();
     h = 31 * h + gotoTarget.hashCode();
+    h = 31 * h + sourcePort.hashCode();
     return 31 * h + Boolean.hashCode(invert);
   }
 
@@ -139,7 +168,7 @@ public record Rule(
   public static Rule lookup(IpFamily family, int priority, int table) {
     return new Rule(family, priority, Optional.empty(), Optional.empty(), table, 0, RuleAction.TO_TABLE,
         OptionalLong.empty(), OptionalLong.empty(), OptionalInt.empty(), Optional.empty(), Optional.empty(),
-        OptionalInt.empty(), false);
+        OptionalInt.empty(), false, Optional.empty());
   }
 
   /** {@code ip rule add prio PRIORITY goto TARGET}. The kernel refuses a target at or below PRIORITY. */
@@ -157,73 +186,79 @@ public record Rule(
 
   private Rule withAction(RuleAction a, OptionalInt target) {
     return new Rule(family, priority, source, destination, table, protocol, a, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, target, invert);
+        suppressPrefixLength, iifName, oifName, target, invert, sourcePort);
   }
 
   /** {@code from PREFIX}. */
   public Rule from(IpPrefix prefix) {
     return new Rule(family, priority, Optional.of(prefix), destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code to PREFIX}. */
   public Rule to(IpPrefix prefix) {
     return new Rule(family, priority, source, Optional.of(prefix), table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code prio N}. */
   public Rule priority(int p) {
     return new Rule(family, p, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code lookup N}. */
   public Rule table(int t) {
     return new Rule(family, priority, source, destination, t, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code proto N} (FRA_PROTOCOL): who owns the rule. */
   public Rule protocol(int p) {
     return new Rule(family, priority, source, destination, table, p, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code fwmark MARK} (the kernel's mask is then 0xffffffff). */
   public Rule fwmark(long mark) {
     return new Rule(family, priority, source, destination, table, protocol, action, OptionalLong.of(mark),
-        OptionalLong.empty(), suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        OptionalLong.empty(), suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code fwmark MARK/MASK}. */
   public Rule fwmark(long mark, long mask) {
     return new Rule(family, priority, source, destination, table, protocol, action, OptionalLong.of(mark),
-        OptionalLong.of(mask), suppressPrefixLength, iifName, oifName, gotoTarget, invert);
+        OptionalLong.of(mask), suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code suppress_prefixlength N}. */
   public Rule suppressPrefixLength(int n) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        OptionalInt.of(n), iifName, oifName, gotoTarget, invert);
+        OptionalInt.of(n), iifName, oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code iif NAME}. */
   public Rule iif(String name) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, Optional.of(name), oifName, gotoTarget, invert);
+        suppressPrefixLength, Optional.of(name), oifName, gotoTarget, invert, sourcePort);
   }
 
   /** {@code oif NAME}. */
   public Rule oif(String name) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, Optional.of(name), gotoTarget, invert);
+        suppressPrefixLength, iifName, Optional.of(name), gotoTarget, invert, sourcePort);
+  }
+
+  /** {@code sport PORT}. */
+  public Rule sourcePort(int port) {
+    return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, Optional.of(PortRange.of(port)));
   }
 
   /** {@code not}: the selector is inverted (FIB_RULE_INVERT). */
   public Rule inverted(boolean not) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, not);
+        suppressPrefixLength, iifName, oifName, gotoTarget, not, sourcePort);
   }
 
   /** Prints like {@code ip rule show}, e.g. {@code 5000: from 10.0.0.5 lookup 100 proto 201}. */
@@ -242,6 +277,7 @@ public record Rule(
     }
     iifName.ifPresent(n -> sb.append(" iif ").append(n));
     oifName.ifPresent(n -> sb.append(" oif ").append(n));
+    sourcePort.ifPresent(p -> sb.append(" sport ").append(p));
     switch (action) {
       case TO_TABLE -> sb.append(" lookup ").append(tableName(table));
       case GOTO -> sb.append(" goto ").append(Integer.toUnsignedString(gotoTarget.getAsInt()));

@@ -46,6 +46,7 @@ final class RuleCodec {
     r.oifName().ifPresent(n -> w.attrString(FRA_OIFNAME, n));
     r.suppressPrefixLength().ifPresent(n -> w.attrU32(FRA_SUPPRESS_PREFIXLEN, n));
     r.gotoTarget().ifPresent(t -> w.attrU32(FRA_GOTO, t));
+    r.sourcePort().ifPresent(sp -> w.attrBytes(FRA_SPORT_RANGE, portRange(sp)));
     if (r.protocol() != 0) {
       w.attrU8(FRA_PROTOCOL, r.protocol());
     }
@@ -110,7 +111,25 @@ final class RuleCodec {
             a.string(FRA_IIFNAME),
             a.string(FRA_OIFNAME),
             gotoTarget,
-            (flags & FIB_RULE_INVERT) != 0));
+            (flags & FIB_RULE_INVERT) != 0,
+            a.bytes(FRA_SPORT_RANGE).flatMap(RuleCodec::portRange)));
+  }
+
+  /** {@code struct fib_rule_port_range}: start and end, u16 each in host order. */
+  private static byte[] portRange(Rule.PortRange r) {
+    return ByteBuffer.allocate(4).order(java.nio.ByteOrder.nativeOrder())
+        .putShort((short) r.start()).putShort((short) r.end()).array();
+  }
+
+  /** The kernel reports no range, or a range with start 0, when none was given. */
+  private static Optional<Rule.PortRange> portRange(byte[] b) {
+    if (b.length < 4) {
+      return Optional.empty();
+    }
+    ByteBuffer buf = ByteBuffer.wrap(b).order(java.nio.ByteOrder.nativeOrder());
+    int start = Short.toUnsignedInt(buf.getShort(0));
+    int end = Short.toUnsignedInt(buf.getShort(2));
+    return start == 0 || end < start ? Optional.empty() : Optional.of(new Rule.PortRange(start, end));
   }
 
   static int action(RuleAction a) {

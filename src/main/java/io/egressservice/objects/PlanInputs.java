@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.LoadBalancerIngress;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeAddress;
 import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServicePort;
 import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import java.time.Instant;
@@ -162,7 +163,16 @@ public final class PlanInputs {
         ingress.add(new ServiceInfo.Ingress(i.getIp(), i.getHostname()));
       }
     }
-    return new ServiceInfo(ref(s), type, clusterIps, ingress);
+    String etp = s.getSpec() == null ? "" : s.getSpec().getExternalTrafficPolicy();
+    List<Integer> nodePorts = new ArrayList<>();
+    if (s.getSpec() != null && s.getSpec().getPorts() != null) {
+      for (ServicePort p : s.getSpec().getPorts()) {
+        if (p != null && p.getNodePort() != null && p.getNodePort() != 0) {
+          nodePorts.add(p.getNodePort());
+        }
+      }
+    }
+    return new ServiceInfo(ref(s), type, clusterIps, ingress, etp, nodePorts);
   }
 
   /** The name of the Service a slice belongs to (its service-name label), or "". */

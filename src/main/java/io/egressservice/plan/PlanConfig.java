@@ -13,6 +13,8 @@ import java.util.List;
  * @param serviceCidrs service networks (ClusterIPs)
  * @param excludeCidrs other in-cluster destinations (e.g. OVN-Kubernetes' masquerade subnet)
  * @param inClusterExclusion false turns off the P-1 rules and the SNAT exclusion set
+ * @param etpLocalMasqueradeIps OVN-Kubernetes' local-gateway ETP=Local masquerade IPs (at most one per family):
+ *     replies of ETP=Local Services leave the host from {@code <ip>:<nodePort>}; empty when not on OVN-Kubernetes
  */
 public record PlanConfig(
     int priority,
@@ -22,7 +24,8 @@ public record PlanConfig(
     List<IpPrefix> excludeCidrs,
     boolean inClusterExclusion,
     RuleMode ruleMode,
-    long markMask) {
+    long markMask,
+    List<IpPrefix> etpLocalMasqueradeIps) {
   public static final int DEFAULT_PRIORITY = 5000;
   public static final int DEFAULT_RULE_PROTOCOL = 201;
   /** The main table's rule is at 32766; ours must come before it and leave room for P-1 above 0. */
@@ -52,6 +55,23 @@ public record PlanConfig(
     clusterCidrs = List.copyOf(clusterCidrs);
     serviceCidrs = List.copyOf(serviceCidrs);
     excludeCidrs = List.copyOf(excludeCidrs);
+    etpLocalMasqueradeIps = List.copyOf(etpLocalMasqueradeIps);
+    java.util.Set<io.egressservice.ip.IpFamily> families = new java.util.HashSet<>();
+    for (IpPrefix ip : etpLocalMasqueradeIps) {
+      if (!ip.isHost()) {
+        throw new IllegalArgumentException("an ETP=Local masquerade IP must be an address, not " + ip);
+      }
+      if (!families.add(ip.family())) {
+        throw new IllegalArgumentException("at most one ETP=Local masquerade IP per family, not " + etpLocalMasqueradeIps);
+      }
+    }
+  }
+
+  /** Not configured for OVN-Kubernetes' ETP=Local masquerade. */
+  public PlanConfig(int priority, int ruleProtocol, List<IpPrefix> clusterCidrs, List<IpPrefix> serviceCidrs,
+      List<IpPrefix> excludeCidrs, boolean inClusterExclusion, RuleMode ruleMode, long markMask) {
+    this(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode, markMask,
+        List.of());
   }
 
   /** Source mode with the default mark mask. */
@@ -66,12 +86,18 @@ public record PlanConfig(
   }
 
   public PlanConfig withCidrs(List<IpPrefix> cluster, List<IpPrefix> service, List<IpPrefix> exclude) {
-    return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion, ruleMode, markMask);
+    return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion, ruleMode, markMask,
+        etpLocalMasqueradeIps);
   }
 
   public PlanConfig withRuleMode(RuleMode mode, long mask) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, mode,
-        mask);
+        mask, etpLocalMasqueradeIps);
+  }
+
+  public PlanConfig withEtpLocalMasqueradeIps(List<IpPrefix> ips) {
+    return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
+        ruleMode, markMask, ips);
   }
 
   /** The largest mark value the mask holds (values 1..max; 0 means "not marked"). */

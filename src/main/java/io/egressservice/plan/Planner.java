@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
@@ -160,6 +161,10 @@ public final class Planner {
       List<RuleSpec> out = new ArrayList<>();
       Set<String> perNetwork = new HashSet<>();
       for (RuleSpec r : sourceRules) {
+        if (r.sourcePort().isPresent()) {
+          out.add(r); // the masquerade IP's rule stays a rule: a mark keyed by source address cannot hold the port
+          continue;
+        }
         long table = r.table().id().orElseThrow();
         Long mark = networkMarks.get(table);
         ObjectRef service = r.service().orElseThrow();
@@ -343,10 +348,36 @@ public final class Planner {
           }
           myRules.add(serviceRule(cip.get(), table.get(), es.ref()));
         }
+        myRules.addAll(etpLocalMasqueradeRules(ev, table.get(), es.ref()));
       }
       rules.addAll(myRules);
       snat.addAll(mySnat);
       return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size()), skipped, remote);
+    }
+
+    /**
+     * OVN-Kubernetes' local gateway sends ETP=Local traffic for the LB to {@code <masquerade IP>:<nodePort>} and
+     * on to the pod, so the reply's routing decision sees that address and port: one rule per node port and
+     * family with an ingress IP, {@code from <masquerade IP> sport <nodePort>}, as OVN-Kubernetes adds.
+     */
+    private List<RuleSpec> etpLocalMasqueradeRules(Evaluation ev, TableRef table, ObjectRef service) {
+      if (config.etpLocalMasqueradeIps().isEmpty()
+          || !ServiceInfo.ETP_LOCAL.equals(ev.service().externalTrafficPolicy())) {
+        return List.of();
+      }
+      List<RuleSpec> out = new ArrayList<>();
+      for (IpPrefix masquerade : config.etpLocalMasqueradeIps()) {
+        if (!ev.lbIps().containsKey(masquerade.family())) {
+          continue;
+        }
+        for (int port : new TreeSet<>(ev.service().nodePorts())) {
+          if (port > 0 && port <= 65535) {
+            out.add(new RuleSpec(masquerade.family(), config.priority(), Optional.of(masquerade), Optional.empty(),
+                table, Optional.of(service), OptionalLong.empty(), OptionalInt.of(port)));
+          }
+        }
+      }
+      return out;
     }
 
     private String describe(EgressServiceInfo es, Evaluation ev, Optional<TableRef> table, int snats, int ruleCount) {
@@ -443,6 +474,9 @@ public final class Planner {
       IpFamily lastFamily = null;
       long lastScope = 0;
       for (RuleSpec r : serviceRules) {
+        if (r.sourcePort().isPresent()) {
+          continue; // in mark mode it would need unscoped rules; its service's other rules bring the exemption
+        }
         long scope = r.fwmark().orElse(-1);
         if (r.family() != lastFamily || scope != lastScope) {
           scopesByFamily.computeIfAbsent(r.family(), k -> new TreeSet<>()).add(scope);

@@ -4,6 +4,7 @@ import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.util.Comparator;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 
 /**
@@ -13,6 +14,8 @@ import java.util.OptionalLong;
  * in-cluster rules scoped to each network's mark.
  *
  * @param fwmark the mark value (already within the mask); empty in source mode
+ * @param sourcePort {@code sport}: OVN-Kubernetes' ETP=Local rule ({@code from <masquerade IP> sport <nodePort>}),
+ *     in both rule modes; empty otherwise
  */
 public record RuleSpec(
     IpFamily family,
@@ -21,7 +24,14 @@ public record RuleSpec(
     Optional<IpPrefix> to,
     TableRef table,
     Optional<ObjectRef> service,
-    OptionalLong fwmark) {
+    OptionalLong fwmark,
+    OptionalInt sourcePort) {
+
+  /** Without a source port. */
+  public RuleSpec(IpFamily family, int priority, Optional<IpPrefix> from, Optional<IpPrefix> to, TableRef table,
+      Optional<ObjectRef> service, OptionalLong fwmark) {
+    this(family, priority, from, to, table, service, fwmark, OptionalInt.empty());
+  }
 
   /** A source-mode rule (no fwmark). */
   public RuleSpec(IpFamily family, int priority, Optional<IpPrefix> from, Optional<IpPrefix> to, TableRef table,
@@ -50,6 +60,10 @@ public record RuleSpec(
       return c;
     }
     c = compareEmptyFirst(a.to, b.to);
+    if (c != 0) {
+      return c;
+    }
+    c = Integer.compare(a.sourcePort.orElse(0), b.sourcePort.orElse(0));
     if (c != 0) {
       return c;
     }

@@ -57,6 +57,8 @@ class LeanObjectsTest {
   @Test
   void theFixturesExerciseWhatTheReadersLookAt() {
     assertThat(services()).extracting(s -> PlanInputs.service(s).ingress().size()).containsExactly(3, 0);
+    assertThat(PlanInputs.service(services().get(0)).nodePorts()).containsExactly(30443, 30080);
+    assertThat(PlanInputs.service(services().get(0)).externalTrafficPolicy()).isEqualTo("Local");
     assertThat(slices()).extracting(s -> PlanInputs.slice(s).endpoints().size()).containsExactly(4, 4);
     List<NodeState> nodes = nodes().stream().map(AllocatorInputs::node).toList();
     assertThat(nodes).extracting(NodeState::ready).containsExactly(true, false);
@@ -145,7 +147,9 @@ class LeanObjectsTest {
     });
 
     Service service = LeanObjects.service(services().get(0));
-    assertThat(service.getSpec().getPorts()).isNullOrEmpty();
+    // Issue 17, finding 3: the node ports stay (OVN-Kubernetes' ETP=Local rule), nothing else of a port.
+    assertThat(service.getSpec().getPorts()).extracting(p -> p.getNodePort() + " " + p.getPort() + " " + p.getName())
+        .containsExactly("30443 null null", "30080 null null");
     assertThat(service.getSpec().getSelector()).isNullOrEmpty();
     assertThat(service.getStatus().getConditions()).isNullOrEmpty();
     assertThat(service.getMetadata().getFinalizers()).isNullOrEmpty();

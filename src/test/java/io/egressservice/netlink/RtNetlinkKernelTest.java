@@ -114,6 +114,28 @@ class RtNetlinkKernelTest {
     assertThat(nl.listRules(V4)).containsExactlyElementsOf(expected);
   }
 
+  /** Issue 17, finding 3: OVN-Kubernetes' ETP=Local rule, {@code from <masquerade IP> sport <nodePort>}. */
+  @Test
+  void finding3_sourcePortRulesMatchIpRuleShowBothWaysAndBothFamilies() {
+    Rule v4 = Rule.lookup(V4, 5000, 100).from(p("169.254.169.3")).sourcePort(30300).protocol(201);
+    Rule v6 = Rule.lookup(V6, 5000, 100).from(p("fd69::3")).sourcePort(30300).protocol(201);
+    nl.addRule(v4);
+    nl.addRule(v6);
+    assertThat(ipRule(V4, 5000)).isEqualTo(json("""
+        {"priority":5000,"src":"169.254.169.3","sport":30300,"table":"100","protocol":"201"}"""));
+    assertThat(ipRule(V6, 5000)).isEqualTo(json("""
+        {"priority":5000,"src":"fd69::3","sport":30300,"table":"100","protocol":"201"}"""));
+    assertThat(nl.listRules(V4)).contains(v4);
+    assertThat(nl.listRules(V6)).contains(v6);
+    assertThat(v4.toString()).isEqualTo("5000: from 169.254.169.3 sport 30300 lookup 100 proto 201");
+
+    ns.exec("ip", "rule", "add", "prio", "5001", "from", "169.254.169.3", "sport", "1000-2000", "lookup", "101");
+    assertThat(nl.listRules(V4)).filteredOn(r -> r.priority() == 5001)
+        .extracting(r -> r.sourcePort().orElseThrow().toString()).containsExactly("1000-2000");
+    nl.deleteRule(v4);
+    assertThat(nl.listRules(V4)).doesNotContain(v4).anyMatch(r -> r.priority() == 5001);
+  }
+
   @Test
   void ipv6RulesMatchIpDash6RuleShow() {
     Rule a = Rule.lookup(V6, 5000, 100).from(p("2001:db8::1")).protocol(201);

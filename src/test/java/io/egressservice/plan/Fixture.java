@@ -60,6 +60,15 @@ final class Fixture {
     return this;
   }
 
+  /** The Service {@code name} (already added) with {@code externalTrafficPolicy} and these node ports. */
+  Fixture trafficPolicy(String name, String externalTrafficPolicy, Integer... nodePorts) {
+    ServiceInfo old = services.stream().filter(x -> x.ref().equals(new ObjectRef(NS, name))).findFirst().orElseThrow();
+    services.remove(old);
+    services.add(new ServiceInfo(old.ref(), old.type(), old.clusterIps(), old.ingress(), externalTrafficPolicy,
+        List.of(nodePorts)));
+    return this;
+  }
+
   Fixture slice(String service, String sliceName, String addressType, EndpointSliceInfo.Endpoint... endpoints) {
     return slice(NS, service, sliceName, addressType, endpoints);
   }
@@ -118,9 +127,17 @@ final class Fixture {
 
   /** Service rules as "from 10.128.0.3 lookup 100 default/svc1" (family implied by the address). */
   static List<String> sourceRules(DesiredState s) {
-    return s.rules().stream().filter(r -> r.service().isPresent())
+    return s.rules().stream().filter(r -> r.service().isPresent() && r.sourcePort().isEmpty())
         .map(r -> r.priority() + ": from " + r.from().orElseThrow() + " lookup " + r.table().name() + " "
             + r.service().get())
+        .toList();
+  }
+
+  /** Rules with a source port as "5000: from 169.254.169.3 sport 30300 lookup 100 default/svc". */
+  static List<String> sportRules(DesiredState s) {
+    return s.rules().stream().filter(r -> r.sourcePort().isPresent())
+        .map(r -> r.priority() + ": from " + r.from().orElseThrow() + " sport " + r.sourcePort().getAsInt()
+            + " lookup " + r.table().name() + " " + r.service().orElseThrow())
         .toList();
   }
 

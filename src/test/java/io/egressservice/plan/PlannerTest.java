@@ -6,6 +6,7 @@ import static io.egressservice.plan.Fixture.outcome;
 import static io.egressservice.plan.Fixture.skipped;
 import static io.egressservice.plan.Fixture.snat;
 import static io.egressservice.plan.Fixture.sourceRules;
+import static io.egressservice.plan.Fixture.sportRules;
 import static io.egressservice.plan.SourceIpBy.LOAD_BALANCER_IP;
 import static io.egressservice.plan.SourceIpBy.NETWORK;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -43,6 +44,93 @@ class PlannerTest {
     return f.egress("service1", LOAD_BALANCER_IP, network, host)
         .lbService("service1", List.of("10.129.0.2"), "5.5.5.5")
         .slice("service1", "service1-v4", "IPv4", ep("10.128.0.3", NODE), ep("192.168.18.15", NODE));
+  }
+
+  /**
+   * Issue 17, finding 3: OVN-Kubernetes' local gateway path for ETP=Local (LB -> 169.254.169.3:nodePort -> pod);
+   * the reply's routing decision sees the masquerade IP and the node port, so OVN-Kubernetes adds
+   * {@code from <masquerade IP> sport <nodePort>} per family with an ingress IP, when ETP is Local.
+   */
+  @Nested
+  class Finding3EtpLocalMasqueradeRules {
+    final List<IpPrefix> masquerade = List.of(IpPrefix.parse("169.254.169.3"), IpPrefix.parse("fd69::3"));
+
+    Fixture svc2(String host, SourceIpBy mode) {
+      return ovnCluster()
+          .config(PlanConfig.defaults().withCidrs(List.of(IpPrefix.parse("10.128.0.0/16")),
+              List.of(IpPrefix.parse("10.129.0.0/16")), List.of()).withEtpLocalMasqueradeIps(masquerade))
+          .egress("service2", mode, "100", host)
+          .lbService("service2", List.of("10.129.0.10"), "5.5.5.6")
+          .trafficPolicy("service2", "Local", 30300)
+          .slice("service2", "service2-v4", "IPv4", ep("10.128.0.11", NODE));
+    }
+
+    @Test
+    void finding3_etpLocalOnTheHostAddsTheMasqueradeRuleWithTheNodePort() {
+      DesiredState s = svc2(NODE, LOAD_BALANCER_IP).plan(NODE);
+
+      assertThat(sportRules(s)).containsExactly("5000: from 169.254.169.3 sport 30300 lookup 100 default/service2");
+      assertThat(sourceRules(s)).containsExactlyInAnyOrder(
+          "5000: from 10.128.0.11 lookup 100 default/service2", "5000: from 10.129.0.10 lookup 100 default/service2");
+    }
+
+    @Test
+    void finding3_etpLocalWithHostAllAddsItToo() {
+      DesiredState s = svc2("ALL", NETWORK).plan(NODE);
+
+      assertThat(sportRules(s)).containsExactly("5000: from 169.254.169.3 sport 30300 lookup 100 default/service2");
+    }
+
+    @Test
+    void finding3_etpChangesAddAndRemoveTheRule() {
+      Fixture f = svc2("ALL", NETWORK).trafficPolicy("service2", "Cluster", 30300);
+      assertThat(sportRules(f.plan(NODE))).isEmpty();
+
+      f.trafficPolicy("service2", "Local", 30300);
+      assertThat(sportRules(f.plan(NODE))).containsExactly(
+          "5000: from 169.254.169.3 sport 30300 lookup 100 default/service2");
+
+      f.trafficPolicy("service2", "Cluster", 30300);
+      assertThat(sportRules(f.plan(NODE))).isEmpty();
+    }
+
+    @Test
+    void finding3_eachFamilyWithAnIngressIpGetsItsMasqueradeRuleForEveryNodePort() {
+      Fixture f = svc2(NODE, LOAD_BALANCER_IP)
+          .lbService("service2", List.of("10.129.0.10", "fd00:10:129::10"), "5.5.5.6", "5555::6")
+          .trafficPolicy("service2", "Local", 30300, 30301, 30300);
+
+      assertThat(sportRules(f.plan(NODE))).containsExactlyInAnyOrder(
+          "5000: from 169.254.169.3 sport 30300 lookup 100 default/service2",
+          "5000: from 169.254.169.3 sport 30301 lookup 100 default/service2",
+          "5000: from fd69::3 sport 30300 lookup 100 default/service2",
+          "5000: from fd69::3 sport 30301 lookup 100 default/service2");
+
+      f.lbService("service2", List.of("10.129.0.10", "fd00:10:129::10"), "5555::6")
+          .trafficPolicy("service2", "Local", 30300);
+      assertThat(sportRules(f.plan(NODE))).containsExactly("5000: from fd69::3 sport 30300 lookup 100 default/service2");
+    }
+
+    @Test
+    void withoutTheMasqueradeIpsOrANetworkThereIsNoSuchRule() {
+      Fixture f = svc2(NODE, LOAD_BALANCER_IP).config(PlanConfig.defaults());
+      assertThat(sportRules(f.plan(NODE))).isEmpty();
+
+      f = svc2(NODE, LOAD_BALANCER_IP).egress("service2", LOAD_BALANCER_IP, "", NODE);
+      assertThat(sportRules(f.plan(NODE))).isEmpty();
+    }
+
+    @Test
+    void finding3_inMarkModeTheMasqueradeRuleStaysARuleAndBringsNoUnscopedInClusterRules() {
+      Fixture f = svc2(NODE, LOAD_BALANCER_IP);
+      f.config(f.inputs(NODE).config().withRuleMode(RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK));
+
+      DesiredState s = f.plan(NODE);
+
+      assertThat(sportRules(s)).containsExactly("5000: from 169.254.169.3 sport 30300 lookup 100 default/service2");
+      assertThat(s.marks()).extracting(m -> m.source().toString()).containsExactlyInAnyOrder("10.128.0.11", "10.129.0.10");
+      assertThat(s.rules()).filteredOn(r -> r.to().isPresent()).allMatch(r -> r.fwmark().isPresent());
+    }
   }
 
   @Nested
