@@ -30,7 +30,9 @@ public record Change(Op op, Kind kind, String service, String description) {
     SNAT,
     IN_CLUSTER,
     NFT_BASE,
-    MARK
+    MARK,
+    /** A device setting ({@code net.ipv4.conf.<dev>.src_valid_mark}), see {@link ReversePath}. */
+    SYSCTL
   }
 
   @Override

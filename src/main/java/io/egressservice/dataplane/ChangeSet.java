@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables.NftChange;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The ordered difference between the plan and the kernel: rule additions first, then the nft
@@ -11,6 +12,7 @@ import java.util.List;
  * changes, or a node that switches rule mode, is never without a rule.
  *
  * @param changes the same, described per service, in that order
+ * @param srcValidMark devices (name to ifindex) that get {@code src_valid_mark=1} before the mark transaction
  */
 public record ChangeSet(
     List<Rule> ruleAdds,
@@ -18,8 +20,15 @@ public record ChangeSet(
     boolean ensureNftBase,
     ArrayNode markCommands,
     List<Rule> ruleDeletes,
-    List<Change> changes) {
+    List<Change> changes,
+    Map<String, Integer> srcValidMark) {
+  public ChangeSet(List<Rule> ruleAdds, NftChange nft, boolean ensureNftBase, ArrayNode markCommands,
+      List<Rule> ruleDeletes, List<Change> changes) {
+    this(ruleAdds, nft, ensureNftBase, markCommands, ruleDeletes, changes, Map.of());
+  }
+
   public ChangeSet {
+    srcValidMark = Map.copyOf(srcValidMark);
     markCommands = markCommands.deepCopy();
     ruleAdds = List.copyOf(ruleAdds);
     ruleDeletes = List.copyOf(ruleDeletes);
@@ -27,6 +36,7 @@ public record ChangeSet(
   }
 
   public boolean isEmpty() {
-    return ruleAdds.isEmpty() && ruleDeletes.isEmpty() && nft.isEmpty() && !ensureNftBase && markCommands.isEmpty();
+    return ruleAdds.isEmpty() && ruleDeletes.isEmpty() && nft.isEmpty() && !ensureNftBase && markCommands.isEmpty()
+        && srcValidMark.isEmpty();
   }
 }

@@ -219,7 +219,21 @@ public final class Dataplane implements AutoCloseable {
     NodeFacts facts = facts(networks, observed);
     DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(),
         config, facts.existingMarks(), memo));
+    observed = withReversePath(desired, observed);
     return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos);
+  }
+
+  /** Mark mode: the reverse-path facts of the plan's networks' uplinks ({@link ReversePath}). */
+  private ObservedState withReversePath(DesiredState desired, ObservedState observed) {
+    if (desired.ruleMode() != io.egressservice.plan.RuleMode.MARK || desired.networkMarks().isEmpty()) {
+      return observed;
+    }
+    try {
+      return observed.withReversePath(ReversePath.observe(netlink, thread, desired.networkMarks().keySet()));
+    } catch (NetlinkException e) {
+      throw new DataplaneException("cannot read the uplinks of the marked networks in " + describe() + ": "
+          + e.getMessage(), e);
+    }
   }
 
   /** Diff the plan against the observation it was made with, and apply. */
@@ -231,7 +245,7 @@ public final class Dataplane implements AutoCloseable {
   /** Observe, diff, apply. */
   public ApplyReport reconcile(DesiredState desired) {
     long start = System.nanoTime();
-    ObservedState observed = observe();
+    ObservedState observed = withReversePath(desired, observe());
     long observeNanos = System.nanoTime() - start;
     ApplyReport report = apply(Differ.diff(desired, observed));
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
@@ -276,12 +290,29 @@ public final class Dataplane implements AutoCloseable {
         if (!changes.ensureNftBase()) {
           marks.snatCommitted();
         }
-        applied.addAll(nftChanges.stream().filter(c -> c.kind() != Change.Kind.MARK).toList());
+        applied.addAll(nftChanges.stream()
+            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL).toList());
       } catch (NftException e) {
         failures.add("nft transaction (" + nftChanges.size() + " change(s), none applied): " + e.getMessage());
         if (e instanceof NftException.PermissionDenied) {
           throw new DataplaneException(e.getMessage(), e);
         }
+      }
+      kernel += System.nanoTime() - t;
+    }
+
+    if (!changes.srcValidMark().isEmpty()) {
+      t = System.nanoTime();
+      List<Change> sysctlChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.SYSCTL).toList();
+      int i = 0;
+      for (Map.Entry<String, Integer> dev : new java.util.TreeMap<>(changes.srcValidMark()).entrySet()) {
+        Optional<String> failure = ReversePath.enableSrcValidMark(netlink, dev.getKey(), dev.getValue());
+        if (failure.isPresent()) {
+          failures.add(failure.get());
+        } else if (i < sysctlChanges.size()) {
+          applied.add(sysctlChanges.get(i));
+        }
+        i++;
       }
       kernel += System.nanoTime() - t;
     }

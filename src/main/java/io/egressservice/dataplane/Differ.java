@@ -136,24 +136,29 @@ public final class Differ {
             "nft in_cluster sets = " + desired.inCluster()));
       }
     }
-    MarkPlan markPlan = markPlan(desired);
+    MarkPlan markPlan = markPlan(desired, observed.reversePath());
     ArrayNode markCommands = MarkNftables.commands(observed.marks(), markPlan);
     describeMarks(observed.marks(), markPlan, changes);
+    Map<String, Integer> srcValidMark = markPlan.wanted() ? observed.reversePath().needSrcValidMark() : Map.of();
+    new java.util.TreeMap<>(srcValidMark).keySet().forEach(dev -> changes.add(new Change(Change.Op.ADD,
+        Change.Kind.SYSCTL, BASE, "sysctl net.ipv4.conf." + dev + ".src_valid_mark=1 (strict rp_filter on an uplink"
+            + " of a marked network: the reverse-path check must see the mark)")));
     // Reorder the descriptions like the execution: rule adds, nft, rule deletes.
     List<Change> ordered = new ArrayList<>();
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.ADD).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() != Change.Kind.RULE).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE).forEach(ordered::add);
-    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes, ordered);
+    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes, ordered,
+        srcValidMark);
   }
 
-  private static MarkPlan markPlan(DesiredState desired) {
+  private static MarkPlan markPlan(DesiredState desired, ReversePath.State reversePath) {
     if (desired.ruleMode() != RuleMode.MARK || desired.networkMarks().isEmpty()) {
       return MarkPlan.none();
     }
     Set<MarkElement> elements = new HashSet<>();
     desired.marks().forEach(m -> elements.add(new MarkElement(m.source(), m.table(), m.service().toString())));
-    return new MarkPlan(desired.markMask(), desired.networkMarks(), elements);
+    return new MarkPlan(desired.markMask(), desired.networkMarks(), elements, reversePath.strictUplinks());
   }
 
   private static void describeMarks(MarkState observed, MarkPlan desired, List<Change> changes) {
@@ -178,6 +183,12 @@ public final class Differ {
       if (!e.equals(observed.elements().get(e.source()))) {
         changes.add(new Change(Change.Op.ADD, Change.Kind.MARK, e.comment(), "mark " + e.source() + " -> table " + e.table()));
       }
+    }
+    Set<String> haveReply = observed.replyIfaces().orElse(Set.of());
+    if (!haveReply.equals(desired.replyIfaces())) {
+      changes.add(new Change(desired.replyIfaces().isEmpty() ? Change.Op.DELETE : Change.Op.REPLACE, Change.Kind.MARK,
+          BASE, "nft set " + MarkNftables.REPLY_IFACES + " = " + new java.util.TreeSet<>(desired.replyIfaces())
+              + " (uplinks with strict rp_filter: their packets to marked endpoints get the mark)"));
     }
     if (!desired.wanted() && observed.anyPresent()) {
       changes.add(new Change(Change.Op.DELETE, Change.Kind.MARK, BASE, "nft mark maps and chains (not in mark mode)"));

@@ -21,6 +21,24 @@ final class LinkCodec {
     w.end();
   }
 
+  /**
+   * RTM_SETLINK of one IPv4 device setting ({@code net.ipv4.conf.<dev>.<name>}):
+   * IFLA_AF_SPEC &gt; AF_INET &gt; IFLA_INET_CONF &gt; [id] = value. The kernel's way to write a sysctl
+   * with CAP_NET_ADMIN alone (containers get /proc/sys read-only).
+   */
+  static void encodeSetIpv4Conf(NetlinkMessageWriter w, int seq, int ifindex, int confId, int value) {
+    w.begin(RTM_SETLINK, NLM_F_REQUEST | NLM_F_ACK, seq);
+    w.u8(0).u8(0).u16(0).u32(ifindex).u32(0).u32(0);
+    int afSpec = w.beginNested(IFLA_AF_SPEC);
+    int inet = w.beginNested(AF_INET);
+    int conf = w.beginNested(IFLA_INET_CONF);
+    w.attrU32(confId, value);
+    w.endNested(conf);
+    w.endNested(inet);
+    w.endNested(afSpec);
+    w.end();
+  }
+
   static Link decode(ByteBuffer p) {
     if (p.limit() < IFINFOMSG_LEN) {
       throw new IllegalArgumentException("short ifinfomsg: " + p.limit() + " bytes");

@@ -44,6 +44,7 @@ final class NetlinkConstants {
   static final int RTM_NEWLINK = 16;
   static final int RTM_DELLINK = 17;
   static final int RTM_GETLINK = 18;
+  static final int RTM_SETLINK = 19;
   static final int RTM_NEWROUTE = 24;
   static final int RTM_DELROUTE = 25;
   static final int RTM_GETROUTE = 26;
@@ -118,6 +119,10 @@ final class NetlinkConstants {
 
   // <linux/if_link.h>
   static final int IFLA_IFNAME = 3;
+  static final int IFLA_AF_SPEC = 26;
+  /** In IFLA_AF_SPEC &gt; AF_INET: the device's net.ipv4.conf values, one u32 attribute per IPV4_DEVCONF_* id. */
+  static final int IFLA_INET_CONF = 1;
+  static final int AF_INET = 2;
   static final int IFLA_LINKINFO = 18;
   static final int IFLA_INFO_KIND = 1;
   static final int IFLA_INFO_DATA = 2;

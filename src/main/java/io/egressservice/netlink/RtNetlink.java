@@ -300,6 +300,21 @@ public final class RtNetlink implements AutoCloseable {
         m -> m.type() == RTM_NEWLINK ? Optional.of(LinkCodec.decode(m.payload())) : Optional.empty());
   }
 
+  /** {@code net.ipv4.conf.<dev>.src_valid_mark} (IPV4_DEVCONF_SRC_VMARK). */
+  public static final int IPV4_DEVCONF_SRC_VMARK = 24;
+
+  /**
+   * Sets {@code net.ipv4.conf.<device>.<setting>} through rtnetlink (RTM_SETLINK, IFLA_INET_CONF), which
+   * needs CAP_NET_ADMIN only, not a writable /proc/sys.
+   *
+   * @param confId the IPV4_DEVCONF_* id, e.g. {@link #IPV4_DEVCONF_SRC_VMARK}
+   * @throws NetlinkException.NotFound when the device is gone
+   */
+  public void setIpv4DeviceConf(int ifindex, int confId, int value) {
+    request("set ipv4 devconf " + confId + "=" + value + " on ifindex " + ifindex,
+        s -> LinkCodec.encodeSetIpv4Conf(writer, s, ifindex, confId, value));
+  }
+
   // -------------------------------------------------------------------------------- notifications
 
   /** As {@link #subscribe(Set, Consumer, Runnable)} with no overflow callback. */

@@ -27,7 +27,13 @@ import java.util.TreeMap;
  *   map mark_v6 { type ipv6_addr : verdict; }
  *   chain mark_prerouting { type filter hook prerouting priority mangle; ip saddr vmap @mark_v4; ip6 saddr vmap @mark_v6 }
  *   chain mark_output { type route hook output priority mangle; (the same two rules) }
+ *   set mark_reply_ifaces { type ifname; }      # uplinks with strict rp_filter (see dataplane.ReversePath)
+ *   chain mark_reply { type filter hook prerouting priority dstnat + 10;
+ *                      iifname @mark_reply_ifaces ip daddr vmap @mark_v4 }
  * </pre>
+ *
+ * <p>{@code mark_reply} runs after NAT has been undone (replies) or done (inbound DNAT), so the
+ * destination is the endpoint; it exists only while some uplink of a marked network filters strictly.
  *
  * One map lookup per packet whatever the number of sources; only the mask's bits of the packet mark
  * change, so marks set by others (OVN-Kubernetes' 0x3f0, kube-proxy's 0x4000) survive. nft 1.0.6
@@ -36,6 +42,10 @@ import java.util.TreeMap;
 public final class MarkNftables implements AutoCloseable {
   public static final String PREROUTING = "mark_prerouting";
   public static final String OUTPUT = "mark_output";
+  public static final String REPLY = "mark_reply";
+  public static final String REPLY_IFACES = "mark_reply_ifaces";
+  /** After dstnat (-100): the destination is the endpoint's own address. */
+  static final int REPLY_PRIORITY = -90;
   static final int MANGLE_PRIORITY = -150;
   private static final String TABLE = EgressNftables.TABLE;
   private static final String FAMILY = EgressNftables.FAMILY;
@@ -73,14 +83,37 @@ public final class MarkNftables implements AutoCloseable {
       Map<String, Boolean> hookChains,
       Map<Long, Long> networkChains,
       Map<Long, Long> networkChainMasks,
-      Map<IpPrefix, MarkElement> elements) {
+      Map<IpPrefix, MarkElement> elements,
+      Optional<Set<String>> replyIfaces) {
+    public MarkState {
+      replyIfaces = replyIfaces.map(Set::copyOf);
+    }
+
+    /** Without the reply objects. */
+    public MarkState(boolean tablePresent, Set<String> maps, Map<String, Boolean> hookChains,
+        Map<Long, Long> networkChains, Map<Long, Long> networkChainMasks, Map<IpPrefix, MarkElement> elements) {
+      this(tablePresent, maps, hookChains, networkChains, networkChainMasks, elements, Optional.empty());
+    }
+
     public boolean anyPresent() {
-      return !maps.isEmpty() || !hookChains.isEmpty() || !networkChains.isEmpty();
+      return !maps.isEmpty() || !hookChains.isEmpty() || !networkChains.isEmpty() || replyIfaces.isPresent();
     }
   }
 
-  /** What mark mode wants: the mask, each network's mark, and the sources. Empty networks = no mark objects. */
-  public record MarkPlan(long mask, Map<Long, Long> networkMarks, Set<MarkElement> elements) {
+  /**
+   * What mark mode wants: the mask, each network's mark, and the sources. Empty networks = no mark objects.
+   *
+   * @param replyIfaces uplinks whose packets to a marked endpoint get its mark (strict rp_filter); empty: none
+   */
+  public record MarkPlan(long mask, Map<Long, Long> networkMarks, Set<MarkElement> elements, Set<String> replyIfaces) {
+    public MarkPlan {
+      replyIfaces = Set.copyOf(replyIfaces);
+    }
+
+    public MarkPlan(long mask, Map<Long, Long> networkMarks, Set<MarkElement> elements) {
+      this(mask, networkMarks, elements, Set.of());
+    }
+
     public static MarkPlan none() {
       return new MarkPlan(0, Map.of(), Set.of());
     }
@@ -114,8 +147,9 @@ public final class MarkNftables implements AutoCloseable {
     Map<Long, Long> chains = new TreeMap<>();
     Map<Long, Long> masks = new TreeMap<>();
     Map<IpPrefix, MarkElement> elements = new HashMap<>();
+    Optional<Set<String>> replyIfaces = Optional.empty();
     if (listing.isEmpty()) {
-      return new MarkState(false, maps, hooks, chains, masks, elements);
+      return new MarkState(false, maps, hooks, chains, masks, elements, replyIfaces);
     }
     Map<String, List<JsonNode>> rulesByChain = new HashMap<>();
     for (JsonNode item : listing.get().path("nftables")) {
@@ -125,6 +159,12 @@ public final class MarkNftables implements AutoCloseable {
       }
     }
     for (JsonNode item : listing.get().path("nftables")) {
+      JsonNode set = item.path("set");
+      if (!set.isMissingNode() && set.path("name").asText().equals(REPLY_IFACES)) {
+        Set<String> names = new HashSet<>();
+        set.path("elem").forEach(e -> names.add(e.asText()));
+        replyIfaces = Optional.of(names);
+      }
       JsonNode map = item.path("map");
       if (!map.isMissingNode() && map.path("name").asText().startsWith("mark_v")) {
         maps.add(map.path("name").asText());
@@ -157,6 +197,10 @@ public final class MarkNftables implements AutoCloseable {
         boolean rulesOk = rules.size() == 2 && rules.get(0).equals(vmapRule(IpFamily.V4))
             && rules.get(1).equals(vmapRule(IpFamily.V6));
         hooks.put(name, hookOk && rulesOk);
+      } else if (name.equals(REPLY)) {
+        boolean hookOk = chain.path("hook").asText().equals("prerouting") && chain.path("type").asText().equals("filter")
+            && chain.path("prio").asInt() == REPLY_PRIORITY;
+        hooks.put(name, hookOk && rules.size() == 1 && rules.get(0).equals(replyRule()));
       } else if (name.startsWith("mark_t")) {
         try {
           long table = Long.parseLong(name.substring(6));
@@ -174,7 +218,7 @@ public final class MarkNftables implements AutoCloseable {
         }
       }
     }
-    return new MarkState(true, maps, hooks, chains, masks, elements);
+    return new MarkState(true, maps, hooks, chains, masks, elements, replyIfaces);
   }
 
   /**
@@ -186,10 +230,13 @@ public final class MarkNftables implements AutoCloseable {
     ArrayNode cmds = F.arrayNode();
     if (!desired.wanted()) {
       if (observed.anyPresent()) {
-        for (String hook : List.of(PREROUTING, OUTPUT)) {
+        for (String hook : List.of(PREROUTING, OUTPUT, REPLY)) {
           if (observed.hookChains().containsKey(hook)) {
             cmds.add(cmd("delete", "chain", chainRef(hook)));
           }
+        }
+        if (observed.replyIfaces().isPresent()) {
+          cmds.add(cmd("delete", "set", setRef(REPLY_IFACES)));
         }
         for (String map : observed.maps()) {
           cmds.add(cmd("delete", "map", setRef(map)));
@@ -273,6 +320,7 @@ public final class MarkNftables implements AutoCloseable {
         cmds.add(cmd("add", "rule", ruleRef(hook).set("expr", vmapRule(f))));
       }
     }
+    replyCommands(observed, desired, cmds);
     // Chains of networks no longer used, after the elements that jumped to them are gone.
     for (long table : observed.networkChains().keySet()) {
       if (!desired.networkMarks().containsKey(table)) {
@@ -280,6 +328,56 @@ public final class MarkNftables implements AutoCloseable {
       }
     }
     return cmds;
+  }
+
+  /** The reply chain and its set of uplinks: present exactly while some uplink needs them. */
+  private static void replyCommands(MarkState observed, MarkPlan desired, ArrayNode cmds) {
+    Boolean chainOk = observed.hookChains().get(REPLY);
+    if (desired.replyIfaces().isEmpty()) {
+      if (chainOk != null) {
+        cmds.add(cmd("delete", "chain", chainRef(REPLY)));
+      }
+      if (observed.replyIfaces().isPresent()) {
+        cmds.add(cmd("delete", "set", setRef(REPLY_IFACES)));
+      }
+      return;
+    }
+    Set<String> have = observed.replyIfaces().orElse(Set.of());
+    if (observed.replyIfaces().isEmpty()) {
+      cmds.add(cmd("add", "set", setRef(REPLY_IFACES).put("type", "ifname")));
+    }
+    List<String> gone = have.stream().filter(n -> !desired.replyIfaces().contains(n)).sorted().toList();
+    List<String> fresh = desired.replyIfaces().stream().filter(n -> !have.contains(n)).sorted().toList();
+    if (!gone.isEmpty()) {
+      ArrayNode elems = F.arrayNode();
+      gone.forEach(elems::add);
+      cmds.add(cmd("delete", "element", setRef(REPLY_IFACES).set("elem", elems)));
+    }
+    if (!fresh.isEmpty()) {
+      ArrayNode elems = F.arrayNode();
+      fresh.forEach(elems::add);
+      cmds.add(cmd("add", "element", setRef(REPLY_IFACES).set("elem", elems)));
+    }
+    if (!Boolean.TRUE.equals(chainOk)) {
+      if (chainOk != null) {
+        cmds.add(cmd("delete", "chain", chainRef(REPLY)));
+      }
+      cmds.add(cmd("add", "chain", chainRef(REPLY).put("type", "filter").put("hook", "prerouting")
+          .put("prio", REPLY_PRIORITY).put("policy", "accept")));
+      cmds.add(cmd("add", "rule", ruleRef(REPLY).set("expr", replyRule())));
+    }
+  }
+
+  /** {@code iifname @mark_reply_ifaces ip daddr vmap @mark_v4} (IPv4 only: IPv6 has no rp_filter setting). */
+  static ArrayNode replyRule() {
+    ObjectNode match = F.objectNode();
+    match.put("op", "==");
+    match.set("left", F.objectNode().set("meta", F.objectNode().put("key", "iifname")));
+    match.put("right", "@" + REPLY_IFACES);
+    ObjectNode vmap = F.objectNode();
+    vmap.set("key", F.objectNode().set("payload", F.objectNode().put("protocol", "ip").put("field", "daddr")));
+    vmap.put("data", "@" + mapOf(IpFamily.V4));
+    return F.arrayNode().add(F.objectNode().set("match", match)).add(F.objectNode().set("vmap", vmap));
   }
 
   /**

@@ -60,6 +60,16 @@ public final class Topology implements AutoCloseable {
   public static final String CLIENT = "198.51.100.2";
   /** The Service port the test's DNAT (standing in for kube-proxy) maps to pod1's {@link #PORT}. */
   public static final int LB_PORT = 80;
+  // IPv6 (after enableIpv6()): the same layout with these addresses; uplinks fd00:172:16:1::/64 and fd00:172:16:2::/64.
+  public static final String POD1_V6 = "fd00:10:128::5";
+  public static final String EXTERNAL_V6 = "2001:db8:203::10";
+  public static final String LB_IP_V6 = "5555::5";
+  public static final String CLIENT_V6 = "2001:db8:198::2";
+  // OVN-Kubernetes' local gateway path (after installOvnLocalGateway()): its ETP=Local masquerade IPs and a pod behind it.
+  public static final String OVN_MASQUERADE_V4 = "169.254.169.3";
+  public static final String OVN_MASQUERADE_V6 = "fd69::3";
+  public static final String LGW_POD = "10.128.0.8";
+  public static final String LGW_POD_V6 = "fd00:10:128::8";
 
   /** What an echo server saw: which namespace, which protocol, which source address. */
   public record Seen(String where, String protocol, String source) {
@@ -240,6 +250,174 @@ public final class Topology implements AutoCloseable {
     return Long.parseLong(m.group(1));
   }
 
+  // ---- additions for datapath parity with OVN-Kubernetes (issue 17) --------------------------------
+
+  /** IPv6 on pod1, the node, both uplinks and the client (same shape as IPv4; tables 100-102 too). */
+  public void enableIpv6() {
+    for (String router : List.of("node", "up1", "up2")) {
+      sysctl(ns(router), "net.ipv6.conf.all.forwarding=1");
+    }
+    batch("node",
+        "addr add fd00:10:128::1/128 dev p1 nodad",
+        "addr add fd00:172:16:1::1/64 dev up1 nodad",
+        "addr add fd00:172:16:2::1/64 dev up2 nodad",
+        "route add " + POD1_V6 + "/128 dev p1",
+        "route add default via fd00:172:16:1::2",
+        "route add default via fd00:172:16:2::2 table 100",
+        "route add default via fd00:172:16:1::2 table 101",
+        "route add default via fd00:172:16:2::2 table 102");
+    batch("pod1",
+        "addr add " + POD1_V6 + "/128 dev eth0 nodad",
+        "route add fd00:10:128::1/128 dev eth0",
+        "route add default via fd00:10:128::1 dev eth0");
+    batch("up1",
+        "addr add fd00:172:16:1::2/64 dev eth0 nodad",
+        "addr add " + EXTERNAL_V6 + "/128 dev lo",
+        "addr add 2001:db8:198::1/64 dev toc nodad",
+        "route add fd00:10:128::/48 via fd00:172:16:1::1",
+        "route add " + LB_IP_V6 + "/128 via fd00:172:16:1::1");
+    batch("up2",
+        "addr add fd00:172:16:2::2/64 dev eth0 nodad",
+        "addr add " + EXTERNAL_V6 + "/128 dev lo",
+        "addr add 2001:db8:199::1/64 dev toc nodad",
+        "route add fd00:10:128::/48 via fd00:172:16:2::1",
+        "route add " + LB_IP_V6 + "/128 via fd00:172:16:2::1",
+        "route add 2001:db8:198::/64 via 2001:db8:199::2");
+    batch("client",
+        "addr add " + CLIENT_V6 + "/64 dev up1 nodad",
+        "addr add 2001:db8:199::2/64 dev up2 nodad",
+        "route add " + LB_IP_V6 + "/128 via 2001:db8:198::1");
+    startUdpEcho("pod1", POD1_V6);
+    startUdpEcho("up1", EXTERNAL_V6);
+    startUdpEcho("up2", EXTERNAL_V6);
+  }
+
+  /** Strict reverse-path filtering in the node, as many distributions ship it: all, default, the uplinks, the pods' links. */
+  public void strictReversePathFilter() {
+    List<String> settings = new ArrayList<>();
+    for (String conf : List.of("all", "default", "up1", "up2", "p1", "p2", "p3", "lan")) {
+      settings.add("net.ipv4.conf." + conf + ".rp_filter=1");
+    }
+    sysctl(node(), settings.toArray(String[]::new));
+  }
+
+  private static final Pattern RP_FILTER_DROPS = Pattern.compile("IPReversePathFilter");
+
+  /** The node's count of packets dropped by reverse-path filtering (TcpExt IPReversePathFilter in /proc/net/netstat). */
+  public long reversePathDrops() {
+    String[] lines = node().exec("cat", "/proc/net/netstat").split("\n");
+    for (int i = 0; i + 1 < lines.length; i += 2) {
+      String[] names = lines[i].trim().split("\\s+");
+      String[] values = lines[i + 1].trim().split("\\s+");
+      for (int k = 0; k < names.length && k < values.length; k++) {
+        if (RP_FILTER_DROPS.matcher(names[k]).matches()) {
+          return Long.parseLong(values[k]);
+        }
+      }
+    }
+    throw new IllegalStateException("no IPReversePathFilter counter in the node's /proc/net/netstat");
+  }
+
+  /** The client sends to the LB IP(s) through {@code up} ("up1" as built, or "up2"). */
+  public void clientReachesLoadBalancerVia(String up) {
+    String via = up.equals("up1") ? "198.51.100.1" : "198.51.101.1";
+    ns("client").exec("ip", "route", "replace", LB_IP + "/32", "via", via, "src", CLIENT);
+  }
+
+  /**
+   * A stand-in of OVN-Kubernetes' local gateway path for {@code externalTrafficPolicy: Local}: the node DNATs
+   * {@code LB_IP:LB_PORT} (and {@code [LB_IP_V6]:LB_PORT}) to the masquerade IP and {@code nodePort}, routed
+   * over {@code mp0} to a namespace {@code ovn} (standing for OVN's gateway router), which DNATs that to
+   * the pod {@code lgwpod} (an echo server) behind it. A reply therefore reaches the node from the
+   * masquerade IP and the node port, and the node un-DNATs it to the LB IP after its routing decision:
+   *
+   * <pre>
+   *  node mp0 169.254.169.2/29, fd69::2/125 ── ovn 169.254.169.1/29, fd69::1/125 ── lgwpod 10.128.0.8, fd00:10:128::8
+   * </pre>
+   */
+  public void installOvnLocalGateway(int nodePort) {
+    for (String role : List.of("ovn", "lgwpod")) {
+      Netns ns = Netns.create(role);
+      all.add(ns);
+      byRole.put(role, ns);
+      sysctl(ns, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0");
+    }
+    sysctl(ns("ovn"), "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
+    batch("node",
+        "link add mp0 type veth peer name eth0 netns " + ns("ovn").name(),
+        "addr add 169.254.169.2/29 dev mp0",
+        "addr add fd69::2/125 dev mp0 nodad",
+        "link set mp0 up");
+    batch("ovn",
+        "link add pod type veth peer name eth0 netns " + ns("lgwpod").name(),
+        "addr add 169.254.169.1/29 dev eth0",
+        "addr add fd69::1/125 dev eth0 nodad",
+        "addr add 10.128.0.1/32 dev pod",
+        "addr add fd00:10:128::1/128 dev pod nodad",
+        "link set eth0 up", "link set pod up",
+        "route add " + LGW_POD + "/32 dev pod",
+        "route add " + LGW_POD_V6 + "/128 dev pod",
+        "route add default via 169.254.169.2",
+        "route add default via fd69::2");
+    batch("lgwpod",
+        "addr add " + LGW_POD + "/32 dev eth0",
+        "addr add " + LGW_POD_V6 + "/128 dev eth0 nodad",
+        "link set eth0 up",
+        "route add 10.128.0.1/32 dev eth0",
+        "route add default via 10.128.0.1 dev eth0",
+        "route add fd00:10:128::1/128 dev eth0",
+        "route add default via fd00:10:128::1 dev eth0");
+    ns("ovn").execWithInput(
+        "table inet esa_test_ovn {\n"
+            + "  chain prerouting {\n"
+            + "    type nat hook prerouting priority dstnat; policy accept;\n"
+            + "    ip daddr " + OVN_MASQUERADE_V4 + " tcp dport " + nodePort + " dnat ip to " + LGW_POD + ":" + PORT + "\n"
+            + "    ip6 daddr " + OVN_MASQUERADE_V6 + " tcp dport " + nodePort + " dnat ip6 to [" + LGW_POD_V6 + "]:" + PORT + "\n"
+            + "  }\n"
+            + "}\n",
+        "nft", "-f", "-");
+    node().execWithInput(
+        "table inet esa_test_ovn_lgw {\n"
+            + "  chain prerouting {\n"
+            + "    type nat hook prerouting priority dstnat; policy accept;\n"
+            + "    ip daddr " + LB_IP + " tcp dport " + LB_PORT + " dnat ip to " + OVN_MASQUERADE_V4 + ":" + nodePort + "\n"
+            + "    ip6 daddr " + LB_IP_V6 + " tcp dport " + LB_PORT + " dnat ip6 to [" + OVN_MASQUERADE_V6 + "]:" + nodePort + "\n"
+            + "  }\n"
+            + "}\n",
+        "nft", "-f", "-");
+    batch("node",
+        "route add " + OVN_MASQUERADE_V4 + "/32 via 169.254.169.1 dev mp0",
+        "route add " + OVN_MASQUERADE_V6 + "/128 via fd69::1 dev mp0");
+    threads.put("lgwpod", NetnsThread.enter(Optional.of(ns("lgwpod").name())));
+    startEcho("lgwpod", LGW_POD, LGW_POD_V6);
+  }
+
+  /** In up1 and up2: counters of forwarded packets from the LB's service port, per family (replies to the client). */
+  public void installDualStackReplyCounters() {
+    for (String up : List.of("up1", "up2")) {
+      ns(up).execWithInput(
+          "table inet esa_test_probe_ds {\n"
+              + "  chain forward {\n"
+              + "    type filter hook forward priority 0; policy accept;\n"
+              + "    ip saddr " + LB_IP + " tcp sport " + LB_PORT + " counter comment \"v4\"\n"
+              + "    ip6 saddr " + LB_IP_V6 + " tcp sport " + LB_PORT + " counter comment \"v6\"\n"
+              + "  }\n"
+              + "}\n",
+          "nft", "-f", "-");
+    }
+  }
+
+  /** Packets counted by {@link #installDualStackReplyCounters()} in {@code up} for one family ("v4" or "v6"). */
+  public long dualStackReplyPackets(String up, String family) {
+    for (String line : ns(up).exec("nft", "list", "chain", "inet", "esa_test_probe_ds", "forward").split("\n")) {
+      Matcher m = PACKETS.matcher(line);
+      if (line.contains("\"" + family + "\"") && m.find()) {
+        return Long.parseLong(m.group(1));
+      }
+    }
+    throw new IllegalStateException("no " + family + " counter in " + up);
+  }
+
   // ---- traffic --------------------------------------------------------------------------------
 
   /** One UDP datagram from {@code from} to {@code dst:port}, waiting up to 300 ms for the answer. */
@@ -310,9 +488,7 @@ public final class Topology implements AutoCloseable {
   private void startEcho(String role, String... addresses) {
     NetnsThread thread = threads.get(role);
     for (String address : addresses) {
-      DatagramSocket udp = thread.call(() -> new DatagramSocket(new InetSocketAddress(InetAddress.getByName(address), PORT)));
-      servers.add(udp);
-      daemon("echo-udp-" + role + "-" + address, () -> serveUdp(role, udp));
+      startUdpEcho(role, address);
     }
     ServerSocket tcp = thread.call(() -> {
       ServerSocket s = new ServerSocket();
@@ -325,7 +501,7 @@ public final class Topology implements AutoCloseable {
       while (!tcp.isClosed()) {
         try (Socket c = tcp.accept()) {
           c.setSoTimeout(1000);
-          String src = c.getInetAddress().getHostAddress();
+          String src = text(c.getInetAddress());
           String token = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8)).readLine();
           log.add(new String[] {String.valueOf(token), role, "tcp", src});
           c.getOutputStream().write(("saw " + src + " at " + role + "\n").getBytes(StandardCharsets.UTF_8));
@@ -337,13 +513,28 @@ public final class Topology implements AutoCloseable {
     });
   }
 
+  private void startUdpEcho(String role, String address) {
+    DatagramSocket udp = threads.get(role).call(
+        () -> new DatagramSocket(new InetSocketAddress(InetAddress.getByName(address), PORT)));
+    servers.add(udp);
+    daemon("echo-udp-" + role + "-" + address, () -> serveUdp(role, udp));
+  }
+
+  /** An address as the plan and iproute2 print it (IPv6 compressed, without a zone). */
+  private static String text(InetAddress a) {
+    String raw = a.getHostAddress();
+    int zone = raw.indexOf('%');
+    return a instanceof java.net.Inet6Address
+        ? io.egressservice.ip.IpPrefix.parse(zone < 0 ? raw : raw.substring(0, zone)).addressText() : raw;
+  }
+
   private void serveUdp(String role, DatagramSocket udp) {
     byte[] buf = new byte[512];
     while (!udp.isClosed()) {
       try {
         DatagramPacket p = new DatagramPacket(buf, buf.length);
         udp.receive(p);
-        String src = p.getAddress().getHostAddress();
+        String src = text(p.getAddress());
         log.add(new String[] {new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8), role, "udp", src});
         byte[] out = ("saw " + src + " at " + role).getBytes(StandardCharsets.UTF_8);
         udp.send(new DatagramPacket(out, out.length, p.getSocketAddress()));

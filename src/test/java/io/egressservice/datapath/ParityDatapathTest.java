@@ -1,0 +1,275 @@
+package io.egressservice.datapath;
+
+import static io.egressservice.datapath.Topology.CLIENT;
+import static io.egressservice.datapath.Topology.CLIENT_V6;
+import static io.egressservice.datapath.Topology.EXTERNAL;
+import static io.egressservice.datapath.Topology.EXTERNAL_V6;
+import static io.egressservice.datapath.Topology.LB_IP;
+import static io.egressservice.datapath.Topology.LB_IP_V6;
+import static io.egressservice.datapath.Topology.LB_PORT;
+import static io.egressservice.datapath.Topology.LGW_POD;
+import static io.egressservice.datapath.Topology.LGW_POD_V6;
+import static io.egressservice.datapath.Topology.POD1;
+import static io.egressservice.datapath.Topology.POD1_V6;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.cli.InProcess;
+import io.egressservice.datapath.Topology.Probe;
+import io.egressservice.datapath.Topology.Seen;
+import io.egressservice.testing.Privileges;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Real packets for the datapath findings of issue 17 (parity with OVN-Kubernetes), in both rule modes:
+ * 1. strict reverse-path filtering, 3. ETP=Local on OVN-Kubernetes' local gateway path (both families),
+ * 4. dual stack with only an IPv4 LB IP. Like {@link DatapathTest}: a fresh {@link Topology} per case,
+ * the agent driven by {@code apply --netns <node>}, the external side says what it saw.
+ */
+class ParityDatapathTest {
+  static final Duration PATIENCE = Duration.ofSeconds(5);
+  static final int NODE_PORT = 30300;
+
+  Topology topo;
+  @TempDir Path tmp;
+  int step;
+  boolean dualStackCounters;
+
+  static Stream<String> ruleModes() {
+    return Stream.of("source", "mark");
+  }
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    topo = Topology.create();
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (topo != null) {
+      topo.close();
+    }
+  }
+
+  // ---- finding 1 ----------------------------------------------------------------------------------
+
+  /**
+   * rp_filter=1 in the node (all, default, every link). Replies from the external host come back on up2,
+   * and the client connects to the LB IP through up2: the kernel's reverse-path check must route their
+   * sources back out of up2, which in mark mode it does only with the connection's mark and
+   * src_valid_mark on up2. Before the fix, mark mode lost the TCP handshakes to reverse-path drops.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding1_strictReversePathFilteringDropsNothingOfTheServiceInEitherDirection(String ruleMode) {
+    topo.strictReversePathFilter();
+    topo.installLoadBalancerDnat();
+    topo.installReplyCounters();
+    topo.clientReachesLoadBalancerVia("up2");
+    long dropsBefore = topo.reversePathDrops();
+
+    apply(ruleMode, List.of(), service("web", "LoadBalancerIP", "100", "node", "Cluster", List.of(LB_IP),
+        List.of("172.30.0.10"), List.of(POD1)));
+
+    expectTcp("pod1", EXTERNAL, "up2", LB_IP);
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP);
+    expectInboundConnection(LB_IP, "pod1", CLIENT, "up2", "v4");
+    // Only the uplink of the marked network gets src_valid_mark, and only in mark mode; never "all".
+    assertThat(conf("up2", "src_valid_mark")).isEqualTo(ruleMode.equals("mark") ? "1" : "0");
+    assertThat(conf("up1", "src_valid_mark")).isEqualTo("0");
+    assertThat(conf("all", "src_valid_mark")).isEqualTo("0");
+
+    apply(ruleMode, List.of(), service("web", "Network", "100", "ALL", "Cluster", List.of(LB_IP),
+        List.of("172.30.0.10"), List.of(POD1)));
+
+    expectTcp("pod1", EXTERNAL, "up2", POD1);
+    expectInboundConnection(LB_IP, "pod1", CLIENT, "up2", "v4");
+    assertThat(topo.reversePathDrops()).as("reverse-path drops in the node").isEqualTo(dropsBefore);
+    expectUdp("pod2", EXTERNAL, "up1", Topology.POD2); // a pod that did not opt in, under the same filter
+
+    apply(ruleMode, List.of());
+    assertThat(topo.node().tryExec("nft", "list", "table", "inet", "egress_service_agent").stdout())
+        .doesNotContain("mark_reply");
+    expectTcp("pod1", EXTERNAL, "up1", POD1);
+  }
+
+  private String conf(String device, String setting) {
+    return topo.node().exec("cat", "/proc/sys/net/ipv4/conf/" + device + "/" + setting).trim();
+  }
+
+  // ---- finding 3 ----------------------------------------------------------------------------------
+
+  /**
+   * ETP=Local on OVN-Kubernetes' local gateway path, both families: LB IP -> masquerade IP:nodePort ->
+   * pod. The node's routing decision for the reply sees the masquerade IP and the node port; with
+   * {@code --ovn-masquerade-ips} the agent adds OVN-Kubernetes' {@code from <masquerade IP> sport
+   * <nodePort>} rule and the reply leaves through the service's network (up2), not the main table's up1.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding3_etpLocalRepliesOnTheLocalGatewayPathLeaveThroughTheServiceNetworkBothFamilies(String ruleMode) {
+    topo.enableIpv6();
+    topo.installOvnLocalGateway(NODE_PORT);
+    topo.installDualStackReplyCounters();
+    dualStackCounters = true;
+    expectInboundConnection(LB_IP, "lgwpod", CLIENT, "up1", "v4");
+    expectInboundConnection(LB_IP_V6, "lgwpod", CLIENT_V6, "up1", "v6");
+
+    Obj svc = service("web", "LoadBalancerIP", "100", "node", "Local", List.of(LB_IP, LB_IP_V6),
+        List.of("172.30.0.10", "fd02::10"), List.of(LGW_POD, LGW_POD_V6));
+    apply(ruleMode, List.of("--ovn-masquerade-ips", "169.254.169.3,fd69::3"), svc);
+
+    assertThat(topo.node().exec("ip", "rule", "show")).contains("from 169.254.169.3 sport " + NODE_PORT + " lookup 100");
+    assertThat(topo.node().exec("ip", "-6", "rule", "show")).contains("from fd69::3 sport " + NODE_PORT + " lookup 100");
+    expectInboundConnection(LB_IP, "lgwpod", CLIENT, "up2", "v4");
+    expectInboundConnection(LB_IP_V6, "lgwpod", CLIENT_V6, "up2", "v6");
+
+    apply(ruleMode, List.of("--ovn-masquerade-ips", "169.254.169.3,fd69::3"), service("web", "Network", "100", "ALL",
+        "Local", List.of(LB_IP, LB_IP_V6), List.of("172.30.0.10", "fd02::10"), List.of(LGW_POD, LGW_POD_V6)));
+    expectInboundConnection(LB_IP, "lgwpod", CLIENT, "up2", "v4");
+    expectInboundConnection(LB_IP_V6, "lgwpod", CLIENT_V6, "up2", "v6");
+
+    apply(ruleMode, List.of("--ovn-masquerade-ips", "169.254.169.3,fd69::3"));
+    expectInboundConnection(LB_IP, "lgwpod", CLIENT, "up1", "v4");
+    expectInboundConnection(LB_IP_V6, "lgwpod", CLIENT_V6, "up1", "v6");
+  }
+
+  // ---- finding 4 ----------------------------------------------------------------------------------
+
+  /** Dual stack, only an IPv4 LB IP: the IPv6 endpoint still leaves through the network, with its own address. */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding4_ipv6EndpointWithoutAnIpv6LbIpLeavesThroughTheNetworkWithoutSnat(String ruleMode) {
+    topo.enableIpv6();
+    expectUdp("pod1", EXTERNAL_V6, "up1", POD1_V6);
+
+    apply(ruleMode, List.of(), service("web", "LoadBalancerIP", "100", "node", "Cluster", List.of(LB_IP),
+        List.of("172.30.0.10", "fd02::10"), List.of(POD1, POD1_V6)));
+
+    expectUdp("pod1", EXTERNAL_V6, "up2", POD1_V6);
+    expectTcp("pod1", EXTERNAL_V6, "up2", POD1_V6);
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP); // IPv4 as before: the network and the LB IP
+  }
+
+  // ---- objects and probes -------------------------------------------------------------------------
+
+  /** One EgressService with its LoadBalancer Service and EndpointSlices (one per family) on node "node". */
+  record Obj(String name, String sourceIpBy, String network, String host, String etp, List<String> lbIps,
+      List<String> clusterIps, List<String> endpoints) {}
+
+  static Obj service(String name, String sourceIpBy, String network, String host, String etp, List<String> lbIps,
+      List<String> clusterIps, List<String> endpoints) {
+    return new Obj(name, sourceIpBy, network, host, etp, lbIps, clusterIps, endpoints);
+  }
+
+  void apply(String ruleMode, List<String> flags, Obj... services) {
+    Path file = write(tmp.resolve("step-" + (++step)), services);
+    List<String> args = new ArrayList<>(List.of("apply", "--objects", file.toString(), "--node", "node",
+        "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16,fd00:10:128::/48",
+        "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", ruleMode));
+    args.addAll(flags);
+    InProcess.Result r = InProcess.run(args.toArray(String[]::new));
+    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
+  }
+
+  static Path write(Path dir, Obj... services) {
+    List<String> docs = new ArrayList<>();
+    docs.add(node("node", Topology.NODE_IP, "10.128.0.0/24", "fd00:10:128::/64"));
+    docs.add(node("node2", Topology.NODE2_IP, "10.128.1.0/24", "fd00:10:128:1::/64"));
+    for (Obj s : services) {
+      docs.add("apiVersion: k8s.ovn.org/v1\nkind: EgressService\nmetadata: {name: " + s.name()
+          + ", namespace: default, creationTimestamp: \"2026-11-01T10:00:00Z\"}\n"
+          + "spec: {sourceIPBy: " + s.sourceIpBy() + ", network: \"" + s.network() + "\"}\n"
+          + "status: {host: " + s.host() + "}\n");
+      docs.add("apiVersion: v1\nkind: Service\nmetadata: {name: " + s.name() + ", namespace: default}\n"
+          + "spec:\n  type: LoadBalancer\n  externalTrafficPolicy: " + s.etp() + "\n"
+          + "  clusterIP: " + s.clusterIps().get(0) + "\n  clusterIPs: [" + String.join(", ", s.clusterIps()) + "]\n"
+          + "  ports: [{port: " + LB_PORT + ", targetPort: " + Topology.PORT + ", nodePort: " + NODE_PORT
+          + ", protocol: TCP}]\n"
+          + "status:\n  loadBalancer:\n    ingress:\n"
+          + s.lbIps().stream().map(ip -> "      - ip: \"" + ip + "\"\n").reduce("", String::concat));
+      for (String family : List.of("IPv4", "IPv6")) {
+        List<String> eps = s.endpoints().stream().filter(e -> e.contains(":") == family.equals("IPv6")).toList();
+        if (eps.isEmpty()) {
+          continue;
+        }
+        docs.add("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: " + s.name() + "-"
+            + family.toLowerCase() + "\n  namespace: default\n  labels: {kubernetes.io/service-name: " + s.name()
+            + "}\naddressType: " + family + "\nendpoints:\n"
+            + eps.stream().map(e -> "  - {addresses: [\"" + e + "\"], nodeName: node, conditions: {ready: true}}\n")
+                .reduce("", String::concat)
+            + "ports: [{port: " + Topology.PORT + ", protocol: TCP}]\n");
+      }
+    }
+    try {
+      Files.createDirectories(dir);
+      Path file = dir.resolve("objects.yaml");
+      Files.writeString(file, String.join("---\n", docs));
+      return file;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static String node(String name, String ip, String... podCidrs) {
+    return "apiVersion: v1\nkind: Node\nmetadata: {name: " + name + ", labels: {kubernetes.io/hostname: " + name
+        + "}}\nspec: {podCIDRs: [" + String.join(", ", podCidrs) + "]}\n"
+        + "status:\n  addresses: [{type: InternalIP, address: " + ip + "}]\n"
+        + "  conditions: [{type: Ready, status: \"True\"}]\n";
+  }
+
+  void expectUdp(String from, String dst, String where, String source) {
+    expect("udp", from, dst, where, source);
+  }
+
+  void expectTcp(String from, String dst, String where, String source) {
+    expect("tcp", from, dst, where, source);
+  }
+
+  void expect(String protocol, String from, String dst, String where, String source) {
+    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+        .untilAsserted(() -> {
+          Probe p = protocol.equals("udp") ? topo.udp(from, dst) : topo.tcp(from, dst);
+          assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst)
+              .containsExactly(new Seen(where, protocol, source));
+          assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
+              .contains("saw " + source + " at " + where);
+        });
+  }
+
+  /**
+   * The client connects to {@code lb}:80, {@code pod} accepts it from {@code client}, and the replies
+   * cross {@code up} and not the other uplink (counted per family: the single-stack counters of
+   * {@link Topology#installReplyCounters()} for {@code v4} unless the dual-stack ones are installed).
+   */
+  void expectInboundConnection(String lb, String pod, String client, String up, String family) {
+    String other = up.equals("up1") ? "up2" : "up1";
+    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+        .untilAsserted(() -> {
+          long viaUp = replies(up, family);
+          long viaOther = replies(other, family);
+          Probe p = topo.tcp("client", lb, LB_PORT);
+          assertThat(p.seen()).as("who accepted the connection to %s", lb).containsExactly(new Seen(pod, "tcp", client));
+          assertThat(p.reply()).contains("saw " + client + " at " + pod);
+          assertThat(replies(up, family)).as("replies through " + up).isGreaterThan(viaUp);
+          assertThat(replies(other, family)).as("replies through " + other).isEqualTo(viaOther);
+        });
+  }
+
+  private long replies(String up, String family) {
+    return dualStackCounters ? topo.dualStackReplyPackets(up, family) : topo.replyPackets(up);
+  }
+}
