@@ -87,6 +87,7 @@ class ParityDatapathTest {
     expectTcp("pod1", EXTERNAL, "up2", LB_IP);
     expectUdp("pod1", EXTERNAL, "up2", LB_IP);
     expectInboundConnection(LB_IP, "pod1", CLIENT, "up2", "v4");
+    assertThat(dryRun(ruleMode)).as("a second apply finds nothing to do").contains(": 0 difference(s)");
     // Only the uplink of the marked network gets src_valid_mark, and only in mark mode; never "all".
     assertThat(conf("up2", "src_valid_mark")).isEqualTo(ruleMode.equals("mark") ? "1" : "0");
     assertThat(conf("up1", "src_valid_mark")).isEqualTo("0");
@@ -183,6 +184,15 @@ class ParityDatapathTest {
     args.addAll(flags);
     InProcess.Result r = InProcess.run(args.toArray(String[]::new));
     assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
+  }
+
+  /** {@code apply --dry-run} with the last step's objects. */
+  String dryRun(String ruleMode) {
+    InProcess.Result r = InProcess.run("apply", "--dry-run", "--objects", tmp.resolve("step-" + step).resolve("objects.yaml")
+        .toString(), "--node", "node", "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16,fd00:10:128::/48",
+        "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", ruleMode);
+    assertThat(r.exit()).as("dry run; err: %s", r.err()).isZero();
+    return r.out();
   }
 
   static Path write(Path dir, Obj... services) {
