@@ -3,6 +3,7 @@ package io.egressservice.dataplane;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.BatchResult;
+import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
@@ -182,8 +183,20 @@ public final class Dataplane implements AutoCloseable {
    * here, the connected subnets, and (from {@code observed}, no second dump) the marks in use.
    */
   public NodeFacts facts(Collection<String> networks, ObservedState observed) {
-    return new NodeFacts(resolveNetworks(networks, RtTables.read(RtTables.DEFAULT_FILES)), connectedSubnets(),
-        existingMarks(observed.rules()));
+    return facts(networks, observed, links());
+  }
+
+  private NodeFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
+    return new NodeFacts(NetworkResolver.resolve(networks, links, RtTables.read(RtTables.DEFAULT_FILES)),
+        connectedSubnets(), existingMarks(observed.rules()));
+  }
+
+  private List<Link> links() {
+    try {
+      return netlink.listLinks();
+    } catch (NetlinkException e) {
+      throw new DataplaneException("cannot list links of " + describe() + ": " + e.getMessage(), e);
+    }
   }
 
   /** Mark mode: the table each owned {@code fwmark} rule at P routes to, keyed by table, so marks stay stable. */
@@ -216,20 +229,21 @@ public final class Dataplane implements AutoCloseable {
         networks.add(es.getSpec().getNetwork().trim());
       }
     }
-    NodeFacts facts = facts(networks, observed);
+    List<Link> links = links();
+    NodeFacts facts = facts(networks, observed, links);
     DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(),
         config, facts.existingMarks(), memo));
-    observed = withReversePath(desired, observed);
+    observed = withReversePath(desired, observed, links);
     return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos);
   }
 
   /** Mark mode: the reverse-path facts of the plan's networks' uplinks ({@link ReversePath}). */
-  private ObservedState withReversePath(DesiredState desired, ObservedState observed) {
+  private ObservedState withReversePath(DesiredState desired, ObservedState observed, List<Link> links) {
     if (desired.ruleMode() != io.egressservice.plan.RuleMode.MARK || desired.networkMarks().isEmpty()) {
       return observed;
     }
     try {
-      return observed.withReversePath(ReversePath.observe(netlink, thread, desired.networkMarks().keySet()));
+      return observed.withReversePath(ReversePath.observe(netlink, thread, links, desired.networkMarks().keySet()));
     } catch (NetlinkException e) {
       throw new DataplaneException("cannot read the uplinks of the marked networks in " + describe() + ": "
           + e.getMessage(), e);
@@ -245,7 +259,10 @@ public final class Dataplane implements AutoCloseable {
   /** Observe, diff, apply. */
   public ApplyReport reconcile(DesiredState desired) {
     long start = System.nanoTime();
-    ObservedState observed = withReversePath(desired, observe());
+    ObservedState observed = observe();
+    if (desired.ruleMode() == io.egressservice.plan.RuleMode.MARK) {
+      observed = withReversePath(desired, observed, links());
+    }
     long observeNanos = System.nanoTime() - start;
     ApplyReport report = apply(Differ.diff(desired, observed));
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);

@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -53,13 +54,16 @@ public final class ReversePath {
     }
   }
 
-  /** Reads the state for the networks routed by {@code tables} (IPv4: IPv6 has no rp_filter setting). */
-  static State observe(RtNetlink netlink, NetnsThread thread, Collection<Long> tables) {
+  /**
+   * Reads the state for the networks routed by {@code tables} (IPv4: IPv6 has no rp_filter setting), with the
+   * node's {@code links} as already listed for this reconcile.
+   */
+  static State observe(RtNetlink netlink, NetnsThread thread, List<Link> links, Collection<Long> tables) {
     if (tables.isEmpty()) {
       return State.NONE;
     }
     Map<Integer, String> names = new HashMap<>();
-    for (Link l : netlink.listLinks()) {
+    for (Link l : links) {
       names.put(l.index(), l.name());
     }
     TreeMap<String, Integer> uplinks = new TreeMap<>();
