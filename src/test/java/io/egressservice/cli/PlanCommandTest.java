@@ -69,6 +69,59 @@ class PlanCommandTest {
     return r;
   }
 
+  /** Issue 17, finding 3: OVN-Kubernetes' ETP=Local rule in the plan's text and JSON, and its flag's errors. */
+  @Nested
+  class OvnMasqueradeIps {
+    @TempDir Path dir;
+
+    Path objects() throws IOException {
+      Path f = dir.resolve("etp.yaml");
+      Files.writeString(f, """
+          apiVersion: k8s.ovn.org/v1
+          kind: EgressService
+          metadata: {name: web, namespace: shop}
+          spec: {sourceIPBy: Network, network: "100"}
+          status: {host: ALL}
+          ---
+          apiVersion: v1
+          kind: Service
+          metadata: {name: web, namespace: shop}
+          spec:
+            type: LoadBalancer
+            externalTrafficPolicy: Local
+            clusterIPs: [172.30.0.10, "fd02::10"]
+            ports: [{port: 80, nodePort: 30300, protocol: TCP}]
+          status: {loadBalancer: {ingress: [{ip: 5.5.5.5}, {ip: "5555::5"}]}}
+          """);
+      return f;
+    }
+
+    @Test
+    void finding3_theRuleIsInTheTextAndTheJsonWithItsSourcePort() throws IOException {
+      String[] args = {"plan", "--objects", objects().toString(), "--node", "n1", "--ovn-masquerade-ips",
+          "169.254.169.3,fd69::3"};
+      assertThat(ok(args).out().lines()).contains(
+          "ip -4 rule add priority 5000 from 169.254.169.3 sport 30300 lookup 100 protocol 201  # shop/web",
+          "ip -6 rule add priority 5000 from fd69::3 sport 30300 lookup 100 protocol 201  # shop/web");
+      JsonNode rules = ok(with(args, "-o", "json")).json().path("rules");
+      assertThat(StreamSupport.stream(rules.spliterator(), false).filter(r -> r.has("sport"))
+          .map(r -> r.path("from").asText() + " " + r.path("sport").asInt()).toList())
+          .containsExactly("169.254.169.3 30300", "fd69::3 30300");
+      assertThat(ok("plan", "--objects", objects().toString(), "--node", "n1").out()).doesNotContain("sport");
+    }
+
+    @Test
+    void aPrefixOrTwoAddressesOfOneFamilyAreUserErrors() throws IOException {
+      Run prefix = run("plan", "--objects", objects().toString(), "--node", "n1", "--ovn-masquerade-ips", "169.254.169.0/29");
+      assertThat(prefix.exit()).isEqualTo(1);
+      assertThat(prefix.err()).contains("masquerade IP must be an address");
+      Run two = run("plan", "--objects", objects().toString(), "--node", "n1", "--ovn-masquerade-ips",
+          "169.254.169.3,169.254.0.3");
+      assertThat(two.exit()).isEqualTo(1);
+      assertThat(two.err()).contains("at most one ETP=Local masquerade IP per family");
+    }
+  }
+
   @Nested
   class TextOutput {
     @Test
