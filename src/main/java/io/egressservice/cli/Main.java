@@ -1,5 +1,6 @@
 package io.egressservice.cli;
 
+import io.egressservice.buildinfo.BuildInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -82,8 +83,7 @@ public final class Main implements Runnable {
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      String v = Main.class.getPackage().getImplementationVersion();
-      return new String[] {"egress-service-agent " + (v == null ? "(development build)" : v)};
+      return new String[] {"egress-service-agent " + BuildInfo.current().describe()};
     }
   }
 }
