@@ -1,6 +1,8 @@
 package io.egressservice.cli;
 
 import io.egressservice.buildinfo.BuildInfo;
+import io.egressservice.logging.ProcessLogging;
+import java.lang.ref.Reference;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -22,7 +24,14 @@ public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
-    System.exit(execute(args));
+    // Before anything logs or calls native code: java.util.logging and C's stderr go through SLF4J.
+    ProcessLogging logging = ProcessLogging.install();
+    CommandLine cl = commandLine();
+    cl.setErr(logging.commandLineErr(cl.getErr()));
+    int exit = cl.execute(args);
+    cl.getErr().flush();
+    Reference.reachabilityFence(logging);
+    System.exit(exit);
   }
 
   /** Runs the command line and returns the exit code, without exiting (for tests and the demo). */

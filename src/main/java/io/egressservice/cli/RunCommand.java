@@ -6,9 +6,12 @@ import io.egressservice.controller.AgentSerialization;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.health.HealthServer;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.netlink.NetlinkException;
+import io.egressservice.nft.NftException;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -70,8 +73,15 @@ public final class RunCommand implements Callable<Integer> {
       throw new Main.UserError("--node-name (or EGRESS_AGENT_NODE_NAME) is required");
     }
     PlanConfig config = planOptions.toConfig();
-    KubernetesClient client = client();
     Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
+    requirePrivileges(dataplane);
+    KubernetesClient client;
+    try {
+      client = client();
+    } catch (RuntimeException e) {
+      dataplane.close();
+      throw e;
+    }
     AgentMetrics metrics = new AgentMetrics();
     // One set of informers for the node agent and the allocator: one watch per kind, one cache. Their
     // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
@@ -110,6 +120,32 @@ public final class RunCommand implements Callable<Integer> {
         allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;
+  }
+
+  /**
+   * Reads the owned state once before anything starts: without CAP_NET_ADMIN every reconcile would
+   * fail the same way and be retried forever, so that is exit 2 now, with the reason. Other failures
+   * (the kernel may be busy) are left to the reconcile loop's retries.
+   */
+  private static void requirePrivileges(Dataplane dataplane) {
+    try {
+      dataplane.observe();
+    } catch (DataplaneException e) {
+      if (permissionDenied(e)) {
+        dataplane.close();
+        throw new Main.SystemError(e.getMessage(), e);
+      }
+      LOG.warn("cannot read the kernel state yet (the reconcile loop retries): {}", e.getMessage());
+    }
+  }
+
+  private static boolean permissionDenied(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof NftException.PermissionDenied || t instanceof NetlinkException.PermissionDenied) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A client that does not load fabric8's whole model on its first watch event (see AgentSerialization). */

@@ -3,7 +3,6 @@ package io.egressservice.logging;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
-import ch.qos.logback.classic.encoder.JsonEncoder;
 import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.spi.Configurator;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -29,7 +28,7 @@ import java.util.stream.Collectors;
  * set, else from the environment; values are trimmed and compared ignoring case:
  * <ul>
  *   <li>{@code EGRESS_AGENT_LOG_FORMAT}: {@code text} (the default) or {@code json} (one JSON object
- *       a line);
+ *       a line, {@link JsonLineEncoder});
  *   <li>{@code EGRESS_AGENT_LOG_LEVEL}: the level of {@code io.egressservice}, one of {@code trace},
  *       {@code debug}, {@code info} (the default), {@code warn}, {@code error}, {@code off}.
  * </ul>
@@ -151,11 +150,8 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
   }
 
   private static Encoder<ILoggingEvent> jsonEncoder(LoggerContext context) {
-    JsonEncoder encoder = new JsonEncoder();
+    JsonLineEncoder encoder = new JsonLineEncoder();
     encoder.setContext(context);
-    encoder.setWithSequenceNumber(false);
-    encoder.setWithNanoseconds(false);
-    encoder.setWithContext(false);
     encoder.start();
     return encoder;
   }

@@ -1,5 +1,6 @@
 package io.egressservice.nft;
 
+import io.egressservice.netlink.NetlinkException;
 import java.util.OptionalLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -17,7 +18,8 @@ import java.util.function.Supplier;
  * only when the generation advanced by exactly one since the state it was derived from was current
  * (so no other commit interleaved). A listing older than {@code maxAgeNanos} is never reused, a
  * safety net for anything the generation does not capture. When the generation cannot be read, the
- * cache is bypassed (every call lists) and the first failure is logged.
+ * cache is bypassed (every call lists) and the first failure is logged; a refusal for want of
+ * CAP_NET_ADMIN is thrown instead, as the listing would fail the same way.
  *
  * <p>Not thread safe; {@link EgressNftables} synchronizes.
  */
@@ -58,6 +60,11 @@ final class ListingCache<T> {
       lastRead = g;
       lastReadValid = true;
       return OptionalLong.of(g);
+    } catch (NetlinkException.PermissionDenied e) {
+      // Without CAP_NET_ADMIN the listing fails too (and libnftables prints a raw line of its own on
+      // stderr first): say the real reason once, instead of a warning followed by that failure.
+      lastReadValid = false;
+      throw new NftException.PermissionDenied(e.getMessage(), e.getMessage());
     } catch (RuntimeException e) {
       lastReadValid = false;
       failures++;

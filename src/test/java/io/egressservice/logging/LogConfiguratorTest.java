@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
-import ch.qos.logback.classic.encoder.JsonEncoder;
 import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.spi.LoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
@@ -148,20 +147,41 @@ class LogConfiguratorTest {
   }
 
   @Test
-  void jsonOmitsSequenceNumberNanosecondsAndContext() {
+  void jsonHasTheFormattedMessageAndAnRfc3339TimeNotTheTemplateArgumentsAndEpochMillis() {
     LoggerContext context = new LoggerContext();
     context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter()); // JSON lines carry the MDC
     LogConfigurator.apply(context, new Settings(Level.DEBUG, Format.JSON));
     var appender = (ConsoleAppender<?>) context.getLogger("ROOT").getAppender("json");
     assertThat(appender.getTarget()).isEqualTo("System.err");
-    var encoder = (JsonEncoder) appender.getEncoder();
-    var event = new LoggingEvent("x", context.getLogger("io.egressservice.X"), Level.WARN, "hello {}", null,
-        new Object[] {1});
+    var encoder = (JsonLineEncoder) appender.getEncoder();
+    var event = new LoggingEvent("x", context.getLogger("io.egressservice.X"), Level.WARN, "hello {} \"{}\"", null,
+        new Object[] {1, "a\nb"});
+    event.setTimeStamp(1_700_000_000_123L);
     String line = new String(encoder.encode(event), StandardCharsets.UTF_8);
-    assertThat(line).startsWith("{\"timestamp\":").contains("\"level\":\"WARN\"", "\"loggerName\":\"io.egressservice.X\"",
-        "\"message\":\"hello {}\"").doesNotContain("sequenceNumber", "nanoseconds", "\"context\"");
+    assertThat(line).isEqualTo("{\"time\":\"2023-11-14T22:13:20.123Z\",\"level\":\"WARN\","
+        + "\"loggerName\":\"io.egressservice.X\",\"threadName\":" + JSON_STRING.apply(event.getThreadName())
+        + ",\"message\":\"hello 1 \\\"a\\nb\\\"\"}\n");
     assertThat(context.getLogger("io.egressservice").getLevel()).isEqualTo(Level.DEBUG);
   }
+
+  @Test
+  void jsonCarriesTheStackTraceAsOneString() throws Exception {
+    LoggerContext context = new LoggerContext();
+    context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter());
+    var event = new LoggingEvent("x", context.getLogger("io.egressservice.X"), Level.ERROR, "failed", new IllegalStateException("boom"),
+        null);
+    String line = new String(new JsonLineEncoder().encode(event), StandardCharsets.UTF_8);
+    assertThat(line).endsWith("}\n").hasLineCount(1);
+    var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(line);
+    assertThat(json.path("message").asText()).isEqualTo("failed");
+    assertThat(json.path("throwable").asText()).startsWith("java.lang.IllegalStateException: boom").contains("\tat ");
+  }
+
+  private static final java.util.function.Function<String, String> JSON_STRING = s -> {
+    StringBuilder sb = new StringBuilder();
+    JsonLineEncoder.string(sb, s);
+    return sb.toString();
+  };
 
   @Test
   void logbackFindsItThroughTheServiceLoader() {

@@ -1,0 +1,101 @@
+package io.egressservice.logging;
+
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
+import ch.qos.logback.classic.spi.ThrowableProxyUtil;
+import ch.qos.logback.core.encoder.EncoderBase;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.Map;
+
+/**
+ * One JSON object per log event, one per line: {@code time} (RFC 3339, UTC, milliseconds),
+ * {@code level}, {@code loggerName}, {@code threadName}, {@code message} (formatted: the arguments
+ * filled in), then {@code mdc} and {@code throwable} (the stack trace as text) when there are any.
+ *
+ * <p>Instead of logback's {@code JsonEncoder}, which writes the unformatted template with an
+ * {@code arguments} array and the time as epoch milliseconds: a log pipeline wants the sentence a
+ * human reads and a time it can parse without knowing the field is in milliseconds. The field names
+ * it shares with that encoder ({@code level}, {@code loggerName}, {@code threadName}) are kept.
+ */
+public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
+  private static final DateTimeFormatter RFC_3339 =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX").withZone(ZoneOffset.UTC);
+  private static final byte[] NOTHING = new byte[0];
+
+  @Override
+  public byte[] headerBytes() {
+    return NOTHING;
+  }
+
+  @Override
+  public byte[] footerBytes() {
+    return NOTHING;
+  }
+
+  @Override
+  public byte[] encode(ILoggingEvent event) {
+    StringBuilder sb = new StringBuilder(256);
+    sb.append("{\"time\":");
+    string(sb, RFC_3339.format(Instant.ofEpochMilli(event.getTimeStamp())));
+    sb.append(",\"level\":");
+    string(sb, event.getLevel().toString());
+    sb.append(",\"loggerName\":");
+    string(sb, event.getLoggerName());
+    sb.append(",\"threadName\":");
+    string(sb, event.getThreadName());
+    sb.append(",\"message\":");
+    string(sb, event.getFormattedMessage());
+    Map<String, String> mdc = event.getMDCPropertyMap();
+    if (mdc != null && !mdc.isEmpty()) {
+      sb.append(",\"mdc\":{");
+      boolean first = true;
+      for (Map.Entry<String, String> e : mdc.entrySet()) {
+        if (!first) {
+          sb.append(',');
+        }
+        first = false;
+        string(sb, e.getKey());
+        sb.append(':');
+        string(sb, e.getValue());
+      }
+      sb.append('}');
+    }
+    IThrowableProxy thrown = event.getThrowableProxy();
+    if (thrown != null) {
+      sb.append(",\"throwable\":");
+      string(sb, ThrowableProxyUtil.asString(thrown));
+    }
+    sb.append("}\n");
+    return sb.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Appends {@code s} as a JSON string (RFC 8259 escapes; {@code null} as JSON null). */
+  static void string(StringBuilder sb, String s) {
+    if (s == null) {
+      sb.append("null");
+      return;
+    }
+    sb.append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '"' -> sb.append("\\\"");
+        case '\\' -> sb.append("\\\\");
+        case '\n' -> sb.append("\\n");
+        case '\r' -> sb.append("\\r");
+        case '\t' -> sb.append("\\t");
+        default -> {
+          if (c < 0x20 || c == 0x2028 || c == 0x2029) {
+            sb.append(String.format("\\u%04x", (int) c));
+          } else {
+            sb.append(c);
+          }
+        }
+      }
+    }
+    sb.append('"');
+  }
+}

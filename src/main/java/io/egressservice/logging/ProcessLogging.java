@@ -1,0 +1,97 @@
+package io.egressservice.logging;
+
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The logging set-up of the real process (not of tests that run commands in-process): every source
+ * of lines on stderr goes through SLF4J, so the chosen format holds for all of them. System.Logger
+ * is routed by {@link Slf4jLoggerFinder} (a service, also in tests); this adds java.util.logging and
+ * the C {@code stderr} stream of native libraries ({@link NativeStderr}), and, in the JSON format,
+ * the command line's own messages.
+ */
+public final class ProcessLogging {
+  private static final Logger CLI = LoggerFactory.getLogger("io.egressservice.cli.Main");
+
+  private final LogConfigurator.Format format;
+  private final Optional<NativeStderr> nativeStderr;
+
+  private ProcessLogging(LogConfigurator.Format format, Optional<NativeStderr> nativeStderr) {
+    this.format = format;
+    this.nativeStderr = nativeStderr;
+  }
+
+  /** Installs the bridges for the rest of the process's life; keep the result reachable until exit. */
+  public static ProcessLogging install() {
+    JulToSlf4j.install();
+    Optional<NativeStderr> captured;
+    try {
+      captured = Optional.of(NativeStderr.install());
+    } catch (IllegalStateException e) {
+      LoggerFactory.getLogger(ProcessLogging.class).debug("native stderr stays as it is: {}", e.getMessage());
+      captured = Optional.empty();
+    }
+    return new ProcessLogging(LogConfigurator.settings(LogConfigurator::systemPropertyThenEnvironment).format(),
+        captured);
+  }
+
+  /**
+   * Where the command line writes its messages: {@code err} in the text format; in JSON one log
+   * event per line (ERROR for "error: ..." lines, WARN for the rest: notes, warnings, usage hints),
+   * so stderr holds nothing but JSON objects.
+   */
+  public PrintWriter commandLineErr(PrintWriter err) {
+    if (format != LogConfigurator.Format.JSON) {
+      return err;
+    }
+    return new PrintWriter(new LineLogger(), true);
+  }
+
+  @Override
+  public String toString() {
+    return "ProcessLogging[" + format + ", native stderr " + (nativeStderr.isPresent() ? "captured" : "as is") + "]";
+  }
+
+  /** Each line written becomes one log event. */
+  private static final class LineLogger extends Writer {
+    private final StringBuilder line = new StringBuilder();
+
+    @Override
+    public synchronized void write(char[] buf, int off, int len) {
+      for (int i = off; i < off + len; i++) {
+        char c = buf[i];
+        if (c == '\n') {
+          emit();
+        } else if (c != '\r') {
+          line.append(c);
+        }
+      }
+    }
+
+    private void emit() {
+      String text = line.toString();
+      line.setLength(0);
+      if (text.isBlank()) {
+        return;
+      }
+      if (text.startsWith("error") || text.startsWith("internal error")) {
+        CLI.error(text);
+      } else {
+        CLI.warn(text);
+      }
+    }
+
+    @Override
+    public synchronized void flush() {
+      // lines are logged as they end; a partial line waits for its end (or close)
+    }
+
+    @Override
+    public synchronized void close() {
+      emit();
+    }
+  }
+}

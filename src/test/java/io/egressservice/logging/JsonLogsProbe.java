@@ -1,0 +1,31 @@
+package io.egressservice.logging;
+
+import io.egressservice.dataplane.Dataplane;
+import io.egressservice.dataplane.DataplaneException;
+import io.egressservice.nft.GenerationSource;
+import java.lang.ref.Reference;
+import java.util.Optional;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A child process for {@link JsonLogsTest}: the logging set-up of {@code Main.main}, then one
+ * observe of the current namespace whose nftables generation is "unavailable", so the nft package
+ * logs through System.Logger (a MessageFormat template with an argument) and, without
+ * CAP_NET_ADMIN, libnftables itself is called and prints its raw "(you must be root)" line on C's
+ * stderr; JNA is loaded too (java.util.logging). Exits 0 whatever happens.
+ */
+public final class JsonLogsProbe {
+  private JsonLogsProbe() {}
+
+  public static void main(String[] args) {
+    ProcessLogging logging = ProcessLogging.install();
+    java.util.logging.Logger.getLogger("io.egressservice.probe.jul").warning("through java.util.logging");
+    try (Dataplane dp = Dataplane.open(Optional.empty(), 5000, 201,
+        t -> GenerationSource.unavailable("switched off by the probe"))) {
+      dp.observe();
+    } catch (DataplaneException e) {
+      LoggerFactory.getLogger(JsonLogsProbe.class).error("observe failed: {}", e.getMessage());
+    }
+    Reference.reachabilityFence(logging);
+  }
+}
