@@ -31,8 +31,8 @@ public final class ApplyCommand implements Callable<Integer> {
       description = "YAML/JSON files or directories (multi-document, kind: List).")
   List<Path> objects;
 
-  @Option(names = "--node", required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
-      description = "The node this kernel belongs to.")
+  @Option(names = {"--node", "--node-name"}, required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+      description = "The node this kernel belongs to (--node-name as on run).")
   String node;
 
   @Option(names = "--dry-run", description = "Print what differs between the plan and the kernel, per service; change nothing.")
@@ -49,6 +49,7 @@ public final class ApplyCommand implements Callable<Integer> {
     PlanConfig config = planOptions.toConfig();
     PrintWriter out = spec.commandLine().getOut();
     ClusterObjects loaded = PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
       NodePlan plan = dp.plan(loaded, node, config);
       DesiredState desired = plan.desired();

@@ -48,7 +48,8 @@ public final class StatusCommand implements Callable<Integer> {
       description = "Optional: the cluster's objects, to name the services of rules that have no SNAT entry.")
   List<Path> objects = new ArrayList<>();
 
-  @Option(names = "--node", defaultValue = "${env:EGRESS_AGENT_NODE_NAME}", description = "With --objects: this node's name.")
+  @Option(names = {"--node", "--node-name"}, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+      description = "With --objects: this node's name (--node-name as on run).")
   String node;
 
   @Spec CommandSpec spec;
@@ -63,6 +64,9 @@ public final class StatusCommand implements Callable<Integer> {
     }
     PlanConfig config = planOptions.toConfig();
     ClusterObjects loaded = objects.isEmpty() ? null : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    if (loaded != null) {
+      PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
+    }
     PrintWriter out = spec.commandLine().getOut();
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
       ObservedState observed = dp.observe();

@@ -42,7 +42,20 @@ public final class ObjectFiles {
    * @throws ObjectsException for unreadable files and invalid objects, naming the file and the object
    */
   public static ClusterObjects load(List<Path> paths, Consumer<String> notes) throws ObjectsException {
-    Collector collector = new Collector(notes);
+    return load(paths, notes, notes);
+  }
+
+  /**
+   * As {@link #load(List, Consumer)}, with {@code warnings} receiving one line per field that
+   * kubectl's strict validation would refuse but the plan can do without (an unknown field, e.g. a
+   * typo: it is ignored), naming the file, the object and the field.
+   *
+   * @throws ObjectsException also for a value of the wrong type that reading would convert (a number
+   *     where the schema wants a string), which the API server refuses
+   */
+  public static ClusterObjects load(List<Path> paths, Consumer<String> notes, Consumer<String> warnings)
+      throws ObjectsException {
+    Collector collector = new Collector(notes, warnings);
     for (Path path : paths) {
       for (Path file : expand(path)) {
         collector.file(file);
@@ -77,13 +90,15 @@ public final class ObjectFiles {
 
   private static final class Collector {
     private final Consumer<String> notes;
+    private final Consumer<String> warnings;
     private final List<EgressService> egressServices = new ArrayList<>();
     private final List<Service> services = new ArrayList<>();
     private final List<EndpointSlice> slices = new ArrayList<>();
     private final List<Node> nodes = new ArrayList<>();
 
-    Collector(Consumer<String> notes) {
+    Collector(Consumer<String> notes, Consumer<String> warnings) {
       this.notes = notes;
+      this.warnings = warnings;
     }
 
     void file(Path file) throws ObjectsException {
@@ -151,6 +166,20 @@ public final class ObjectFiles {
       if (!apiVersion.equals(expectedApi)) {
         throw new ObjectsException(file + ": " + label + " (" + where + "): apiVersion is '" + apiVersion
             + "', expected " + expectedApi);
+      }
+      Class<?> model = switch (kind) {
+        case "EgressService" -> EgressService.class;
+        case "Service" -> Service.class;
+        case "EndpointSlice" -> EndpointSlice.class;
+        default -> Node.class;
+      };
+      FieldCheck.Findings findings = FieldCheck.check(MAPPER, doc, model);
+      if (!findings.typeErrors().isEmpty()) {
+        throw new ObjectsException(file + ": " + label + " (" + where + "): " + String.join("; ", findings.typeErrors()));
+      }
+      for (FieldCheck.UnknownField field : findings.unknownFields()) {
+        warnings.accept(file + ": " + label + " (" + where + "): unknown field " + field
+            + ", ignored (kubectl's strict validation refuses it)");
       }
       try {
         switch (kind) {
