@@ -22,6 +22,8 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
+import java.util.TreeSet;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -35,7 +37,6 @@ import picocli.CommandLine.Spec;
     description = "Show the owned ip rules and nft SNAT entries, grouped by service.")
 public final class StatusCommand implements Callable<Integer> {
   static final String IN_CLUSTER = "(in-cluster)";
-  static final String UNKNOWN = "(service unknown: SNAT-less rule; give --objects to name it)";
 
   @Mixin NetnsOption netns;
 
@@ -86,6 +87,12 @@ public final class StatusCommand implements Callable<Integer> {
       } else {
         text(out, dp, config, observed, groups);
       }
+      long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
+      if (unnamed > 0 && output.equals("text")) {
+        out.println("note: " + unnamed + " rule(s) have no SNAT entry to name their service (ClusterIPs and the"
+            + " endpoints of sourceIPBy Network services never have one), so they are grouped by table;"
+            + " give --objects PATH... --node NODE to name them");
+      }
       out.flush();
       return Main.EXIT_OK;
     } catch (DataplaneException e) {
@@ -93,10 +100,35 @@ public final class StatusCommand implements Callable<Integer> {
     }
   }
 
-  private record Group(List<Rule> rules, List<SnatElement> snat, List<MarkElement> marks) {}
+  /**
+   * What status shows under one heading.
+   *
+   * @param named whether the heading is a service's name (from an SNAT or mark comment, or the plan),
+   *     rather than what the kernel alone can tell: the table, or the in-cluster exemptions
+   * @param table for rules the kernel cannot attribute, the table they route to
+   */
+  private record Group(boolean named, OptionalLong table, List<Rule> rules, List<SnatElement> snat,
+      List<MarkElement> marks) {
+    static Group forService() {
+      return new Group(true, OptionalLong.empty(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+    }
 
-  private static Group newGroup(String key) {
-    return new Group(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+    static Group unattributed(OptionalLong table) {
+      return new Group(false, table, new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+    }
+  }
+
+  /**
+   * Service rules whose source has no SNAT entry (a ClusterIP, an endpoint of a sourceIPBy Network
+   * service) cannot be named from the kernel: they are grouped by table, with the services whose
+   * SNAT entries route into the same table as a hint, never as a claim.
+   */
+  private static String unnamedKey(long table, Map<Long, java.util.SortedSet<String>> servicesByTable) {
+    java.util.SortedSet<String> sharing = servicesByTable.getOrDefault(table, new TreeSet<>());
+    return "(table " + table + ": sources the kernel does not name"
+        + (sharing.isEmpty() ? "" : "; " + String.join(", ", sharing) + " also route" + (sharing.size() == 1 ? "s" : "")
+            + " to this table")
+        + ")";
   }
 
   private static Map<String, Group> group(ObservedState observed, Map<IpPrefix, String> names) {
@@ -105,21 +137,35 @@ public final class StatusCommand implements Callable<Integer> {
     rules.sort(Comparator.comparing(Rule::family).thenComparingInt(Rule::priority)
         .thenComparing(r -> r.source().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder()))
         .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
+    Map<Long, java.util.SortedSet<String>> servicesByTable = new HashMap<>();
     for (Rule r : rules) {
-      String key = r.source().map(s -> names.getOrDefault(s, UNKNOWN))
+      if (r.source().isPresent() && names.containsKey(r.source().get())) {
+        servicesByTable.computeIfAbsent(Integer.toUnsignedLong(r.table()), t -> new TreeSet<>())
+            .add(names.get(r.source().get()));
+      }
+    }
+    for (Rule r : rules) {
+      long table = Integer.toUnsignedLong(r.table());
+      if (r.source().isPresent() && !names.containsKey(r.source().get())) {
+        groups.computeIfAbsent(unnamedKey(table, servicesByTable), k -> Group.unattributed(OptionalLong.of(table)))
+            .rules().add(r);
+        continue;
+      }
+      String key = r.source().map(names::get)
           .orElse(r.destination().isEmpty() && r.fwmark().isPresent()
-              ? "(network " + Integer.toUnsignedString(r.table()) + ": the sources marked for it)" : IN_CLUSTER);
-      groups.computeIfAbsent(key, StatusCommand::newGroup).rules().add(r);
+              ? "(network " + table + ": the sources marked for it)" : IN_CLUSTER);
+      groups.computeIfAbsent(key, k -> r.source().isPresent() ? Group.forService() : Group.unattributed(OptionalLong.empty()))
+          .rules().add(r);
     }
     List<MarkElement> marks = new ArrayList<>(observed.marks().elements().values());
     marks.sort(Comparator.comparing(MarkElement::source));
     for (MarkElement m : marks) {
-      groups.computeIfAbsent(m.comment(), StatusCommand::newGroup).marks().add(m);
+      groups.computeIfAbsent(m.comment(), k -> Group.forService()).marks().add(m);
     }
     List<SnatElement> snat = new ArrayList<>(observed.nft().snat());
     snat.sort(Comparator.comparing(SnatElement::source));
     for (SnatElement e : snat) {
-      groups.computeIfAbsent(e.comment(), StatusCommand::newGroup).snat().add(e);
+      groups.computeIfAbsent(e.comment(), k -> Group.forService()).snat().add(e);
     }
     return groups;
   }
@@ -134,7 +180,7 @@ public final class StatusCommand implements Callable<Integer> {
             + (nft.snat().size() == 1 ? "y" : "ies") : "present but NOT intact (the next apply repairs it)");
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       out.println(g.getKey());
-      g.getValue().rules().forEach(r -> out.println("  rule " + r));
+      g.getValue().rules().forEach(r -> out.println("  rule " + r + clusterIpHint(config, r)));
       g.getValue().marks().forEach(m -> out.println("  mark " + m.source() + " -> table " + m.table()
           + " (fwmark 0x" + Long.toHexString(observed.marks().networkChains().getOrDefault(m.table(), 0L)) + ")"));
       g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
@@ -143,6 +189,15 @@ public final class StatusCommand implements Callable<Integer> {
       out.println("in-cluster destinations (never SNATed): "
           + String.join(", ", nft.inCluster().stream().map(Object::toString).toList()));
     }
+  }
+
+  /** What --service-cidr lets status say about a source without objects: that it is a ClusterIP. */
+  private static String clusterIpHint(PlanConfig config, Rule r) {
+    return isClusterIp(config, r) ? "  (a ClusterIP: in --service-cidr)" : "";
+  }
+
+  private static boolean isClusterIp(PlanConfig config, Rule r) {
+    return r.source().isPresent() && config.serviceCidrs().stream().anyMatch(c -> c.contains(r.source().get()));
   }
 
   private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups) {
@@ -158,6 +213,8 @@ public final class StatusCommand implements Callable<Integer> {
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       ObjectNode s = services.addObject();
       s.put("service", g.getKey());
+      s.put("named", g.getValue().named());
+      g.getValue().table().ifPresent(t -> s.put("table", t));
       ArrayNode rules = s.putArray("rules");
       for (Rule r : g.getValue().rules()) {
         ObjectNode o = rules.addObject();
@@ -167,6 +224,9 @@ public final class StatusCommand implements Callable<Integer> {
         o.put("to", r.destination().map(IpPrefix::toString).orElse(null));
         o.put("table", Integer.toUnsignedLong(r.table()));
         r.sourcePort().ifPresent(p -> o.put("sport", p.toString()));
+        if (isClusterIp(config, r)) {
+          o.put("clusterIP", true);
+        }
         if (r.fwmark().isPresent()) {
           o.put("fwmark", "0x" + Long.toHexString(r.fwmark().getAsLong()) + "/0x"
               + Long.toHexString(r.fwmask().orElse(0xffffffffL)));
