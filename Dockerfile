@@ -12,7 +12,7 @@ COPY src ./src
 # No .git is sent (.dockerignore): the commit that --version and build_info show comes in as a build
 # argument, e.g. --build-arg GIT_COMMIT=$(git rev-parse --short=12 HEAD); empty shows none.
 ARG GIT_COMMIT=
-RUN --mount=type=cache,target=/root/.m2 mvn -B -DskipTests -Dgit.commit="${GIT_COMMIT}" package
+RUN --mount=type=cache,target=/root/.m2 mvn -B -DskipTests package -Dgit.commit="${GIT_COMMIT}"
 
 # --- 2. a JRE with only the modules the jar needs ---
 FROM maven:3-eclipse-temurin-17 AS jre
