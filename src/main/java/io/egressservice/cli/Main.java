@@ -3,6 +3,7 @@ package io.egressservice.cli;
 import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.logging.ProcessLogging;
 import java.lang.ref.Reference;
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -28,10 +29,21 @@ public final class Main implements Runnable {
     ProcessLogging logging = ProcessLogging.install();
     CommandLine cl = commandLine();
     cl.setErr(logging.commandLineErr(cl.getErr()));
+    cl.setExecutionStrategy(parsed -> {
+      if (!List.of("plan", "help").contains(subcommand(parsed)) && !parsed.isUsageHelpRequested()
+          && !parsed.isVersionHelpRequested()) {
+        logging.captureNativeStderr(); // the commands that load libnftables
+      }
+      return new CommandLine.RunLast().execute(parsed);
+    });
     int exit = cl.execute(args);
     cl.getErr().flush();
     Reference.reachabilityFence(logging);
     System.exit(exit);
+  }
+
+  private static String subcommand(CommandLine.ParseResult parsed) {
+    return parsed.hasSubcommand() ? parsed.subcommand().commandSpec().name() : "";
   }
 
   /** Runs the command line and returns the exit code, without exiting (for tests and the demo). */

@@ -14,28 +14,33 @@ import org.slf4j.LoggerFactory;
  * the command line's own messages.
  */
 public final class ProcessLogging {
-  private static final Logger CLI = LoggerFactory.getLogger("io.egressservice.cli.Main");
-
   private final LogConfigurator.Format format;
-  private final Optional<NativeStderr> nativeStderr;
+  private volatile Optional<NativeStderr> nativeStderr = Optional.empty();
 
-  private ProcessLogging(LogConfigurator.Format format, Optional<NativeStderr> nativeStderr) {
+  private ProcessLogging(LogConfigurator.Format format) {
     this.format = format;
-    this.nativeStderr = nativeStderr;
   }
 
-  /** Installs the bridges for the rest of the process's life; keep the result reachable until exit. */
+  /** Installs the java.util.logging bridge for the rest of the process's life; keep the result reachable until exit. */
   public static ProcessLogging install() {
     JulToSlf4j.install();
-    Optional<NativeStderr> captured;
+    return new ProcessLogging(LogConfigurator.settings(LogConfigurator::systemPropertyThenEnvironment).format());
+  }
+
+  /**
+   * Also captures C's {@code stderr} ({@link NativeStderr}), for the commands that load libnftables
+   * (not for {@code plan}, which would only pay for loading JNA). Where that is not possible the
+   * stream stays as it is, which only costs the format of a rare line.
+   */
+  public synchronized void captureNativeStderr() {
+    if (nativeStderr.isPresent()) {
+      return;
+    }
     try {
-      captured = Optional.of(NativeStderr.install());
+      nativeStderr = Optional.of(NativeStderr.install());
     } catch (IllegalStateException e) {
       LoggerFactory.getLogger(ProcessLogging.class).debug("native stderr stays as it is: {}", e.getMessage());
-      captured = Optional.empty();
     }
-    return new ProcessLogging(LogConfigurator.settings(LogConfigurator::systemPropertyThenEnvironment).format(),
-        captured);
   }
 
   /**
@@ -57,6 +62,7 @@ public final class ProcessLogging {
 
   /** Each line written becomes one log event. */
   private static final class LineLogger extends Writer {
+    private final Logger log = LoggerFactory.getLogger("io.egressservice.cli.Main");
     private final StringBuilder line = new StringBuilder();
 
     @Override
@@ -78,9 +84,9 @@ public final class ProcessLogging {
         return;
       }
       if (text.startsWith("error") || text.startsWith("internal error")) {
-        CLI.error(text);
+        log.error(text);
       } else {
-        CLI.warn(text);
+        log.warn(text);
       }
     }
 

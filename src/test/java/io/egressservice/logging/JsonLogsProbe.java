@@ -8,7 +8,8 @@ import java.util.Optional;
 import org.slf4j.LoggerFactory;
 
 /**
- * A child process for {@link JsonLogsTest}: the logging set-up of {@code Main.main}, then one
+ * A child process for {@link JsonLogsTest}: the logging set-up of {@code Main.main} for a command that
+ * touches the kernel, then one
  * observe of the current namespace whose nftables generation is "unavailable", so the nft package
  * logs through System.Logger (a MessageFormat template with an argument) and, without
  * CAP_NET_ADMIN, libnftables itself is called and prints its raw "(you must be root)" line on C's
@@ -19,6 +20,7 @@ public final class JsonLogsProbe {
 
   public static void main(String[] args) {
     ProcessLogging logging = ProcessLogging.install();
+    logging.captureNativeStderr();
     java.util.logging.Logger.getLogger("io.egressservice.probe.jul").warning("through java.util.logging");
     try (Dataplane dp = Dataplane.open(Optional.empty(), 5000, 201,
         t -> GenerationSource.unavailable("switched off by the probe"))) {
