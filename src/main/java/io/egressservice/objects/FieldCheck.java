@@ -92,6 +92,9 @@ final class FieldCheck {
         properties.put(p.getName(), p.getPrimaryType());
       }
     }
+    if (properties.isEmpty() && bean.findAnySetterAccessor() != null) {
+      return; // free-form by design (FieldsV1 of managedFields: "f:spec", ...), as in the API's schema
+    }
     for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       JavaType property = properties.get(e.getKey());

@@ -69,6 +69,14 @@ class StrictObjectFieldsTest {
   }
 
   @Test
+  void kubectlGetOutputWithManagedFieldsAndStatusGivesNoWarning() {
+    // as 'kubectl get -o yaml' prints them: managedFields (free-form "f:spec" keys), status, uid, ...
+    InProcess.Result r = InProcess.run("plan", "--node", "worker-a1", "--objects", "src/test/resources/informers");
+    assertThat(r.exit()).as(r.err()).isZero();
+    assertThat(r.err()).isEmpty();
+  }
+
+  @Test
   void anIntegerNetworkIsRefusedWithExitOneAsTheApiServerRefusesIt() throws IOException {
     InProcess.Result r = plan("""
         apiVersion: k8s.ovn.org/v1
