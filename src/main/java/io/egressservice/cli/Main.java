@@ -22,6 +22,9 @@ public final class Main implements Runnable {
   /** A system error: no CAP_NET_ADMIN, no such netns, the kernel refused. */
   public static final int EXIT_SYSTEM_ERROR = 2;
 
+  /** The commands that load libnftables (plan, for one, does not need to pay for loading JNA). */
+  private static final List<String> KERNEL_COMMANDS = List.of("run", "apply", "status", "cleanup", "demo");
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
@@ -30,9 +33,8 @@ public final class Main implements Runnable {
     CommandLine cl = commandLine();
     cl.setErr(logging.commandLineErr(cl.getErr()));
     cl.setExecutionStrategy(parsed -> {
-      if (!List.of("plan", "help").contains(subcommand(parsed)) && !parsed.isUsageHelpRequested()
-          && !parsed.isVersionHelpRequested()) {
-        logging.captureNativeStderr(); // the commands that load libnftables
+      if (KERNEL_COMMANDS.contains(subcommand(parsed))) {
+        logging.captureNativeStderr();
       }
       return new CommandLine.RunLast().execute(parsed);
     });
