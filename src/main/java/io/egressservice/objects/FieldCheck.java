@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,19 +39,23 @@ final class FieldCheck {
     }
   }
 
+  /** A bean type's properties, or none for a free-form type; looked up once per type (introspection is slow). */
+  private final Map<JavaType, Optional<Map<String, JavaType>>> models = new HashMap<>();
   private final ObjectMapper mapper;
   private final List<UnknownField> unknown = new ArrayList<>();
   private final List<String> typeErrors = new ArrayList<>();
 
-  private FieldCheck(ObjectMapper mapper) {
+  /** A checker for the objects of one load, which share the knowledge of the model's types. */
+  FieldCheck(ObjectMapper mapper) {
     this.mapper = mapper;
   }
 
-  /** Checks {@code doc} as a {@code type} the way {@code mapper} would read it. */
-  static Findings check(ObjectMapper mapper, JsonNode doc, Class<?> type) {
-    FieldCheck c = new FieldCheck(mapper);
-    c.walk(doc, mapper.constructType(type), "");
-    return new Findings(c.unknown, c.typeErrors);
+  /** Checks {@code doc} as a {@code type} the way the mapper would read it. */
+  Findings check(JsonNode doc, Class<?> type) {
+    unknown.clear();
+    typeErrors.clear();
+    walk(doc, mapper.constructType(type), "");
+    return new Findings(unknown, typeErrors);
   }
 
   private void walk(JsonNode node, JavaType type, String path) {
@@ -85,16 +90,11 @@ final class FieldCheck {
     if (!isModel(raw) || !node.isObject()) {
       return; // a scalar, an enum, or a type with a reader of its own (IntOrString, Quantity): checked on reading
     }
-    BeanDescription bean = mapper.getDeserializationConfig().introspect(type);
-    Map<String, JavaType> properties = new LinkedHashMap<>();
-    for (BeanPropertyDefinition p : bean.findProperties()) {
-      if (p.couldDeserialize()) {
-        properties.put(p.getName(), p.getPrimaryType());
-      }
+    Optional<Map<String, JavaType>> model = models.computeIfAbsent(type, this::properties);
+    if (model.isEmpty()) {
+      return;
     }
-    if (properties.isEmpty() && bean.findAnySetterAccessor() != null) {
-      return; // free-form by design (FieldsV1 of managedFields: "f:spec", ...), as in the API's schema
-    }
+    Map<String, JavaType> properties = model.get();
     for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       JavaType property = properties.get(e.getKey());
@@ -105,6 +105,20 @@ final class FieldCheck {
         walk(e.getValue(), property, join(path, e.getKey()));
       }
     }
+  }
+
+  private Optional<Map<String, JavaType>> properties(JavaType type) {
+    BeanDescription bean = mapper.getDeserializationConfig().introspect(type);
+    Map<String, JavaType> properties = new LinkedHashMap<>();
+    for (BeanPropertyDefinition p : bean.findProperties()) {
+      if (p.couldDeserialize()) {
+        properties.put(p.getName(), p.getPrimaryType());
+      }
+    }
+    if (properties.isEmpty() && bean.findAnySetterAccessor() != null) {
+      return Optional.empty(); // free-form by design (FieldsV1 of managedFields: "f:spec", ...), as in the API's schema
+    }
+    return Optional.of(properties);
   }
 
   /** Kubernetes' model classes and ours, read field by field (not those with a deserializer of their own). */

@@ -91,6 +91,7 @@ public final class ObjectFiles {
   private static final class Collector {
     private final Consumer<String> notes;
     private final Consumer<String> warnings;
+    private final FieldCheck fieldCheck = new FieldCheck(MAPPER);
     private final List<EgressService> egressServices = new ArrayList<>();
     private final List<Service> services = new ArrayList<>();
     private final List<EndpointSlice> slices = new ArrayList<>();
@@ -173,7 +174,7 @@ public final class ObjectFiles {
         case "EndpointSlice" -> EndpointSlice.class;
         default -> Node.class;
       };
-      FieldCheck.Findings findings = FieldCheck.check(MAPPER, doc, model);
+      FieldCheck.Findings findings = fieldCheck.check(doc, model);
       if (!findings.typeErrors().isEmpty()) {
         throw new ObjectsException(file + ": " + label + " (" + where + "): " + String.join("; ", findings.typeErrors()));
       }
