@@ -23,8 +23,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
-import java.util.TreeSet;
+import java.util.SortedSet;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -123,8 +124,8 @@ public final class StatusCommand implements Callable<Integer> {
    * service) cannot be named from the kernel: they are grouped by table, with the services whose
    * SNAT entries route into the same table as a hint, never as a claim.
    */
-  private static String unnamedKey(long table, Map<Long, java.util.SortedSet<String>> servicesByTable) {
-    java.util.SortedSet<String> sharing = servicesByTable.getOrDefault(table, new TreeSet<>());
+  private static String unnamedKey(long table, Map<Long, SortedSet<String>> servicesByTable) {
+    SortedSet<String> sharing = servicesByTable.getOrDefault(table, new TreeSet<>());
     return "(table " + table + ": sources the kernel does not name"
         + (sharing.isEmpty() ? "" : "; " + String.join(", ", sharing) + " also route" + (sharing.size() == 1 ? "s" : "")
             + " to this table")
@@ -137,7 +138,7 @@ public final class StatusCommand implements Callable<Integer> {
     rules.sort(Comparator.comparing(Rule::family).thenComparingInt(Rule::priority)
         .thenComparing(r -> r.source().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder()))
         .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
-    Map<Long, java.util.SortedSet<String>> servicesByTable = new HashMap<>();
+    Map<Long, SortedSet<String>> servicesByTable = new HashMap<>();
     for (Rule r : rules) {
       if (r.source().isPresent() && names.containsKey(r.source().get())) {
         servicesByTable.computeIfAbsent(Integer.toUnsignedLong(r.table()), t -> new TreeSet<>())
