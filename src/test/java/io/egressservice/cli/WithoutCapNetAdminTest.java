@@ -22,8 +22,9 @@ class WithoutCapNetAdminTest {
 
   @Test
   void withoutRootTheFirstLineIsTheRealErrorNotAJavaUtilLoggingWarning() throws Exception {
-    for (String command : new String[] {"status", "cleanup"}) {
-      Unprivileged.Result r = Unprivileged.run(Map.of(), Duration.ofSeconds(60), dir, Main.class.getName(), command);
+    for (String command : new String[] {"status", "cleanup", "apply --objects examples --node node-a"}) {
+      Unprivileged.Result r = Unprivileged.run(Map.of(), Duration.ofSeconds(60), dir, Main.class.getName(),
+          command.split(" "));
 
       assertThat(r.exit()).as("%s; stderr: %s", command, r.err()).isEqualTo(Main.EXIT_SYSTEM_ERROR);
       assertThat(r.err().lines().findFirst()).as(command).hasValueSatisfying(first -> assertThat(first)
