@@ -6,7 +6,9 @@ public enum ChangeGroup {
   IPV6_RULE(NetlinkConstants.RTNLGRP_IPV6_RULE),
   IPV4_ROUTE(NetlinkConstants.RTNLGRP_IPV4_ROUTE),
   IPV6_ROUTE(NetlinkConstants.RTNLGRP_IPV6_ROUTE),
-  LINK(NetlinkConstants.RTNLGRP_LINK);
+  LINK(NetlinkConstants.RTNLGRP_LINK),
+  IPV4_ADDRESS(NetlinkConstants.RTNLGRP_IPV4_IFADDR),
+  IPV6_ADDRESS(NetlinkConstants.RTNLGRP_IPV6_IFADDR);
 
   private final int rtnlgrp;
 

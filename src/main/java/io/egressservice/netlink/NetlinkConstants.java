@@ -45,6 +45,9 @@ final class NetlinkConstants {
   static final int RTM_DELLINK = 17;
   static final int RTM_GETLINK = 18;
   static final int RTM_SETLINK = 19;
+  static final int RTM_NEWADDR = 20;
+  static final int RTM_DELADDR = 21;
+  static final int RTM_GETADDR = 22;
   static final int RTM_NEWROUTE = 24;
   static final int RTM_DELROUTE = 25;
   static final int RTM_GETROUTE = 26;
@@ -55,6 +58,12 @@ final class NetlinkConstants {
   static final int RTMSG_LEN = 12; // struct rtmsg: 8 x u8, u32 flags
   static final int FIB_RULE_HDR_LEN = 12; // struct fib_rule_hdr: 8 x u8, u32 flags
   static final int IFINFOMSG_LEN = 16; // struct ifinfomsg: u8 family, u8 pad, u16 type, s32 index, u32 flags, u32 change
+
+  static final int IFADDRMSG_LEN = 8; // struct ifaddrmsg: u8 family, u8 prefixlen, u8 flags, u8 scope, u32 index
+
+  // <linux/if_addr.h>
+  static final int IFA_ADDRESS = 1;
+  static final int IFA_LOCAL = 2;
 
   static final int RTA_DST = 1;
   static final int RTA_OIF = 4;
@@ -89,6 +98,8 @@ final class NetlinkConstants {
 
   // rtnetlink multicast groups (enum rtnetlink_groups); bind() takes the bit 1 << (group - 1)
   static final int RTNLGRP_LINK = 1;
+  static final int RTNLGRP_IPV4_IFADDR = 5;
+  static final int RTNLGRP_IPV6_IFADDR = 9;
   static final int RTNLGRP_IPV4_ROUTE = 7;
   static final int RTNLGRP_IPV4_RULE = 8;
   static final int RTNLGRP_IPV6_ROUTE = 11;

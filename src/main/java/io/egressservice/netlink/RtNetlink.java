@@ -16,7 +16,7 @@ import java.util.function.IntConsumer;
 
 /**
  * A NETLINK_ROUTE connection in one network namespace: rules (read/write), routes (read/write),
- * links (read) and change notifications. Each instance owns one socket, created and used on a
+ * links and addresses (read) and change notifications. Each instance owns one socket, created and used on a
  * {@link NetnsThread} of that namespace; calls from any thread are serialised onto it. The
  * equivalent of a vishvananda/netlink {@code Handle}.
  *
@@ -38,6 +38,8 @@ public final class RtNetlink implements AutoCloseable {
   private static final int SEND_BYTES = 1 << 20;
   /** Upper bound of one encoded rule request (v6 src+dst, both ifnames and every u32). */
   private static final int MAX_RULE_MESSAGE = 256;
+  /** Upper bound of one encoded route request (rtmsg, v6 dst and gateway, table, oif, metric). */
+  private static final int MAX_ROUTE_MESSAGE = 128;
   /**
    * Receive-queue memory one acknowledgement takes (skb truesize, conservatively): a chunk must not
    * produce more ACKs than the receive buffer holds, or the kernel drops them (ENOBUFS).
@@ -175,6 +177,36 @@ public final class RtNetlink implements AutoCloseable {
   }
 
   private BatchResult applyOnThread(List<RuleChange> changes) {
+    NetlinkException[] errors = batchOnThread(changes, MAX_RULE_MESSAGE, (c, s) -> {
+      if (c.op() == RuleChange.Op.ADD) {
+        RuleCodec.encode(writer, RTM_NEWRULE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, c.rule());
+      } else {
+        RuleCodec.encode(writer, RTM_DELRULE, NLM_F_REQUEST | NLM_F_ACK, s, c.rule());
+      }
+    }, RtNetlink::describeChange);
+    List<RuleChange> ok = new ArrayList<>();
+    List<BatchResult.Failure> failed = new ArrayList<>();
+    for (int k = 0; k < changes.size(); k++) {
+      if (errors[k] == null) {
+        ok.add(changes.get(k));
+      } else {
+        failed.add(new BatchResult.Failure(changes.get(k), errors[k]));
+      }
+    }
+    return new BatchResult(ok, failed);
+  }
+
+  /** Encodes one request of a batch with the given sequence number into {@link #writer}. */
+  private interface BatchEncoder<C> {
+    void encode(C change, int seq);
+  }
+
+  /**
+   * Sends {@code changes} in chunks of requests (each at most {@code maxMessage} bytes encoded), every
+   * one acknowledged; returns each request's error, null where it succeeded.
+   */
+  private <C> NetlinkException[] batchOnThread(List<C> changes, int maxMessage, BatchEncoder<C> encoder,
+      Function<C, String> describeChange) {
     checkOpen();
     int n = changes.size();
     NetlinkException[] errors = new NetlinkException[n];
@@ -184,14 +216,8 @@ public final class RtNetlink implements AutoCloseable {
       writer.clear();
       int first = i;
       int firstSeq = seq + 1;
-      while (i < n && i - first < maxMessagesPerChunk && writer.position() + MAX_RULE_MESSAGE <= maxChunkBytes) {
-        RuleChange c = changes.get(i);
-        int s = nextSeq();
-        if (c.op() == RuleChange.Op.ADD) {
-          RuleCodec.encode(writer, RTM_NEWRULE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, c.rule());
-        } else {
-          RuleCodec.encode(writer, RTM_DELRULE, NLM_F_REQUEST | NLM_F_ACK, s, c.rule());
-        }
+      while (i < n && i - first < maxMessagesPerChunk && writer.position() + maxMessage <= maxChunkBytes) {
+        encoder.encode(changes.get(i), nextSeq());
         i++;
       }
       int count = i - first;
@@ -216,7 +242,7 @@ public final class RtNetlink implements AutoCloseable {
               if (errno != 0) {
                 NetlinkMessage m = NetlinkMessage.parse(receiveBuffer.slice(off, mlen), mlen).get(0);
                 errors[first + k] = NetlinkException.fromErrno(
-                    errno, describeChange(changes.get(first + k)), describe(), m.extendedAckMessage());
+                    errno, describeChange.apply(changes.get(first + k)), describe(), m.extendedAckMessage());
               }
             }
             off += NetlinkMessageWriter.align(mlen);
@@ -231,23 +257,14 @@ public final class RtNetlink implements AutoCloseable {
         for (int k = first; k < i; k++) {
           if (!answered[k]) {
             answered[k] = true;
-            errors[k] = new NetlinkException(NetlinkSocket.ENOBUFS, describeChange(changes.get(k)) + " in "
-                + describe() + ": outcome unknown, the acknowledgement was lost (ENOBUFS); list the rules again",
-                describeChange(changes.get(k)));
+            String what = describeChange.apply(changes.get(k));
+            errors[k] = new NetlinkException(NetlinkSocket.ENOBUFS, what + " in "
+                + describe() + ": outcome unknown, the acknowledgement was lost (ENOBUFS); list again", what);
           }
         }
       }
     }
-    List<RuleChange> ok = new ArrayList<>();
-    List<BatchResult.Failure> failed = new ArrayList<>();
-    for (int k = 0; k < n; k++) {
-      if (errors[k] == null) {
-        ok.add(changes.get(k));
-      } else {
-        failed.add(new BatchResult.Failure(changes.get(k), errors[k]));
-      }
-    }
-    return new BatchResult(ok, failed);
+    return errors;
   }
 
   private static String ruleCommand(IpFamily family) {
@@ -288,6 +305,45 @@ public final class RtNetlink implements AutoCloseable {
         s -> RouteCodec.encode(writer, RTM_DELROUTE, NLM_F_REQUEST | NLM_F_ACK, s, route));
   }
 
+  /**
+   * Applies many route changes in order, like {@code ip -batch} of {@code route add}/{@code route del}
+   * lines, chunked as {@link #apply} chunks rules; a failed request is reported in {@link
+   * RouteBatchResult#failed()} with its typed error and does not stop the others.
+   */
+  public RouteBatchResult applyRoutes(List<RouteChange> changes) {
+    List<RouteChange> in = List.copyOf(changes);
+    return thread.call(() -> {
+      NetlinkException[] errors = batchOnThread(in, MAX_ROUTE_MESSAGE, (c, s) -> {
+        if (c.op() == RouteChange.Op.ADD) {
+          RouteCodec.encode(writer, RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, c.route());
+        } else {
+          RouteCodec.encode(writer, RTM_DELROUTE, NLM_F_REQUEST | NLM_F_ACK, s, c.route());
+        }
+      }, c -> (c.op() == RouteChange.Op.ADD ? "add " : "delete ") + routeCommand(c.route()) + " '" + c.route() + "'");
+      List<RouteChange> ok = new ArrayList<>();
+      List<RouteBatchResult.Failure> failed = new ArrayList<>();
+      for (int k = 0; k < in.size(); k++) {
+        if (errors[k] == null) {
+          ok.add(in.get(k));
+        } else {
+          failed.add(new RouteBatchResult.Failure(in.get(k), errors[k]));
+        }
+      }
+      return new RouteBatchResult(ok, failed);
+    });
+  }
+
+  /**
+   * The routes of every table of one family: {@code ip [-6] route show table all} (cache clones
+   * skipped), for a caller that looks at several tables with one dump.
+   */
+  public List<Route> listAllRoutes(IpFamily family) {
+    return dump(
+        "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table all",
+        s -> RouteCodec.encodeDump(writer, s, family),
+        m -> m.type() == RTM_NEWROUTE ? RouteCodec.decode(m.payload()).filter(r -> r.family() == family) : Optional.empty());
+  }
+
   private static String routeCommand(Route r) {
     return r.family() == IpFamily.V6 ? "ip -6 route" : "ip route";
   }
@@ -313,6 +369,14 @@ public final class RtNetlink implements AutoCloseable {
   public void setIpv4DeviceConf(int ifindex, int confId, int value) {
     request("set ipv4 devconf " + confId + "=" + value + " on ifindex " + ifindex,
         s -> LinkCodec.encodeSetIpv4Conf(writer, s, ifindex, confId, value));
+  }
+
+  // ------------------------------------------------------------------------------------ addresses
+
+  /** {@code ip addr show}: every IPv4 and IPv6 address on every device of the namespace. */
+  public List<Address> listAddresses() {
+    return dump("list addresses (ip addr show)", s -> AddressCodec.encodeDump(writer, s),
+        m -> m.type() == RTM_NEWADDR ? AddressCodec.decode(m.payload()) : Optional.empty());
   }
 
   // -------------------------------------------------------------------------------- notifications
@@ -415,6 +479,8 @@ public final class RtNetlink implements AutoCloseable {
       case RTM_DELRULE -> RuleCodec.decode(m.payload()).map(r -> ChangeEvent.ofRule(ChangeKind.DELETED, r));
       case RTM_NEWROUTE -> RouteCodec.decode(m.payload()).map(r -> ChangeEvent.ofRoute(ChangeKind.NEW, r));
       case RTM_DELROUTE -> RouteCodec.decode(m.payload()).map(r -> ChangeEvent.ofRoute(ChangeKind.DELETED, r));
+      case RTM_NEWADDR -> AddressCodec.decode(m.payload()).map(a -> ChangeEvent.ofAddress(ChangeKind.NEW, a));
+      case RTM_DELADDR -> AddressCodec.decode(m.payload()).map(a -> ChangeEvent.ofAddress(ChangeKind.DELETED, a));
       case RTM_NEWLINK -> Optional.of(ChangeEvent.ofLink(ChangeKind.NEW, LinkCodec.decode(m.payload())));
       case RTM_DELLINK -> Optional.of(ChangeEvent.ofLink(ChangeKind.DELETED, LinkCodec.decode(m.payload())));
       default -> Optional.empty();

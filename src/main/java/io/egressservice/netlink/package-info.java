@@ -1,6 +1,6 @@
 /**
  * A small rtnetlink (NETLINK_ROUTE) library on JNA: policy routing rules (read/write, both families),
- * routes (read/write), links (read: index, name, kind, VRF table) and change notifications. It knows
+ * routes (read/write, batched), links (read: index, name, kind, VRF table), addresses (read) and change notifications. It knows
  * nothing about Kubernetes.
  *
  * <p>Layers: immutable model records ({@link io.egressservice.netlink.Rule}, {@link

@@ -313,6 +313,80 @@ class RtNetlinkKernelTest {
   }
 
   @Test
+  void throwRoutesInABatchAreWhatIpRouteShowPrintsAndDeleteOnlyOurs() {
+    Route admin = Route.of(V4, 100, RouteType.BLACKHOLE, Optional.empty());
+    nl.addRoute(admin); // someone else's default route in the same table, protocol boot
+    List<Route> ours = List.of(
+        Route.of(V4, 100, RouteType.THROW, Optional.of(p("10.128.0.0/14"))).protocol(201),
+        Route.of(V4, 100, RouteType.THROW, Optional.of(p("192.168.1.10"))).protocol(201),
+        Route.of(V4, 70000, RouteType.THROW, Optional.of(p("10.128.0.0/14"))).protocol(201),
+        Route.of(V6, 100, RouteType.THROW, Optional.of(p("fd00:10::/64"))).protocol(201));
+
+    RouteBatchResult added = nl.applyRoutes(ours.stream().map(RouteChange::add).toList());
+    assertThat(added.failed()).isEmpty();
+    assertThat(ns.json("ip", "-j", "route", "show", "table", "100")).isEqualTo(json("""
+        [{"type":"blackhole","dst":"default","flags":[]},
+         {"type":"throw","dst":"10.128.0.0/14","protocol":"201","flags":[]},
+         {"type":"throw","dst":"192.168.1.10","protocol":"201","flags":[]}]"""));
+    assertThat(ns.json("ip", "-j", "route", "show", "table", "70000")).isEqualTo(json("""
+        [{"type":"throw","dst":"10.128.0.0/14","protocol":"201","flags":[]}]"""));
+    JsonNode six = ns.json("ip", "-j", "-6", "route", "show", "table", "100");
+    assertThat(six).hasSize(1);
+    assertThat(six.get(0).get("type").asText()).isEqualTo("throw");
+    assertThat(six.get(0).get("dst").asText()).isEqualTo("fd00:10::/64");
+    assertThat(six.get(0).get("protocol").asText()).isEqualTo("201");
+    assertThat(nl.listAllRoutes(V4)).contains(ours.get(0), ours.get(1), ours.get(2), admin);
+
+    // The same again: EEXIST each, reported per request.
+    RouteBatchResult again = nl.applyRoutes(List.of(RouteChange.add(ours.get(0)), RouteChange.add(ours.get(1))));
+    assertThat(again.failed()).hasSize(2).allMatch(f -> f.error() instanceof NetlinkException.AlreadyExists);
+    assertThat(again.failed().get(0).error()).hasMessageContaining("add ip route 'throw 10.128.0.0/14 table 100");
+
+    RouteBatchResult deleted = nl.applyRoutes(ours.stream().map(RouteChange::delete).toList());
+    assertThat(deleted.failed()).isEmpty();
+    assertThat(ns.json("ip", "-j", "route", "show", "table", "100")).isEqualTo(json("""
+        [{"type":"blackhole","dst":"default","flags":[]}]"""));
+    assertThat(ns.json("ip", "-j", "-6", "route", "show", "table", "100")).isEmpty();
+  }
+
+  @Test
+  void listAddressesIsWhatIpAddrShowPrints() {
+    ns.exec("ip", "link", "set", "lo", "up");
+    ns.exec("ip", "link", "set", "va", "up");
+    ns.exec("ip", "link", "set", "vb", "up");
+    ns.exec("ip", "addr", "add", "192.168.1.10/24", "dev", "va");
+    ns.exec("ip", "addr", "add", "192.168.7.3/16", "dev", "va"); // a secondary address, another subnet
+    ns.exec("ip", "addr", "add", "10.0.0.1", "peer", "10.0.0.2", "dev", "vb"); // point-to-point: local != address
+    ns.exec("ip", "addr", "add", "2001:db8:5::7/64", "dev", "vb", "nodad");
+
+    List<String> fromIp = new ArrayList<>();
+    for (JsonNode link : ns.json("ip", "-j", "addr", "show")) {
+      for (JsonNode a : link.get("addr_info")) {
+        fromIp.add(a.get("local").asText() + "/" + a.get("prefixlen").asInt() + " #" + link.get("ifindex").asInt()
+            + " " + a.get("scope").asText());
+      }
+    }
+    List<String> ours = nl.listAddresses().stream()
+        .map(a -> a.local().addressText() + "/" + a.prefixLength() + " #" + a.index() + " "
+            + switch (a.scope()) {
+              case Address.SCOPE_GLOBAL -> "global";
+              case Address.SCOPE_LINK -> "link";
+              case Address.SCOPE_HOST -> "host";
+              default -> "?";
+            })
+        .toList();
+    assertThat(ours).containsExactlyInAnyOrderElementsOf(fromIp);
+    assertThat(ours).contains("192.168.7.3/16 #" + linkIndex("va") + " global", "10.0.0.1/32 #" + linkIndex("vb") + " global",
+        "::1/128 #1 host", "127.0.0.1/8 #1 host");
+    assertThat(nl.listAddresses()).filteredOn(a -> a.local().equals(p("192.168.1.10")))
+        .singleElement().satisfies(a -> assertThat(a.subnet()).isEqualTo(p("192.168.1.0/24")));
+  }
+
+  private int linkIndex(String name) {
+    return nl.listLinks().stream().filter(l -> l.name().equals(name)).findFirst().orElseThrow().index();
+  }
+
+  @Test
   void listLinksSeesTheVethPair() {
     List<Link> links = nl.listLinks();
     JsonNode ip = ns.json("ip", "-j", "-d", "link", "show");
