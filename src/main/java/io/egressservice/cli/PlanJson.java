@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.MarkEntry;
+import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
@@ -65,6 +66,16 @@ public final class PlanJson {
     }
     ArrayNode inCluster = root.putArray("inCluster");
     s.inCluster().forEach(p -> inCluster.add(p.toString()));
+    ArrayNode routes = root.putArray("routes");
+    for (RouteSpec r : s.routes()) {
+      ObjectNode o = routes.addObject();
+      o.put("family", r.family().iproute2Name());
+      o.put("type", "throw");
+      o.put("to", r.to().toString());
+      putTable(o, r.table());
+    }
+    ArrayNode refused = root.putArray("refusedInputs");
+    s.refusedInputs().forEach(refused::add);
     ArrayNode services = root.putArray("services");
     for (ServiceOutcome so : s.services()) {
       ObjectNode o = services.addObject();

@@ -3,6 +3,7 @@ package io.egressservice.cli;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.MarkEntry;
+import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
@@ -24,11 +25,15 @@ public final class PlanText {
   public static String render(DesiredState s) {
     StringBuilder sb = new StringBuilder();
     sb.append("# egress-service-agent plan for node ").append(s.node()).append(": ")
-        .append(s.rules().size()).append(" ip rule(s), ").append(s.snat().size())
+        .append(s.rules().size()).append(" ip rule(s), ").append(s.routes().size()).append(" throw route(s), ")
+        .append(s.snat().size())
         .append(" SNAT entr").append(s.snat().size() == 1 ? "y" : "ies")
         .append(" (priority ").append(s.priority()).append(", protocol ").append(s.ruleProtocol()).append(")\n");
     if (s.services().isEmpty()) {
       sb.append("# no EgressService in the input\n");
+    }
+    for (String r : s.refusedInputs()) {
+      sb.append("# refused input: ").append(r).append('\n');
     }
     for (ServiceOutcome o : s.services()) {
       sb.append("# ").append(o.service()).append(": ")
@@ -62,8 +67,21 @@ public final class PlanText {
       }
       sb.append('\n');
     }
+    if (!s.routes().isEmpty()) {
+      sb.append("# in-cluster destinations: thrown back from each service table to the rules after ")
+          .append(s.priority()).append(" (only the service's sources look there)\n");
+    }
+    for (RouteSpec r : s.routes()) {
+      sb.append(routeCommand(r, s.ruleProtocol())).append('\n');
+    }
     sb.append('\n').append(nftScript(s));
     return sb.toString();
+  }
+
+  /** {@code ip -4 route add throw 10.128.0.0/14 table 100 protocol 201}. */
+  public static String routeCommand(RouteSpec r, int protocol) {
+    return "ip " + r.family().ipFlag() + " route add throw " + r.to().cidrText() + " table " + r.table().name()
+        + " protocol " + protocol;
   }
 
   /** {@code ip -4 rule add priority 5000 from 10.0.0.5 lookup 100 protocol 201}. */

@@ -7,6 +7,7 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.dataplane.ObservedState;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.Route;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.SnatElement;
@@ -35,7 +36,7 @@ import picocli.CommandLine.Spec;
 
 /** {@code status}: the owned kernel state, grouped by service. */
 @Command(name = "status", mixinStandardHelpOptions = true,
-    description = "Show the owned ip rules and nft SNAT entries, grouped by service.")
+    description = "Show the owned ip rules, throw routes and nft SNAT entries, grouped by service.")
 public final class StatusCommand implements Callable<Integer> {
   static final String IN_CLUSTER = "(in-cluster)";
 
@@ -174,8 +175,10 @@ public final class StatusCommand implements Callable<Integer> {
   private static void text(PrintWriter out, Dataplane dp, PlanConfig config, ObservedState observed,
       Map<String, Group> groups) {
     EgressNftables.NftState nft = observed.nft();
-    out.printf("owned state in %s: %d ip rule(s) at priority %d/%d with protocol %d; nft table inet %s: %s%n",
-        dp.describe(), observed.rules().size(), config.priority(), config.priority() - 1, config.ruleProtocol(),
+    out.printf("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s) with protocol %d;"
+            + " nft table inet %s: %s%n",
+        dp.describe(), observed.rules().size(), config.priority(), config.priority() - 1, observed.routes().size(),
+        config.ruleProtocol(),
         EgressNftables.TABLE,
         !nft.tablePresent() ? "absent" : nft.baseIntact() ? "present, " + nft.snat().size() + " SNAT entr"
             + (nft.snat().size() == 1 ? "y" : "ies") : "present but NOT intact (the next apply repairs it)");
@@ -185,6 +188,10 @@ public final class StatusCommand implements Callable<Integer> {
       g.getValue().marks().forEach(m -> out.println("  mark " + m.source() + " -> table " + m.table()
           + " (fwmark 0x" + Long.toHexString(observed.marks().networkChains().getOrDefault(m.table(), 0L)) + ")"));
       g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
+    }
+    if (!observed.routes().isEmpty()) {
+      out.println("in-cluster destinations thrown back from the service tables:");
+      sortedRoutes(observed).forEach(r -> out.println("  route " + r));
     }
     if (!nft.inCluster().isEmpty()) {
       out.println("in-cluster destinations (never SNATed): "
@@ -246,6 +253,19 @@ public final class StatusCommand implements Callable<Integer> {
     }
     ArrayNode inCluster = root.putArray("inCluster");
     observed.nft().inCluster().forEach(r -> inCluster.add(r.toString()));
+    ArrayNode routes = root.putArray("routes");
+    for (Route r : sortedRoutes(observed)) {
+      routes.addObject().put("family", r.family().iproute2Name()).put("type", "throw")
+          .put("to", r.destination().map(IpPrefix::toString).orElse("default"))
+          .put("table", Integer.toUnsignedLong(r.table()));
+    }
     return root;
+  }
+
+  private static List<Route> sortedRoutes(ObservedState observed) {
+    List<Route> routes = new ArrayList<>(observed.routes());
+    routes.sort(Comparator.comparing(Route::family).thenComparingLong(r -> Integer.toUnsignedLong(r.table()))
+        .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
+    return routes;
   }
 }

@@ -9,6 +9,8 @@ import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.netlink.ChangeEvent;
 import io.egressservice.netlink.ChangeKind;
+import io.egressservice.netlink.Route;
+import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
@@ -81,6 +83,9 @@ public final class NodeAgent implements AutoCloseable {
   private OptionalLong lastNftGeneration = OptionalLong.empty();
   /** The rules of the last plan: kernel notifications about them are the echo of our own changes. */
   private volatile java.util.Set<Rule> expectedRules = java.util.Set.of();
+  /** The throw routes of the last plan, as (family, table, destination): the same for route notifications. */
+  private volatile java.util.Set<String> expectedRoutes = java.util.Set.of();
+  private java.util.List<String> lastRefusedInputs = java.util.List.of();
   private volatile Optional<ReconcileSummary> lastReconcile = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
   /** Informer caches replace objects, never mutate them: each reconcile converts only what changed. */
@@ -125,7 +130,8 @@ public final class NodeAgent implements AutoCloseable {
     informers.start();
     try {
       kernelEvents = dataplane.netlink().subscribe(
-          EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.LINK), this::onKernelEvent,
+          EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.IPV4_ROUTE, ChangeGroup.IPV6_ROUTE,
+              ChangeGroup.LINK, ChangeGroup.IPV4_ADDRESS, ChangeGroup.IPV6_ADDRESS), this::onKernelEvent,
           () -> trigger(TRIGGER_KERNEL));
     } catch (RuntimeException e) {
       LOG.warn("no kernel change notifications ({}); drift is repaired at each resync only", e.getMessage());
@@ -176,11 +182,14 @@ public final class NodeAgent implements AutoCloseable {
   }
 
   /**
-   * A rule change at our priorities that the last plan did not ask for (a rule of ours deleted, a
-   * stray one added) means drift; the echo of our own changes does not, so it triggers nothing.
+   * A rule change at our priorities, or a throw route with our protocol, that the last plan did not ask
+   * for (one of ours deleted, a stray one added) means drift; the echo of our own changes does not, so it
+   * triggers nothing. An address added to or removed from the node changes the plan's inputs.
    */
   private void onKernelEvent(ChangeEvent e) {
     boolean relevant = e.rule().map(r -> isDrift(e.kind(), r)).orElse(false)
+        || e.route().map(r -> isDrift(e.kind(), r)).orElse(false)
+        || e.address().isPresent()
         || e.link().flatMap(l -> l.kind()).filter("vrf"::equals).isPresent();
     if (relevant) {
       trigger(TRIGGER_KERNEL);
@@ -194,6 +203,18 @@ public final class NodeAgent implements AutoCloseable {
     }
     boolean expected = expectedRules.contains(r);
     return kind == ChangeKind.DELETED ? expected : !expected;
+  }
+
+  private boolean isDrift(ChangeKind kind, Route r) {
+    if (r.protocol() != settings.config().ruleProtocol() || r.type() != RouteType.THROW) {
+      return false;
+    }
+    boolean expected = expectedRoutes.contains(routeKey(r));
+    return kind == ChangeKind.DELETED ? expected : !expected;
+  }
+
+  private static String routeKey(Route r) {
+    return r.family() + " " + Integer.toUnsignedString(r.table()) + " " + r.destination().map(Object::toString).orElse("default");
   }
 
   /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
@@ -345,6 +366,13 @@ public final class NodeAgent implements AutoCloseable {
       NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config(), planInputs);
       DesiredState desired = plan.desired();
       expectedRules = plan.wantedRules().keySet();
+      expectedRoutes = desired.routes().stream()
+          .map(spec -> routeKey(io.egressservice.dataplane.Differ.toRoute(spec, desired.ruleProtocol())))
+          .collect(java.util.stream.Collectors.toUnmodifiableSet());
+      if (!desired.refusedInputs().equals(lastRefusedInputs)) {
+        desired.refusedInputs().forEach(r -> LOG.warn("refused input: {}", r));
+        lastRefusedInputs = desired.refusedInputs();
+      }
       ApplyReport report = dataplane.reconcile(plan);
       lastNftGeneration = dataplane.nftGeneration();
       double seconds = (System.nanoTime() - start) / 1e9;

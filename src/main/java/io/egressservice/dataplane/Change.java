@@ -4,8 +4,8 @@ package io.egressservice.dataplane;
  * One kernel change, described for people: {@code + rule 5000: from 10.0.0.5 lookup 100} for service
  * {@code ns/svc}.
  *
- * @param service the EgressService it belongs to, {@code (in-cluster)} for P-1 rules and the
- *     in-cluster sets, {@code (base)} for the nft table itself, or {@code (unknown)} for a stale owned
+ * @param service the EgressService it belongs to, {@code (in-cluster)} for throw routes, (old) P-1
+ *     rules and the in-cluster sets, {@code (base)} for the nft table itself, or {@code (unknown)} for a stale owned
  *     object whose service is no longer known
  */
 public record Change(Op op, Kind kind, String service, String description) {
@@ -27,6 +27,7 @@ public record Change(Op op, Kind kind, String service, String description) {
 
   public enum Kind {
     RULE,
+    ROUTE,
     SNAT,
     IN_CLUSTER,
     NFT_BASE,

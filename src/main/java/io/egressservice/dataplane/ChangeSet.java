@@ -1,15 +1,17 @@
 package io.egressservice.dataplane;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import io.egressservice.netlink.Route;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables.NftChange;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The ordered difference between the plan and the kernel: rule additions first, then the nft
- * transaction, then the mark transaction (mark mode), then rule deletions, so a source whose table
- * changes, or a node that switches rule mode, is never without a rule.
+ * The ordered difference between the plan and the kernel: throw-route additions first, then rule
+ * additions, the nft transaction, the mark transaction (mark mode), rule deletions and throw-route
+ * deletions last, so a source whose table changes, or a node that switches rule mode, is never without
+ * a rule, and a table is never looked up before its in-cluster destinations are thrown back.
  *
  * @param changes the same, described per service, in that order
  * @param srcValidMark devices (name to ifindex) that get {@code src_valid_mark=1} before the mark transaction
@@ -20,15 +22,19 @@ public record ChangeSet(
     boolean ensureNftBase,
     ArrayNode markCommands,
     List<Rule> ruleDeletes,
+    List<Route> routeAdds,
+    List<Route> routeDeletes,
     List<Change> changes,
     Map<String, Integer> srcValidMark) {
   public ChangeSet(List<Rule> ruleAdds, NftChange nft, boolean ensureNftBase, ArrayNode markCommands,
       List<Rule> ruleDeletes, List<Change> changes) {
-    this(ruleAdds, nft, ensureNftBase, markCommands, ruleDeletes, changes, Map.of());
+    this(ruleAdds, nft, ensureNftBase, markCommands, ruleDeletes, List.of(), List.of(), changes, Map.of());
   }
 
   public ChangeSet {
     srcValidMark = Map.copyOf(srcValidMark);
+    routeAdds = List.copyOf(routeAdds);
+    routeDeletes = List.copyOf(routeDeletes);
     markCommands = markCommands.deepCopy();
     ruleAdds = List.copyOf(ruleAdds);
     ruleDeletes = List.copyOf(ruleDeletes);
@@ -36,7 +42,7 @@ public record ChangeSet(
   }
 
   public boolean isEmpty() {
-    return ruleAdds.isEmpty() && ruleDeletes.isEmpty() && nft.isEmpty() && !ensureNftBase && markCommands.isEmpty()
-        && srcValidMark.isEmpty();
+    return ruleAdds.isEmpty() && ruleDeletes.isEmpty() && routeAdds.isEmpty() && routeDeletes.isEmpty() && nft.isEmpty()
+        && !ensureNftBase && markCommands.isEmpty() && srcValidMark.isEmpty();
   }
 }

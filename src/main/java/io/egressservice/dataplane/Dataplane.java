@@ -2,11 +2,14 @@ package io.egressservice.dataplane;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.Address;
 import io.egressservice.netlink.BatchResult;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
+import io.egressservice.netlink.RouteBatchResult;
+import io.egressservice.netlink.RouteChange;
 import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.RtNetlink;
 import io.egressservice.netlink.Rule;
@@ -38,7 +41,6 @@ import java.util.function.Function;
  * a one-shot {@code apply}) runs the same {@link #reconcile}.
  */
 public final class Dataplane implements AutoCloseable {
-  private static final int RT_TABLE_MAIN = 254;
 
   private final NetnsThread thread;
   private final RtNetlink netlink;
@@ -130,18 +132,27 @@ public final class Dataplane implements AutoCloseable {
     }
   }
 
-  /** The owned state: our rules (P and P-1, our protocol, both families) and our nft table. */
+  /**
+   * The owned state: our rules (P and P-1, our protocol, both families), our throw routes (our
+   * protocol, any table: the tables themselves may be someone else's) and our nft table.
+   */
   public ObservedState observe() {
     try {
       List<Rule> rules = new ArrayList<>();
+      List<Route> routes = new ArrayList<>();
       for (IpFamily f : IpFamily.values()) {
         for (Rule r : netlink.listRules(f)) {
           if (isOwned(r)) {
             rules.add(r);
           }
         }
+        for (Route r : netlink.listAllRoutes(f)) {
+          if (isOwned(r)) {
+            routes.add(r);
+          }
+        }
       }
-      return new ObservedState(rules, nft.observe(), marks.observe());
+      return new ObservedState(rules, routes, nft.observe(), marks.observe());
     } catch (NetlinkException | NftException e) {
       throw new DataplaneException("cannot read the owned state of " + describe() + ": " + e.getMessage(), e);
     }
@@ -149,6 +160,11 @@ public final class Dataplane implements AutoCloseable {
 
   private boolean isOwned(Rule r) {
     return r.protocol() == protocol && (r.priority() == priority || r.priority() == priority - 1);
+  }
+
+  /** Ours: a throw route with our protocol. Every other route, in any table, is someone else's. */
+  private boolean isOwned(Route r) {
+    return r.protocol() == protocol && r.type() == RouteType.THROW;
   }
 
   /** Names in {@code spec.network} to tables: VRF devices of this namespace, then rt_tables. */
@@ -160,27 +176,21 @@ public final class Dataplane implements AutoCloseable {
     }
   }
 
-  /** Directly connected subnets of the main table (routes without gateway), both families. */
-  public List<IpPrefix> connectedSubnets() {
-    List<IpPrefix> out = new ArrayList<>();
+  /**
+   * Every address on every interface of this namespace ({@code ip addr show}), both families, as host
+   * prefixes: the node's own addresses, whether or not its Node object lists them.
+   */
+  public List<IpPrefix> localAddresses() {
     try {
-      for (IpFamily f : IpFamily.values()) {
-        for (Route r : netlink.listRoutes(f, RT_TABLE_MAIN)) {
-          if (r.type() == RouteType.UNICAST && r.gateway().isEmpty() && r.destination().isPresent()
-              && !r.destination().get().isHost() && r.destination().get().length() > 0) {
-            out.add(r.destination().get());
-          }
-        }
-      }
+      return netlink.listAddresses().stream().map(Address::local).distinct().toList();
     } catch (NetlinkException e) {
-      throw new DataplaneException("cannot list routes of " + describe() + ": " + e.getMessage(), e);
+      throw new DataplaneException("cannot list addresses of " + describe() + ": " + e.getMessage(), e);
     }
-    return out;
   }
 
   /**
    * What the plan needs to know of this node: how the given {@code spec.network} values resolve
-   * here, the connected subnets, and (from {@code observed}, no second dump) the marks in use.
+   * here, the node's addresses, and (from {@code observed}, no second dump) the marks in use.
    */
   public NodeFacts facts(Collection<String> networks, ObservedState observed) {
     return facts(networks, observed, links());
@@ -188,7 +198,7 @@ public final class Dataplane implements AutoCloseable {
 
   private NodeFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
     return new NodeFacts(NetworkResolver.resolve(networks, links, RtTables.read(RtTables.DEFAULT_FILES)),
-        connectedSubnets(), existingMarks(observed.rules()));
+        localAddresses(), existingMarks(observed.rules()));
   }
 
   private List<Link> links() {
@@ -231,7 +241,7 @@ public final class Dataplane implements AutoCloseable {
     }
     List<Link> links = links();
     NodeFacts facts = facts(networks, observed, links);
-    DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.connectedSubnets(), facts.networks(),
+    DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.localAddresses(), facts.networks(),
         config, facts.existingMarks(), memo));
     observed = withReversePath(desired, observed, links);
     return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos);
@@ -269,7 +279,8 @@ public final class Dataplane implements AutoCloseable {
   }
 
   /**
-   * Applies a change set in its order: rule additions, the nft transaction, rule deletions. A refused
+   * Applies a change set in its order: route additions, rule additions, the nft transaction, rule
+   * deletions, route deletions. A refused
    * request does not stop the others; it is reported, and the kernel holds either the old or the new
    * form of every object, which the next reconcile completes.
    */
@@ -281,9 +292,13 @@ public final class Dataplane implements AutoCloseable {
     List<Change> ruleAddChanges = new ArrayList<>();
     List<Change> nftChanges = new ArrayList<>();
     List<Change> ruleDeleteChanges = new ArrayList<>();
+    List<Change> routeAddChanges = new ArrayList<>();
+    List<Change> routeDeleteChanges = new ArrayList<>();
     for (Change c : changes.changes()) {
       if (c.kind() == Change.Kind.RULE) {
         (c.op() == Change.Op.ADD ? ruleAddChanges : ruleDeleteChanges).add(c);
+      } else if (c.kind() == Change.Kind.ROUTE) {
+        (c.op() == Change.Op.ADD ? routeAddChanges : routeDeleteChanges).add(c);
       } else {
         nftChanges.add(c);
       }
@@ -296,6 +311,7 @@ public final class Dataplane implements AutoCloseable {
     }
 
     long t = System.nanoTime();
+    routeBatch(changes.routeAdds().stream().map(RouteChange::add).toList(), routeAddChanges, applied, failures);
     batch(changes.ruleAdds().stream().map(RuleChange::add).toList(), ruleChanges, applied, failures);
     kernel += System.nanoTime() - t;
 
@@ -352,8 +368,43 @@ public final class Dataplane implements AutoCloseable {
 
     t = System.nanoTime();
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures);
+    routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
+        failures);
     kernel += System.nanoTime() - t;
     return new ApplyReport(applied, failures, kernel);
+  }
+
+  /** {@code described} holds the description of each request, in the same order. */
+  private void routeBatch(List<RouteChange> requests, List<Change> described, List<Change> applied,
+      List<String> failures) {
+    if (requests.isEmpty()) {
+      return;
+    }
+    Map<RouteChange, Change> byRequest = new HashMap<>();
+    for (int i = 0; i < requests.size(); i++) {
+      byRequest.put(requests.get(i), described.get(i));
+    }
+    RouteBatchResult result = netlink.applyRoutes(requests);
+    for (RouteChange ok : result.succeeded()) {
+      applied.add(byRequest.get(ok));
+    }
+    for (RouteBatchResult.Failure f : result.failed()) {
+      if (f.change().op() == RouteChange.Op.DELETE && f.error() instanceof NetlinkException.NotFound) {
+        applied.add(byRequest.get(f.change())); // already gone: the goal is met
+        continue;
+      }
+      if (f.error() instanceof NetlinkException.PermissionDenied) {
+        throw new DataplaneException(f.error().getMessage(), f.error());
+      }
+      if (f.change().op() == RouteChange.Op.ADD && f.error() instanceof NetlinkException.AlreadyExists) {
+        // Not ours (ours would have been observed): someone else's route to the same destination.
+        failures.add(f.error().getMessage() + ": the table already has a route to " + f.change().route().destination()
+            .map(Object::toString).orElse("default") + " that is not the agent's; left alone, so that destination"
+            + " follows it for the service's sources");
+        continue;
+      }
+      failures.add(f.error().getMessage());
+    }
   }
 
   private void batch(List<RuleChange> requests, Map<Rule, Change> described, List<Change> applied,
@@ -392,6 +443,9 @@ public final class Dataplane implements AutoCloseable {
       described.put(r, new Change(Change.Op.DELETE, Change.Kind.RULE, Differ.UNKNOWN, "rule " + r));
     }
     batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures);
+    List<Change> routeChanges = observed.routes().stream()
+        .map(r -> new Change(Change.Op.DELETE, Change.Kind.ROUTE, Differ.IN_CLUSTER, "route " + r)).toList();
+    routeBatch(observed.routes().stream().map(RouteChange::delete).toList(), routeChanges, applied, failures);
     if (observed.nft().tablePresent()) {
       try {
         nft.deleteTable();

@@ -2,6 +2,8 @@ package io.egressservice.dataplane;
 
 import io.egressservice.ip.IpPrefix;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import io.egressservice.netlink.Route;
+import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.MarkNftables.MarkElement;
@@ -12,6 +14,7 @@ import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.NftChange;
 import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import java.util.ArrayList;
@@ -86,6 +89,31 @@ public final class Differ {
       changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, service, "rule " + r));
     }
 
+    // Throw routes: ours are compared by (family, table, destination); the kernel adds what it fills in
+    // itself (IPv6's metric 1024), which a delete then names exactly.
+    Map<RouteKey, Route> observedRoutes = new HashMap<>();
+    observed.routes().forEach(r -> observedRoutes.put(RouteKey.of(r), r));
+    Set<RouteKey> wantedRouteKeys = new HashSet<>();
+    List<Route> routeAdds = new ArrayList<>();
+    for (RouteSpec spec : desired.routes()) {
+      Route r = toRoute(spec, desired.ruleProtocol());
+      RouteKey key = RouteKey.of(r);
+      wantedRouteKeys.add(key);
+      if (!observedRoutes.containsKey(key)) {
+        routeAdds.add(r);
+        changes.add(new Change(Change.Op.ADD, Change.Kind.ROUTE, IN_CLUSTER, "route " + r));
+      }
+    }
+    List<Route> routeDeletes = new ArrayList<>();
+    for (Route r : observed.routes()) {
+      if (!wantedRouteKeys.contains(RouteKey.of(r))) {
+        routeDeletes.add(r);
+      }
+    }
+    routeDeletes.sort(Comparator.comparing((Route r) -> r.family()).thenComparingLong(r -> Integer.toUnsignedLong(r.table()))
+        .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
+    routeDeletes.forEach(r -> changes.add(new Change(Change.Op.DELETE, Change.Kind.ROUTE, IN_CLUSTER, "route " + r)));
+
     // nft: the table is needed while there is something to SNAT, and kept once it exists.
     EgressNftables.NftState nft = observed.nft();
     boolean needTable = !desired.snat().isEmpty() || nft.tablePresent();
@@ -143,13 +171,15 @@ public final class Differ {
     new java.util.TreeMap<>(srcValidMark).keySet().forEach(dev -> changes.add(new Change(Change.Op.ADD,
         Change.Kind.SYSCTL, BASE, "sysctl net.ipv4.conf." + dev + ".src_valid_mark=1 (strict rp_filter on an uplink"
             + " of a marked network: the reverse-path check must see the mark)")));
-    // Reorder the descriptions like the execution: rule adds, nft, rule deletes.
+    // Reorder the descriptions like the execution: route adds, rule adds, nft, rule deletes, route deletes.
     List<Change> ordered = new ArrayList<>();
+    changes.stream().filter(c -> c.kind() == Change.Kind.ROUTE && c.op() == Change.Op.ADD).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.ADD).forEach(ordered::add);
-    changes.stream().filter(c -> c.kind() != Change.Kind.RULE).forEach(ordered::add);
+    changes.stream().filter(c -> c.kind() != Change.Kind.RULE && c.kind() != Change.Kind.ROUTE).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE).forEach(ordered::add);
-    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes, ordered,
-        srcValidMark);
+    changes.stream().filter(c -> c.kind() == Change.Kind.ROUTE && c.op() == Change.Op.DELETE).forEach(ordered::add);
+    return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes,
+        routeAdds, routeDeletes, ordered, srcValidMark);
   }
 
   private static MarkPlan markPlan(DesiredState desired, ReversePath.State reversePath) {
@@ -192,6 +222,22 @@ public final class Differ {
     }
     if (!desired.wanted() && observed.anyPresent()) {
       changes.add(new Change(Change.Op.DELETE, Change.Kind.MARK, BASE, "nft mark maps and chains (not in mark mode)"));
+    }
+  }
+
+  /** The netlink route a plan throw route becomes: {@code throw <to> table <id> proto <ours>}. */
+  public static Route toRoute(RouteSpec spec, int protocol) {
+    if (spec.table().id().isEmpty()) {
+      throw new IllegalStateException("route " + spec + " has an unresolved table; plans for a node resolve every network");
+    }
+    return Route.of(spec.family(), (int) spec.table().id().getAsLong(), RouteType.THROW, Optional.of(spec.to()))
+        .protocol(protocol);
+  }
+
+  /** What identifies one of our throw routes: two with the same key cannot both exist. */
+  private record RouteKey(io.egressservice.ip.IpFamily family, int table, Optional<IpPrefix> destination) {
+    static RouteKey of(Route r) {
+      return new RouteKey(r.family(), r.table(), r.destination());
     }
   }
 

@@ -6,12 +6,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * What the plan needs observed on the node itself (DESIGN.md section 1): networks, connected subnets,
- * and in mark mode the marks the kernel already uses per table.
+ * What the plan needs observed on the node itself (DESIGN.md section 1): networks, the addresses on
+ * the node's interfaces, and in mark mode the marks the kernel already uses per table.
  */
-public record NodeFacts(NetworkResolution networks, List<IpPrefix> connectedSubnets, Map<Long, Long> existingMarks) {
+public record NodeFacts(NetworkResolution networks, List<IpPrefix> localAddresses, Map<Long, Long> existingMarks) {
   public NodeFacts {
-    connectedSubnets = List.copyOf(connectedSubnets);
+    localAddresses = List.copyOf(localAddresses);
     existingMarks = Map.copyOf(existingMarks);
   }
 }

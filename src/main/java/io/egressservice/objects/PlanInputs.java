@@ -39,10 +39,10 @@ public final class PlanInputs {
   public static NodeInputs of(
       String nodeName,
       ClusterObjects objects,
-      List<IpPrefix> connectedSubnets,
+      List<IpPrefix> localAddresses,
       NetworkResolution networks,
       PlanConfig config) {
-    return of(nodeName, objects, connectedSubnets, networks, config, Map.of(), Memo.none());
+    return of(nodeName, objects, localAddresses, networks, config, Map.of(), Memo.none());
   }
 
   /**
@@ -52,13 +52,13 @@ public final class PlanInputs {
   public static NodeInputs of(
       String nodeName,
       ClusterObjects objects,
-      List<IpPrefix> connectedSubnets,
+      List<IpPrefix> localAddresses,
       NetworkResolution networks,
       PlanConfig config,
       Map<Long, Long> existingMarks,
       Memo memo) {
     return memo.convert(objects, (es, svc, slices, nodes) -> new NodeInputs(
-        nodeName, es, svc, slices, nodes, connectedSubnets, networks, config, existingMarks));
+        nodeName, es, svc, slices, nodes, localAddresses, networks, config, existingMarks));
   }
 
   /**

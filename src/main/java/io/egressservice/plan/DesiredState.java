@@ -11,6 +11,10 @@ import java.util.Map;
  * @param inCluster the {@code in_cluster_v4/v6} set: aggregated prefixes plus Node addresses
  * @param marks mark mode: which source gets which network's mark (empty in source mode)
  * @param networkMarks mark mode: routing table id to its mark value
+ * @param routes {@code throw} routes for the in-cluster destinations (the same prefixes and addresses as
+ *     {@code inCluster}, per family) in each table that service rules look up
+ * @param refusedInputs inputs the plan refused for the whole node (not one service), each with why, e.g.
+ *     a Node pod CIDR that covers a whole address family
  */
 public record DesiredState(
     String node,
@@ -23,7 +27,17 @@ public record DesiredState(
     RuleMode ruleMode,
     long markMask,
     List<MarkEntry> marks,
-    Map<Long, Long> networkMarks) {
+    Map<Long, Long> networkMarks,
+    List<RouteSpec> routes,
+    List<String> refusedInputs) {
+  /** A state without throw routes or refused inputs. */
+  public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
+      List<IpPrefix> inCluster, List<ServiceOutcome> services, RuleMode ruleMode, long markMask,
+      List<MarkEntry> marks, Map<Long, Long> networkMarks) {
+    this(node, priority, ruleProtocol, rules, snat, inCluster, services, ruleMode, markMask, marks, networkMarks,
+        List.of(), List.of());
+  }
+
   /** A source-mode state (no marks). */
   public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
       List<IpPrefix> inCluster, List<ServiceOutcome> services) {
@@ -38,5 +52,7 @@ public record DesiredState(
     services = List.copyOf(services);
     marks = List.copyOf(marks);
     networkMarks = Map.copyOf(networkMarks);
+    routes = List.copyOf(routes);
+    refusedInputs = List.copyOf(refusedInputs);
   }
 }

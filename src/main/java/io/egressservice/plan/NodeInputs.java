@@ -8,8 +8,9 @@ import java.util.Map;
  * Everything the plan reads: the cluster's objects as this node sees them, what was observed on the
  * node, and the configuration.
  *
- * @param connectedSubnets the node's directly connected subnets (observed; empty offline): those that
- *     hold Node addresses become in-cluster destinations of the P-1 rules
+ * @param localAddresses every address the kernel shows on the node's interfaces (observed, as host
+ *     prefixes; empty offline): never endpoints, and in-cluster destinations by exact address, like the
+ *     Node objects' addresses (a node has addresses its Node object does not list)
  * @param existingMarks mark mode: table id to mark value as the kernel already has them (owned
  *     fwmark rules), so marks stay stable across restarts; empty offline
  */
@@ -19,14 +20,14 @@ public record NodeInputs(
     List<ServiceInfo> services,
     List<EndpointSliceInfo> endpointSlices,
     List<NodeInfo> nodes,
-    List<IpPrefix> connectedSubnets,
+    List<IpPrefix> localAddresses,
     NetworkResolution networks,
     PlanConfig config,
     Map<Long, Long> existingMarks) {
   public NodeInputs(String nodeName, List<EgressServiceInfo> egressServices, List<ServiceInfo> services,
-      List<EndpointSliceInfo> endpointSlices, List<NodeInfo> nodes, List<IpPrefix> connectedSubnets,
+      List<EndpointSliceInfo> endpointSlices, List<NodeInfo> nodes, List<IpPrefix> localAddresses,
       NetworkResolution networks, PlanConfig config) {
-    this(nodeName, egressServices, services, endpointSlices, nodes, connectedSubnets, networks, config, Map.of());
+    this(nodeName, egressServices, services, endpointSlices, nodes, localAddresses, networks, config, Map.of());
   }
 
   public NodeInputs {
@@ -35,6 +36,6 @@ public record NodeInputs(
     services = List.copyOf(services);
     endpointSlices = List.copyOf(endpointSlices);
     nodes = List.copyOf(nodes);
-    connectedSubnets = List.copyOf(connectedSubnets);
+    localAddresses = List.copyOf(localAddresses);
   }
 }

@@ -37,6 +37,11 @@ public final class Planner {
     private final Map<ObjectRef, ServiceInfo> services = new HashMap<>();
     private final Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
     private final Set<IpPrefix> nodeAddresses = new TreeSet<>();
+    /** Addresses on this node's interfaces (observed), whether or not a Node object lists them. */
+    private final Set<IpPrefix> localAddresses = new TreeSet<>();
+    private final List<String> refusedInputs = new ArrayList<>();
+    /** --service-cidr and --exclude-cidr, without a prefix that covers a whole family. */
+    private final List<IpPrefix> otherInClusterPrefixes = new ArrayList<>();
     private final Map<IpFamily, List<IpPrefix>> podNetworks = new EnumMap<>(IpFamily.class);
     private final List<IpPrefix> localPodCidrs = new ArrayList<>();
 
@@ -61,7 +66,7 @@ public final class Planner {
           IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeAddresses::add);
         }
         for (String c : node.podCidrs()) {
-          IpPrefix.tryParse(c).ifPresent(p -> {
+          IpPrefix.tryParse(c).filter(p -> usableInClusterPrefix(p, "Node " + node.name() + " pod CIDR")).ifPresent(p -> {
             podNetworks.get(p.family()).add(p);
             if (node.name().equals(in.nodeName())) {
               localPodCidrs.add(p);
@@ -70,8 +75,38 @@ public final class Planner {
         }
       }
       for (IpPrefix p : config.clusterCidrs()) {
-        podNetworks.get(p.family()).add(p);
+        if (usableInClusterPrefix(p, "--cluster-cidr")) {
+          podNetworks.get(p.family()).add(p);
+        }
       }
+      for (IpPrefix p : config.serviceCidrs()) {
+        if (usableInClusterPrefix(p, "--service-cidr")) {
+          otherInClusterPrefixes.add(p);
+        }
+      }
+      for (IpPrefix p : config.excludeCidrs()) {
+        if (usableInClusterPrefix(p, "--exclude-cidr")) {
+          otherInClusterPrefixes.add(p);
+        }
+      }
+      for (IpPrefix a : in.localAddresses()) {
+        if (a.isHost()) {
+          localAddresses.add(a);
+        }
+      }
+    }
+
+    /**
+     * An in-cluster prefix that covers a whole address family (0.0.0.0/0, ::/0) would exempt every
+     * destination: every service silently without effect. It is refused, and said so.
+     */
+    private boolean usableInClusterPrefix(IpPrefix p, String what) {
+      if (p.length() > 0) {
+        return true;
+      }
+      refusedInputs.add(what + " " + p.cidrText() + " covers every " + familyName(p.family())
+          + " address: ignored (as an in-cluster destination it would exempt all egress from every service)");
+      return false;
     }
 
     DesiredState plan() {
@@ -114,17 +149,19 @@ public final class Planner {
         rules = toMarkMode(rules, marks, networkMarks, outcomes);
       }
       List<IpPrefix> inCluster = List.of();
+      List<RouteSpec> routes = new ArrayList<>();
       if (config.inClusterExclusion()) {
         inCluster = inClusterSet();
-        rules.addAll(inClusterRules(rules));
+        routes = throwRoutes(rules, inCluster);
       }
       rules.sort(RuleSpec.ORDER);
+      routes.sort(RouteSpec.ORDER);
       snat.sort(SnatEntry.ORDER);
       marks.sort(MarkEntry.ORDER);
       List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
       outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
       return new DesiredState(in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
-          outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks);
+          outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, refusedInputs);
     }
 
     /**
@@ -270,6 +307,11 @@ public final class Planner {
             if (nodeAddresses.contains(address)) {
               skipped.add(new SkippedEndpoint(raw,
                   "host-network endpoint (a Node address): the node's own traffic is never changed"));
+              continue;
+            }
+            if (localAddresses.contains(address)) {
+              skipped.add(new SkippedEndpoint(raw,
+                  "an address of this node (on its interfaces, not in its Node object): the node's own traffic is never changed"));
               continue;
             }
             List<IpPrefix> pods = podNetworks.get(address.family());
@@ -446,61 +488,56 @@ public final class Planner {
 
     private List<IpPrefix> inClusterPrefixes(IpFamily family) {
       List<IpPrefix> all = new ArrayList<>(podNetworks.get(family));
-      config.serviceCidrs().stream().filter(p -> p.family() == family).forEach(all::add);
-      config.excludeCidrs().stream().filter(p -> p.family() == family).forEach(all::add);
+      otherInClusterPrefixes.stream().filter(p -> p.family() == family).forEach(all::add);
       return all;
     }
 
-    /** SNAT skips these destinations: in-cluster prefixes and every Node address exactly. */
+    /**
+     * SNAT skips these destinations, and the service tables throw them back: in-cluster prefixes, every
+     * Node address and every address of this node's interfaces, exactly (an external host on a node's
+     * subnet is not in the cluster). Loopback addresses never leave the node and are left out.
+     */
     private List<IpPrefix> inClusterSet() {
       List<IpPrefix> out = new ArrayList<>();
       for (IpFamily f : IpFamily.values()) {
         List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
         nodeAddresses.stream().filter(a -> a.family() == f).forEach(all::add);
+        localAddresses.stream().filter(a -> a.family() == f && !isLoopback(a)).forEach(all::add);
         out.addAll(Cidrs.aggregate(all));
       }
       return out;
     }
 
+    private static boolean isLoopback(IpPrefix a) {
+      return a.family() == IpFamily.V4 ? LOOPBACK_V4.contains(a) : a.equals(LOOPBACK_V6);
+    }
+
     /**
-     * {@code to <prefix> lookup main} at P-1, per family that has service rules: in-cluster traffic of
-     * opted-in sources keeps the main table. Node addresses count through the node's connected subnets
-     * that hold them, so the rule count stays O(prefixes), never O(nodes).
+     * {@code throw <destination>} for each in-cluster destination, in every table that a rule at P looks
+     * up (a source's table in source mode, a network's in mark mode), per family that has such rules.
+     * Only opted-in traffic looks there; a throw hands its lookup back to the rules after P, as if the
+     * agent were not there. The route count is O(destinations x tables), the rule count unchanged.
      */
-    private List<RuleSpec> inClusterRules(List<RuleSpec> serviceRules) {
-      // Mark mode scopes them to the marked packets: one per network mark and prefix. One pass over the
-      // rules (thousands), adding a scope only when it differs from the previous rule's.
-      Map<IpFamily, TreeSet<Long>> scopesByFamily = new EnumMap<>(IpFamily.class);
+    private List<RouteSpec> throwRoutes(List<RuleSpec> rules, List<IpPrefix> inCluster) {
+      Map<IpFamily, Map<String, TableRef>> tables = new EnumMap<>(IpFamily.class);
       IpFamily lastFamily = null;
-      long lastScope = 0;
-      for (RuleSpec r : serviceRules) {
-        if (r.sourcePort().isPresent()) {
-          continue; // in mark mode it would need unscoped rules; its service's other rules bring the exemption
-        }
-        long scope = r.fwmark().orElse(-1);
-        if (r.family() != lastFamily || scope != lastScope) {
-          scopesByFamily.computeIfAbsent(r.family(), k -> new TreeSet<>()).add(scope);
-          lastFamily = r.family();
-          lastScope = scope;
-        }
-      }
-      List<RuleSpec> out = new ArrayList<>();
-      for (IpFamily f : IpFamily.values()) {
-        TreeSet<Long> scopes = scopesByFamily.get(f);
-        if (scopes == null) {
+      String lastTable = null;
+      for (RuleSpec r : rules) {
+        // One pass over thousands of rules, looking up a table only when it differs from the previous one's.
+        if (r.priority() != config.priority() || (r.family() == lastFamily && r.table().name().equals(lastTable))) {
           continue;
         }
-        List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
-        for (IpPrefix subnet : in.connectedSubnets()) {
-          if (subnet.family() == f && !subnet.isHost() && nodeAddresses.stream().anyMatch(subnet::contains)) {
-            all.add(subnet);
-          }
-        }
-        for (long mark : scopes) {
-          OptionalLong fwmark = mark < 0 ? OptionalLong.empty() : OptionalLong.of(mark);
-          for (IpPrefix p : Cidrs.aggregate(all)) {
-            out.add(new RuleSpec(f, config.priority() - 1, Optional.empty(), Optional.of(p), TableRef.main(),
-                Optional.empty(), fwmark));
+        tables.computeIfAbsent(r.family(), k -> new HashMap<>()).putIfAbsent(r.table().name(), r.table());
+        lastFamily = r.family();
+        lastTable = r.table().name();
+      }
+      List<RouteSpec> out = new ArrayList<>();
+      for (Map.Entry<IpFamily, Map<String, TableRef>> e : tables.entrySet()) {
+        for (TableRef table : e.getValue().values()) {
+          for (IpPrefix p : inCluster) {
+            if (p.family() == e.getKey()) {
+              out.add(new RouteSpec(e.getKey(), table, p));
+            }
           }
         }
       }
@@ -515,6 +552,9 @@ public final class Planner {
       return f == IpFamily.V4 ? "IPv4" : "IPv6";
     }
   }
+
+  private static final IpPrefix LOOPBACK_V4 = IpPrefix.parse("127.0.0.0/8");
+  private static final IpPrefix LOOPBACK_V6 = IpPrefix.parse("::1");
 
   private record CandidateEndpoint(IpPrefix address, Optional<String> nodeName) {}
 

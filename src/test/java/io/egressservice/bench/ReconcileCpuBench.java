@@ -101,7 +101,7 @@ public final class ReconcileCpuBench {
         ObservedState observed = timed(threads, cpu, wall, bytes, p++, dataplane::observe);
         TreeSet<String> networks = new TreeSet<>(List.of("100"));
         NodeFacts facts = timed(threads, cpu, wall, bytes, p++, () -> dataplane.facts(networks, observed));
-        NodeInputs in = timed(threads, cpu, wall, bytes, p++, () -> PlanInputs.of(NODE, cluster, facts.connectedSubnets(),
+        NodeInputs in = timed(threads, cpu, wall, bytes, p++, () -> PlanInputs.of(NODE, cluster, facts.localAddresses(),
             facts.networks(), config, facts.existingMarks(), memo));
         DesiredState desired = timed(threads, cpu, wall, bytes, p++, () -> Planner.plan(in));
         Map<Rule, RuleSpec> wanted = timed(threads, cpu, wall, bytes, p++, () -> Differ.wantedRules(desired));

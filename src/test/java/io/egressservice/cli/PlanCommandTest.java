@@ -136,23 +136,27 @@ class PlanCommandTest {
     }
 
     @Test
-    void hasIpRuleCommandsForSourcesAndInClusterDestinations() {
+    void hasIpRuleCommandsForSourcesAndThrowRoutesForInClusterDestinations() {
       String out = ok(EXAMPLE_ARGS).out();
       assertThat(out.lines()).contains(
           "ip -4 rule add priority 5000 from 10.128.0.5 lookup 100 protocol 201  # default/web",
           "ip -4 rule add priority 5000 from 10.128.0.20 lookup 101 protocol 201  # default/reports",
           "ip -6 rule add priority 5000 from fd01:0:0:1::5 lookup 100 protocol 201  # default/web",
-          "ip -4 rule add priority 4999 to 172.30.0.0/16 lookup main protocol 201"
-              + "  # in-cluster destination keeps the main table",
-          "ip -6 rule add priority 4999 to fd01:0:0:1::/64 lookup main protocol 201"
-              + "  # in-cluster destination keeps the main table");
+          "ip -4 route add throw 172.30.0.0/16 table 100 protocol 201",
+          "ip -4 route add throw 172.30.0.0/16 table 101 protocol 201",
+          "ip -4 route add throw 192.168.1.10/31 table 101 protocol 201",
+          "ip -6 route add throw fd01:0:0:1::/64 table 100 protocol 201");
+      assertThat(out).doesNotContain("priority 4999");
     }
 
     @Test
-    void hasOneIpCommandPerJsonRule() {
-      long ipLines = ok(EXAMPLE_ARGS).out().lines().filter(l -> l.startsWith("ip ")).count();
-      assertThat(ipLines).isEqualTo(ok(with(EXAMPLE_ARGS, "--output", "json")).json().path("rules").size())
-          .isEqualTo(12);
+    void hasOneIpCommandPerJsonRuleAndRoute() {
+      List<String> ipLines = ok(EXAMPLE_ARGS).out().lines().filter(l -> l.startsWith("ip ")).toList();
+      JsonNode json = ok(with(EXAMPLE_ARGS, "--output", "json")).json();
+      assertThat(ipLines.stream().filter(l -> l.contains(" rule add "))).hasSize(json.path("rules").size()).hasSize(8);
+      assertThat(ipLines.stream().filter(l -> l.contains(" route add throw "))).hasSize(json.path("routes").size())
+          .hasSize(9);
+      assertThat(ipLines).hasSize(17);
     }
 
     @Test
@@ -169,13 +173,12 @@ class PlanCommandTest {
     @Test
     void priorityFlagMovesAllRules() {
       Run r = ok(with(EXAMPLE_ARGS, "--priority", "6000"));
-      List<String> ipLines = r.out().lines().filter(l -> l.startsWith("ip ")).toList();
-      assertThat(ipLines).isNotEmpty()
-          .allMatch(l -> l.contains(" priority 6000 from ") || l.contains(" priority 5999 to "));
+      List<String> ipLines = r.out().lines().filter(l -> l.startsWith("ip ") && l.contains(" rule ")).toList();
+      assertThat(ipLines).isNotEmpty().allMatch(l -> l.contains(" priority 6000 from "));
       Set<Integer> priorities = new TreeSet<>();
       ok(with(EXAMPLE_ARGS, "--priority", "6000", "-o", "json")).json().path("rules")
           .forEach(rule -> priorities.add(rule.path("priority").asInt()));
-      assertThat(priorities).containsExactly(5999, 6000);
+      assertThat(priorities).containsExactly(6000);
     }
 
     @Test
@@ -183,6 +186,7 @@ class PlanCommandTest {
       JsonNode plan = ok(with(EXAMPLE_ARGS, "--no-in-cluster-exclusion", "-o", "json")).json();
       assertThat(plan.path("rules")).isNotEmpty().allMatch(rule -> rule.path("to").isNull());
       assertThat(plan.path("inCluster")).isEmpty();
+      assertThat(plan.path("routes")).isEmpty();
     }
 
     /**
@@ -213,7 +217,21 @@ class PlanCommandTest {
         plan.path("rules").forEach(rule -> planRules.add(String.join(" ", rule.path("family").asText(),
             rule.path("priority").asText(), text(rule.path("from")), text(rule.path("to")),
             rule.path("table").asText())));
-        assertThat(kernelRules).hasSize(12).isEqualTo(planRules);
+        assertThat(kernelRules).hasSize(8).isEqualTo(planRules);
+
+        Set<String> kernelRoutes = new HashSet<>();
+        for (String flag : List.of("-4", "-6")) {
+          for (JsonNode route : ns.json("ip", flag, "-j", "route", "show", "table", "all")) {
+            if (route.path("protocol").asText().equals("201")) {
+              kernelRoutes.add(String.join(" ", flag.equals("-4") ? "inet" : "inet6", route.path("type").asText(),
+                  IpPrefix.parse(route.path("dst").asText()).toString(), route.path("table").asText()));
+            }
+          }
+        }
+        Set<String> planRoutes = new HashSet<>();
+        plan.path("routes").forEach(route -> planRoutes.add(String.join(" ", route.path("family").asText(),
+            route.path("type").asText(), route.path("to").asText(), route.path("table").asText())));
+        assertThat(kernelRoutes).hasSize(9).isEqualTo(planRoutes);
 
         JsonNode nft = ns.json("nft", "-j", "list", "table", "inet", PlanText.NFT_TABLE).path("nftables");
         Set<String> kernelSnat = new HashSet<>();
@@ -341,29 +359,29 @@ class PlanCommandTest {
       assertThat(webRule.path("priority").asInt()).isEqualTo(5000);
       assertThat(webRule.path("table").asInt()).isEqualTo(100);
       assertThat(webRule.path("service").asText()).isEqualTo("default/web");
-      JsonNode inCluster = plan.path("rules").get(0);
-      assertThat(inCluster.has("from")).isTrue();
-      assertThat(inCluster.get("from").isNull()).isTrue();
+      JsonNode inCluster = plan.path("routes").get(0);
+      assertThat(inCluster.path("family").asText()).isEqualTo("inet");
+      assertThat(inCluster.path("type").asText()).isEqualTo("throw");
       assertThat(inCluster.path("to").asText()).isEqualTo("10.128.0.0/23");
-      assertThat(inCluster.path("table").asInt()).isEqualTo(254);
+      assertThat(inCluster.path("table").asInt()).isEqualTo(100);
     }
 
     @Test
     void describesTheExamples() {
       JsonNode plan = ok(with(EXAMPLE_ARGS, "--output", "json")).json();
       assertThat(rows(plan.path("rules"), "family", "priority", "from", "to", "table", "service")).containsExactly(
-          "inet 4999 null 10.128.0.0/23 254 null",
-          "inet 4999 null 172.30.0.0/16 254 null",
           "inet 5000 10.128.0.5 null 100 default/web",
           "inet 5000 10.128.0.9 null 100 default/web",
           "inet 5000 10.128.0.20 null 101 default/reports",
           "inet 5000 10.128.1.7 null 100 default/web",
           "inet 5000 172.30.0.10 null 100 default/web",
           "inet 5000 172.30.0.20 null 101 default/reports",
-          "inet6 4999 null fd01:0:0:1::/64 254 null",
-          "inet6 4999 null fd01:0:0:2::/64 254 null",
           "inet6 5000 fd01:0:0:1::5 null 100 default/web",
           "inet6 5000 fd02::10 null 100 default/web");
+      assertThat(rows(plan.path("routes"), "family", "type", "to", "table")).containsExactly(
+          "inet throw 10.128.0.0/23 100", "inet throw 172.30.0.0/16 100", "inet throw 192.168.1.10/31 100",
+          "inet throw 10.128.0.0/23 101", "inet throw 172.30.0.0/16 101", "inet throw 192.168.1.10/31 101",
+          "inet6 throw 2001:db8:1::10/127 100", "inet6 throw fd01:0:0:1::/64 100", "inet6 throw fd01:0:0:2::/64 100");
       assertThat(rows(plan.path("snat"), "family", "source", "to", "service")).containsExactly(
           "inet 10.128.0.5 5.5.5.5 default/web",
           "inet 10.128.0.9 5.5.5.5 default/web",

@@ -17,7 +17,7 @@ final class Fixture {
   private final List<ServiceInfo> services = new ArrayList<>();
   private final List<EndpointSliceInfo> slices = new ArrayList<>();
   private final List<NodeInfo> nodes = new ArrayList<>();
-  private final List<IpPrefix> connectedSubnets = new ArrayList<>();
+  private final List<IpPrefix> localAddresses = new ArrayList<>();
   private final Map<String, Long> networkTables = new HashMap<>();
   private final Map<String, String> networkFailures = new HashMap<>();
   private boolean offline = false;
@@ -83,8 +83,9 @@ final class Fixture {
     return new EndpointSliceInfo.Endpoint(List.of(address), Optional.ofNullable(node));
   }
 
-  Fixture connected(String... subnets) {
-    Arrays.stream(subnets).map(IpPrefix::parse).forEach(connectedSubnets::add);
+  /** Addresses the kernel shows on the node's interfaces (observed; not in any Node object). */
+  Fixture localAddresses(String... addresses) {
+    Arrays.stream(addresses).map(IpPrefix::parse).forEach(localAddresses::add);
     return this;
   }
 
@@ -115,7 +116,7 @@ final class Fixture {
   }
 
   NodeInputs inputs(String nodeName) {
-    return new NodeInputs(nodeName, egressServices, services, slices, nodes, connectedSubnets,
+    return new NodeInputs(nodeName, egressServices, services, slices, nodes, localAddresses,
         new NetworkResolution(networkTables, networkFailures, offline), config);
   }
 
@@ -142,10 +143,16 @@ final class Fixture {
   }
 
   /** In-cluster rules as "4999: to 10.128.0.0/14 lookup main". */
+  /** Rules with a destination (the P-1 form the agent no longer plans), as "4999: to X lookup main". */
   static List<String> inClusterRules(DesiredState s) {
-    return s.rules().stream().filter(r -> r.service().isEmpty())
+    return s.rules().stream().filter(r -> r.to().isPresent())
         .map(r -> r.priority() + ": to " + r.to().orElseThrow() + " lookup " + r.table().name())
         .toList();
+  }
+
+  /** Throw routes as "throw 10.128.0.0/16 table 100" (hosts with /32 or /128). */
+  static List<String> throwRoutes(DesiredState s) {
+    return s.routes().stream().map(RouteSpec::toString).toList();
   }
 
   /** SNAT entries as "10.128.0.3 -> 5.5.5.5 default/svc1". */

@@ -2,6 +2,7 @@ package io.egressservice.plan;
 
 import static io.egressservice.plan.Fixture.ep;
 import static io.egressservice.plan.Fixture.inClusterRules;
+import static io.egressservice.plan.Fixture.throwRoutes;
 import static io.egressservice.plan.Fixture.outcome;
 import static io.egressservice.plan.Fixture.skipped;
 import static io.egressservice.plan.Fixture.snat;
@@ -346,14 +347,14 @@ class PlannerTest {
     }
 
     @Test
-    void differsFromOvnK_inClusterDestinationsKeepTheMainTableAtPriorityMinusOne() {
-      DesiredState s = withSvc1(ovnCluster(), "100", NODE).connected("192.168.18.0/24", "172.16.0.0/24").plan(NODE);
+    void differsFromOvnK_inClusterDestinationsAreThrownBackFromTheServiceTableNotRoutedByRulesForAll() {
+      DesiredState s = withSvc1(ovnCluster(), "100", NODE).plan(NODE);
 
-      // Pod (10.128.0.0/16) and service (10.129.0.0/16) networks aggregate into one prefix; of the
-      // connected subnets only the one holding Node addresses counts.
-      assertThat(inClusterRules(s)).containsExactly(
-          "4999: to 10.128.0.0/15 lookup main",
-          "4999: to 192.168.18.0/24 lookup main");
+      // Pod (10.128.0.0/16) and service (10.129.0.0/16) networks aggregate into one prefix; Node
+      // addresses count exactly. No rule at P-1: nothing that did not opt in is routed differently.
+      assertThat(inClusterRules(s)).isEmpty();
+      assertThat(throwRoutes(s)).containsExactly(
+          "throw 10.128.0.0/15 table 100", "throw 192.168.18.15/32 table 100", "throw 192.168.18.16/32 table 100");
       assertThat(s.inCluster()).extracting(Object::toString).containsExactly(
           "10.128.0.0/15", "192.168.18.15", "192.168.18.16");
     }
@@ -673,7 +674,7 @@ class PlannerTest {
   @Nested
   class InCluster {
     @Test
-    void podCidrsOfAllNodesAreAggregatedIntoFewRules() {
+    void podCidrsOfAllNodesAreAggregatedIntoFewRoutes() {
       Fixture f = Fixture.cluster()
           .node(NODE, List.of("192.168.18.15"), "10.128.0.0/24")
           .node("n2", List.of("192.168.18.16"), "10.128.1.0/24")
@@ -682,16 +683,28 @@ class PlannerTest {
       DesiredState s = withSvc1(f, "100", NODE).slice("service1", "service1-v4", "IPv4", ep("10.128.0.3", NODE))
           .plan(NODE);
 
-      assertThat(inClusterRules(s)).containsExactly("4999: to 10.128.0.0/22 lookup main");
+      assertThat(throwRoutes(s)).filteredOn(r -> r.startsWith("throw 10.")).containsExactly("throw 10.128.0.0/22 table 100");
     }
 
     @Test
-    void nodeAddressesAreExactInTheSnatSetAndComeInTheRulesThroughTheConnectedSubnet() {
-      DesiredState s = withSvc1(ovnCluster(), "100", NODE).connected("192.168.18.0/24").plan(NODE);
+    void finding17_5_nodeAddressesAreExactInTheSnatSetAndTheRoutesNotTheirSubnet() {
+      DesiredState s = withSvc1(ovnCluster(), "100", NODE).localAddresses("192.168.18.15").plan(NODE);
 
       assertThat(s.inCluster()).extracting(Object::toString).contains("192.168.18.15", "192.168.18.16")
           .doesNotContain("192.168.18.0/24");
-      assertThat(inClusterRules(s)).contains("4999: to 192.168.18.0/24 lookup main");
+      assertThat(throwRoutes(s)).contains("throw 192.168.18.15/32 table 100", "throw 192.168.18.16/32 table 100")
+          .noneMatch(r -> r.contains("192.168.18.0/24"));
+    }
+
+    @Test
+    void finding17_6_addressesSeenOnTheNodeButNotInItsNodeObjectAreInClusterDestinationsExactly() {
+      DesiredState s = withSvc1(ovnCluster(), "100", NODE)
+          .localAddresses("192.168.18.15", "10.89.0.7", "fd00:89::7", "127.0.0.1", "::1").plan(NODE);
+
+      assertThat(s.inCluster()).extracting(Object::toString).contains("10.89.0.7", "fd00:89::7")
+          .doesNotContain("127.0.0.1", "::1");
+      // Routes only in the families the table has rules for (IPv4 here).
+      assertThat(throwRoutes(s)).contains("throw 10.89.0.7/32 table 100").noneMatch(r -> r.contains("fd00:89::7"));
     }
 
     @Test
@@ -702,38 +715,50 @@ class PlannerTest {
 
       DesiredState s = f.plan(NODE);
 
-      assertThat(inClusterRules(s)).contains("4999: to 169.254.169.0/29 lookup main");
+      assertThat(throwRoutes(s)).contains("throw 169.254.169.0/29 table 100");
       assertThat(s.inCluster()).extracting(Object::toString).contains("169.254.169.0/29");
     }
 
     @Test
-    void noInClusterRulesWhileNoServiceHasANetworkButTheSnatSetIsKept() {
+    void noThrowRoutesWhileNoServiceHasANetworkButTheSnatSetIsKept() {
       DesiredState s = withSvc1(ovnCluster(), "", NODE).plan(NODE);
 
-      assertThat(inClusterRules(s)).isEmpty();
+      assertThat(s.routes()).isEmpty();
       assertThat(s.inCluster()).isNotEmpty();
     }
 
     @Test
-    void inClusterRulesOnlyForFamiliesThatHaveServiceRules() {
+    void throwRoutesOnlyForFamiliesThatHaveServiceRules() {
       Fixture f = ovnCluster().config(PlanConfig.defaults().withCidrs(
           List.of(IpPrefix.parse("10.128.0.0/16"), IpPrefix.parse("fd00:10:128::/48")), List.of(), List.of()));
       DesiredState s = withSvc1(f, "100", NODE).plan(NODE);
 
-      assertThat(inClusterRules(s)).containsExactly("4999: to 10.128.0.0/16 lookup main");
+      assertThat(throwRoutes(s)).containsExactly("throw 10.128.0.0/16 table 100", "throw 192.168.18.15/32 table 100",
+          "throw 192.168.18.16/32 table 100");
+    }
+
+    @Test
+    void everyTableWithRulesGetsTheSameThrowRoutes() {
+      DesiredState s = withSvc1(ovnCluster(), "100", NODE)
+          .egress("service2", NETWORK, "101", "ALL").lbService("service2", List.of(), "5.5.5.6")
+          .slice("service2", "s2", "IPv4", ep("10.128.0.11", NODE)).plan(NODE);
+
+      assertThat(throwRoutes(s)).containsExactly(
+          "throw 10.128.0.0/15 table 100", "throw 192.168.18.15/32 table 100", "throw 192.168.18.16/32 table 100",
+          "throw 10.128.0.0/15 table 101", "throw 192.168.18.15/32 table 101", "throw 192.168.18.16/32 table 101");
     }
 
     @Test
     void noInClusterExclusionTurnsBothOff() {
       DesiredState s = withSvc1(ovnCluster(), "100", NODE).noInClusterExclusion().plan(NODE);
 
-      assertThat(inClusterRules(s)).isEmpty();
+      assertThat(s.routes()).isEmpty();
       assertThat(s.inCluster()).isEmpty();
       assertThat(sourceRules(s)).hasSize(2);
     }
 
     @Test
-    void ruleCountStaysProportionalToPrefixesNotNodesOrEndpoints() {
+    void ruleCountStaysProportionalToEndpointsAndRouteCountToPrefixesAndNodes() {
       Fixture f = Fixture.cluster().config(PlanConfig.defaults().withCidrs(
           List.of(IpPrefix.parse("10.128.0.0/14")), List.of(IpPrefix.parse("172.30.0.0/16")), List.of()));
       List<EndpointSliceInfo.Endpoint> eps = new ArrayList<>();
@@ -742,14 +767,76 @@ class PlannerTest {
         eps.add(ep("10.128." + n + ".10", "n" + n));
       }
       f.egress("svc", LOAD_BALANCER_IP, "100", "n0").lbService("svc", List.of("172.30.0.5"), "5.5.5.5")
-          .slice("svc", "s", "IPv4", eps.toArray(EndpointSliceInfo.Endpoint[]::new)).connected("192.168.18.0/24");
+          .slice("svc", "s", "IPv4", eps.toArray(EndpointSliceInfo.Endpoint[]::new));
 
       DesiredState s = f.plan("n0");
 
-      assertThat(inClusterRules(s)).containsExactly(
-          "4999: to 10.128.0.0/14 lookup main", "4999: to 172.30.0.0/16 lookup main",
-          "4999: to 192.168.18.0/24 lookup main");
+      assertThat(inClusterRules(s)).isEmpty();
       assertThat(sourceRules(s)).hasSize(201);
+      // 2 prefixes + 200 Node addresses (192.168.18.1-200 aggregate to 10 prefixes) in one table.
+      assertThat(throwRoutes(s)).contains("throw 10.128.0.0/14 table 100", "throw 172.30.0.0/16 table 100",
+          "throw 192.168.18.1/32 table 100", "throw 192.168.18.128/26 table 100").hasSize(12);
+    }
+  }
+
+  @Nested
+  class NodeOwnAddressesAndWholeFamilyPrefixes {
+    /** No pod CIDRs known anywhere: Nodes without spec.podCIDRs and no --cluster-cidr. */
+    Fixture withoutPodCidrs() {
+      return Fixture.cluster()
+          .node(NODE, List.of("192.168.18.15"))
+          .node("other", List.of("192.168.18.16"))
+          .egress("svc", LOAD_BALANCER_IP, "100", NODE).lbService("svc", List.of(), "5.5.5.5");
+    }
+
+    @Test
+    void finding16_2_theNodesUplinkAddressListedInASliceIsRefusedWhenPodCidrsAreUnknown() {
+      DesiredState s = withoutPodCidrs()
+          .slice("svc", "s", "IPv4", ep("10.128.0.3", NODE), ep("172.16.1.1", NODE), ep("fd00:16::1", NODE))
+          .slice("svc", "s6", "IPv6", ep("fd00:16::1", NODE))
+          .localAddresses("192.168.18.15", "172.16.1.1", "fd00:16::1", "127.0.0.1")
+          .plan(NODE);
+
+      assertThat(snat(s)).containsExactly("10.128.0.3 -> 5.5.5.5 default/svc");
+      assertThat(sourceRules(s)).containsExactly("5000: from 10.128.0.3 lookup 100 default/svc");
+      assertThat(outcome(s, "svc").skippedEndpoints())
+          .filteredOn(e -> e.address().equals("172.16.1.1") || e.address().equals("fd00:16::1"))
+          .extracting(ServiceOutcome.SkippedEndpoint::reason)
+          .contains("an address of this node (on its interfaces, not in its Node object): the node's own traffic is never"
+              + " changed");
+      assertThat(outcome(s, "svc").skippedEndpoints()).extracting(ServiceOutcome.SkippedEndpoint::address)
+          .contains("172.16.1.1", "fd00:16::1");
+    }
+
+    @Test
+    void finding16_12_aNodePodCidrCoveringAWholeFamilyIsRefusedAndReportedNotMadeAnInClusterDestination() {
+      DesiredState s = Fixture.cluster()
+          .node(NODE, List.of("192.168.18.15"), "10.128.0.0/24")
+          .node("bad", List.of("192.168.18.16"), "0.0.0.0/0", "::/0")
+          .egress("svc", LOAD_BALANCER_IP, "100", NODE).lbService("svc", List.of(), "5.5.5.5")
+          .slice("svc", "s", "IPv4", ep("10.128.0.3", NODE), ep("192.168.18.99", NODE))
+          .plan(NODE);
+
+      assertThat(s.inCluster()).extracting(Object::toString)
+          .containsExactly("10.128.0.0/24", "192.168.18.15", "192.168.18.16");
+      assertThat(throwRoutes(s)).noneMatch(r -> r.contains("/0 "));
+      assertThat(s.refusedInputs()).containsExactly(
+          "Node bad pod CIDR 0.0.0.0/0 covers every IPv4 address: ignored (as an in-cluster destination it would"
+              + " exempt all egress from every service)",
+          "Node bad pod CIDR ::/0 covers every IPv6 address: ignored (as an in-cluster destination it would"
+              + " exempt all egress from every service)");
+      // The pod networks are this node's 10.128.0.0/24 only: a host-network address stays refused.
+      assertThat(snat(s)).containsExactly("10.128.0.3 -> 5.5.5.5 default/svc");
+    }
+
+    @Test
+    void finding16_12_aWholeFamilyClusterCidrFlagIsRefusedTheSameWay() {
+      DesiredState s = withoutPodCidrs().config(PlanConfig.defaults().withCidrs(
+              List.of(IpPrefix.parse("0.0.0.0/0")), List.of(), List.of()))
+          .slice("svc", "s", "IPv4", ep("10.128.0.3", NODE)).plan(NODE);
+
+      assertThat(s.inCluster()).extracting(Object::toString).containsExactly("192.168.18.15", "192.168.18.16");
+      assertThat(s.refusedInputs()).singleElement().asString().startsWith("--cluster-cidr 0.0.0.0/0 covers every IPv4");
     }
   }
 
@@ -783,12 +870,13 @@ class PlannerTest {
     }
 
     @Test
-    void inClusterRulesAreScopedToEachNetworksMark() {
+    void inClusterDestinationsAreThrownBackFromEachNetworksTableAsInSourceMode() {
       DesiredState s = marked(twoNetworks()).plan(NODE);
 
-      assertThat(s.rules()).filteredOn(r -> r.priority() == 4999)
-          .extracting(r -> r.to().orElseThrow() + " fwmark 0x" + Long.toHexString(r.fwmark().orElseThrow()))
-          .containsExactly("10.128.0.0/15 fwmark 0x1000000", "10.128.0.0/15 fwmark 0x2000000");
+      assertThat(s.rules()).noneMatch(r -> r.priority() == 4999);
+      assertThat(throwRoutes(s)).containsExactly(
+          "throw 10.128.0.0/15 table 100", "throw 192.168.18.15/32 table 100", "throw 192.168.18.16/32 table 100",
+          "throw 10.128.0.0/15 table 101", "throw 192.168.18.15/32 table 101", "throw 192.168.18.16/32 table 101");
     }
 
     @Test
@@ -796,7 +884,7 @@ class PlannerTest {
       Fixture f = marked(twoNetworks());
       NodeInputs in = f.inputs(NODE);
       NodeInputs withExisting = new NodeInputs(in.nodeName(), in.egressServices(), in.services(), in.endpointSlices(),
-          in.nodes(), in.connectedSubnets(), in.networks(), in.config(), java.util.Map.of(101L, 0x1000000L));
+          in.nodes(), in.localAddresses(), in.networks(), in.config(), java.util.Map.of(101L, 0x1000000L));
 
       DesiredState s = Planner.plan(withExisting);
 
@@ -844,7 +932,7 @@ class PlannerTest {
       for (int i = 0; i < 20; i++) {
         NodeInputs shuffled = new NodeInputs(in.nodeName(), shuffle(in.egressServices(), random),
             shuffle(in.services(), random), shuffle(in.endpointSlices(), random), shuffle(in.nodes(), random),
-            in.connectedSubnets(), in.networks(), in.config());
+            in.localAddresses(), in.networks(), in.config());
         assertThat(Planner.plan(shuffled)).isEqualTo(expected);
       }
       assertThat(expected.rules()).isSortedAccordingTo(RuleSpec.ORDER);
