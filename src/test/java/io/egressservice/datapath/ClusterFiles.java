@@ -25,9 +25,14 @@ final class ClusterFiles {
 
   /** Writes {@code dir/objects.yaml} with the Nodes and {@code services}; returns the file. */
   static Path write(Path dir, Service... services) {
+    return write(dir, true, services);
+  }
+
+  /** As {@link #write(Path, Service...)}, the Nodes without {@code spec.podCIDRs} when {@code podCidrs} is false. */
+  static Path write(Path dir, boolean podCidrs, Service... services) {
     List<String> docs = new ArrayList<>();
-    docs.add(node(NODE, Topology.NODE_IP, "10.128.0.0/24"));
-    docs.add(node(NODE2, Topology.NODE2_IP, "10.128.1.0/24"));
+    docs.add(node(NODE, Topology.NODE_IP, podCidrs ? "10.128.0.0/24" : null));
+    docs.add(node(NODE2, Topology.NODE2_IP, podCidrs ? "10.128.1.0/24" : null));
     for (Service s : services) {
       docs.add(egressService(s));
       docs.add(loadBalancer(s));
@@ -49,8 +54,7 @@ final class ClusterFiles {
         + "metadata:\n"
         + "  name: " + name + "\n"
         + "  labels: {kubernetes.io/hostname: " + name + "}\n"
-        + "spec:\n"
-        + "  podCIDRs: [" + podCidr + "]\n"
+        + (podCidr == null ? "spec: {}\n" : "spec:\n  podCIDRs: [" + podCidr + "]\n")
         + "status:\n"
         + "  addresses:\n"
         + "    - {type: InternalIP, address: " + ip + "}\n"

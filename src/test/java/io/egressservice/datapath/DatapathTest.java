@@ -7,6 +7,7 @@ import static io.egressservice.datapath.Topology.LB_IP_2;
 import static io.egressservice.datapath.Topology.LB_PORT;
 import static io.egressservice.datapath.Topology.NODE2_IP;
 import static io.egressservice.datapath.Topology.NODE2_POD;
+import static io.egressservice.datapath.Topology.NODE_UPLINK_IP;
 import static io.egressservice.datapath.Topology.POD1;
 import static io.egressservice.datapath.Topology.POD2;
 import static io.egressservice.datapath.Topology.POD3;
@@ -211,6 +212,88 @@ class DatapathTest {
     expectTcp("pod1", NODE2_IP, "node2", POD1);
     expectUdp("pod1", NODE2_POD, "node2", POD1); // a pod on another node: cluster CIDR
     expectTcp("pod1", POD2, "pod2", POD1); // a pod on this node
+  }
+
+  /**
+   * Finding 17.2: another component's rule at 6000 routes pod2 (which never opted in) to node2's pods
+   * through table 102 (up2 stands in for its path and owns NODE2_POD too). An EgressService with a
+   * network for pod1 must not bypass it: no rule for all sources ahead of it.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding17_2_anotherComponentsRuleForAPodThatNeverOptedInKeepsWorking(String ruleMode) {
+    topo.ns("up2").exec("ip", "addr", "add", NODE2_POD + "/32", "dev", "lo");
+    topo.node().exec("ip", "rule", "add", "priority", "6000", "from", POD2, "to", "10.128.1.0/24", "lookup", "102");
+    expectTcp("pod2", NODE2_POD, "up2", POD2);
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP); // the service is in force
+    expectTcp("pod2", NODE2_POD, "up2", POD2);
+    expectTcp("pod1", NODE2_POD, "node2", POD1); // the opted-in pod's in-cluster traffic: main, its own source
+    assertThat(topo.node().exec("ip", "rule", "show")).doesNotContain("4999:");
+  }
+
+  /**
+   * Finding 17.5 (kind's layout): 192.168.1.50 is on the node subnet but is no node. Reached directly on
+   * the lan it is node2's side that answers; through table 100 it is up2. The service's pod must reach
+   * it through the service's network, while node2 itself (a Node address) keeps main and the pod's source.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding17_5_anExternalHostOnTheNodeSubnetIsReachedThroughTheServicesNetwork(String ruleMode) {
+    String lanHost = "192.168.1.50";
+    topo.ns("node2").exec("ip", "addr", "add", lanHost + "/32", "dev", "lo");
+    topo.ns("up2").exec("ip", "addr", "add", lanHost + "/32", "dev", "lo");
+    expectTcp("pod1", lanHost, "node2", POD1);
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+
+    expectTcp("pod1", lanHost, "up2", LB_IP);
+    expectTcp("pod1", NODE2_IP, "node2", POD1);
+  }
+
+  /**
+   * Finding 17.6: an address the node has but its Node object does not list is an in-cluster destination
+   * by exact address: never SNATed, thrown back from the service's table. (Traffic to the node's own
+   * address is delivered locally before any table or POSTROUTING, so this is asserted on the kernel's
+   * state: the addresses of other nodes that their Node objects omit come in through --exclude-cidr.)
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding17_6_theNodesAddressesNotInItsNodeObjectAreNeverSnatedAndAreThrownBack(String ruleMode) {
+    topo.node().exec("ip", "addr", "add", "192.168.7.1/24", "dev", "lan");
+
+    apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
+
+    String set = topo.node().exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v4");
+    assertThat(set).contains("192.168.7.1", NODE_UPLINK_IP, "172.16.2.1", Topology.NODE_IP);
+    assertThat(topo.node().exec("ip", "route", "show", "table", "100"))
+        .contains("throw 192.168.7.1 proto 201", "throw " + NODE_UPLINK_IP + " proto 201")
+        .doesNotContain("throw 192.168.7.0/24", "throw 192.168.1.0/24");
+    expectUdp("pod1", EXTERNAL, "up2", LB_IP);
+  }
+
+  /**
+   * Finding 16.2: no pod CIDRs known (Nodes without spec.podCIDRs, no --cluster-cidr) and a slice that
+   * lists the node's uplink address, which its Node object does not: the address is refused, so the
+   * node's own traffic keeps its source, while the service's pod is SNATed.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void finding16_2_theNodesUplinkAddressInASliceIsRefusedAndTheNodesOwnTrafficKeepsItsSource(String ruleMode) {
+    expectUdp("node", EXTERNAL, "up1", NODE_UPLINK_IP);
+    Path file = ClusterFiles.write(tmp.resolve("no-pod-cidrs"), false, ClusterFiles.service("web", "LoadBalancerIP",
+        null, ClusterFiles.NODE, LB_IP, "172.30.0.10", POD1, NODE_UPLINK_IP));
+
+    InProcess.Result r = InProcess.run("apply", "--objects", file.toString(), "--node", ClusterFiles.NODE,
+        "--netns", topo.node().name(), "--service-cidr", "172.30.0.0/16", "--rule-mode", ruleMode);
+
+    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
+    expectUdp("pod1", EXTERNAL, "up1", LB_IP);
+    expectUdp("node", EXTERNAL, "up1", NODE_UPLINK_IP);
+    expectTcp("node", EXTERNAL, "up1", NODE_UPLINK_IP);
+    assertThat(r.out()).contains("skipped " + NODE_UPLINK_IP + ": an address of this node");
   }
 
   // ---- how the cases drive the agent and look at packets ----------------------------------------

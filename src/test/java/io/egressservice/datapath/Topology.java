@@ -42,7 +42,8 @@ import java.util.regex.Pattern;
  * link (so a reply that the node sends to up2 arrives). Pods have /32 addresses with a default route via
  * 10.128.0.1 on the node's side of their veth, and the node has a /32 route per pod.
  *
- * <p>Every namespace except {@code node} and {@code client} runs an echo server on UDP and TCP port
+ * <p>{@link #udp} and {@link #tcp} send from any namespace, the node's own included. Every namespace
+ * except {@code node} and {@code client} runs an echo server on UDP and TCP port
  * {@link #PORT}: it records (token, which namespace, source address seen) and answers
  * {@code saw <source> at <namespace>}.
  */
@@ -58,6 +59,8 @@ public final class Topology implements AutoCloseable {
   public static final String NODE2_IP = "192.168.1.11";
   public static final String NODE2_POD = "10.128.1.5";
   public static final String CLIENT = "198.51.100.2";
+  /** The node's uplink address on up1 (not in its Node object: only {@link #NODE_IP} is). */
+  public static final String NODE_UPLINK_IP = "172.16.1.1";
   /** The Service port the test's DNAT (standing in for kube-proxy) maps to pod1's {@link #PORT}. */
   public static final int LB_PORT = 80;
   // IPv6 (after enableIpv6()): the same layout with these addresses; uplinks fd00:172:16:1::/64 and fd00:172:16:2::/64.
@@ -186,7 +189,7 @@ public final class Topology implements AutoCloseable {
         "link set up1 up", "link set up2 up",
         "route add " + LB_IP + "/32 via 198.51.100.1");
 
-    for (String role : List.of("pod1", "pod2", "pod3", "node2", "up1", "up2", "client")) {
+    for (String role : List.of("node", "pod1", "pod2", "pod3", "node2", "up1", "up2", "client")) {
       threads.put(role, NetnsThread.enter(Optional.of(ns(role).name())));
     }
     startEcho("pod1", POD1);

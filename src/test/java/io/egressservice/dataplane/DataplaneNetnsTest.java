@@ -168,6 +168,80 @@ class DataplaneNetnsTest {
     return dir;
   }
 
+  /** Our throw routes as iproute2 prints them, any table: "inet 100 throw 10.128.0.0/23". */
+  Set<String> ownedRoutes() {
+    Set<String> out = new TreeSet<>();
+    for (String flag : List.of("-4", "-6")) {
+      for (JsonNode r : ns.json("ip", "-j", flag, "route", "show", "table", "all")) {
+        if ("201".equals(r.path("protocol").asText())) {
+          out.add((flag.equals("-4") ? "inet" : "inet6") + " " + r.path("table").asText() + " " + r.path("type").asText()
+              + " " + IpPrefix.parse(r.path("dst").asText()));
+        }
+      }
+    }
+    return out;
+  }
+
+  static Set<String> expectedRoutes(DesiredState s) {
+    Set<String> out = new TreeSet<>();
+    s.routes().forEach(r -> out.add(r.family().iproute2Name() + " " + r.table().name() + " throw " + r.to()));
+    return out;
+  }
+
+  /**
+   * Finding 17.2 in the kernel: the in-cluster exemption is throw routes in the service tables (both
+   * families), no rule at P-1; a node that still has the old P-1 rules gets the routes first, then loses
+   * the rules; someone else's routes in the same table survive apply, drift repair and cleanup.
+   */
+  @Test
+  void finding17_2_inClusterDestinationsAreThrowRoutesInTheServiceTablesAndTheOldP1RulesGoAfterThem()
+      throws Exception {
+    ns.exec("ip", "link", "set", "lo", "up");
+    ns.exec("ip", "route", "add", "blackhole", "default", "table", "100"); // the admin's, protocol boot
+    ns.exec("ip", "route", "add", "throw", "10.77.0.0/16", "table", "100", "proto", "static"); // a throw, not ours
+    // What an older agent left: in-cluster rules at P-1 for all sources.
+    ns.exec("ip", "rule", "add", "priority", "4999", "to", "10.128.0.0/23", "lookup", "main", "protocol", "201");
+    ns.exec("ip", "-6", "rule", "add", "priority", "4999", "to", "fd01:0:0:1::/64", "lookup", "main", "protocol", "201");
+    DesiredState plan = planFor(examples());
+    assertThat(plan.routes()).isNotEmpty();
+
+    ApplyReport first = dp.reconcile(plan);
+
+    assertThat(first.succeeded()).as("failures: %s", first.failures()).isTrue();
+    assertThat(ipRules()).isEqualTo(expectedRules(plan)).noneMatch(r -> r.contains(" 4999 "));
+    assertThat(ownedRoutes()).isEqualTo(expectedRoutes(plan)).contains(
+        "inet 100 throw 10.128.0.0/23", "inet 100 throw 192.168.1.10/31", "inet 101 throw 172.30.0.0/16",
+        "inet6 100 throw fd01:0:0:1::/64", "inet6 100 throw 2001:db8:1::10/127");
+    List<String> order = first.applied().stream().map(Change::toString).toList();
+    int lastRouteAdd = -1;
+    int firstOldRuleDelete = Integer.MAX_VALUE;
+    for (int i = 0; i < order.size(); i++) {
+      if (order.get(i).startsWith("+ route ")) {
+        lastRouteAdd = i;
+      }
+      if (order.get(i).startsWith("- rule 4999")) {
+        firstOldRuleDelete = Math.min(firstOldRuleDelete, i);
+      }
+    }
+    assertThat(lastRouteAdd).as("routes added before the old rules go: %s", order).isLessThan(firstOldRuleDelete);
+    assertThat(dp.reconcile(plan).applied()).isEmpty();
+
+    // Drift: one of ours deleted by hand, a stray one of ours added: both repaired, the rest untouched.
+    ns.exec("ip", "route", "del", "throw", "10.128.0.0/23", "table", "100", "proto", "201");
+    ns.exec("ip", "route", "add", "throw", "10.66.0.0/16", "table", "100", "proto", "201");
+    assertThat(dp.reconcile(plan).applied()).extracting(Change::toString).containsExactlyInAnyOrder(
+        "+ route throw 10.128.0.0/23 table 100 proto 201", "- route throw 10.66.0.0/16 table 100 proto 201");
+    assertThat(ownedRoutes()).isEqualTo(expectedRoutes(plan));
+
+    dp.cleanup();
+
+    assertThat(ownedRoutes()).isEmpty();
+    assertThat(ipRules()).isEmpty();
+    assertThat(ns.json("ip", "-j", "route", "show", "table", "100")).hasSize(2);
+    assertThat(ns.exec("ip", "route", "show", "table", "100"))
+        .contains("blackhole default").contains("throw 10.77.0.0/16 proto static");
+  }
+
   @Test
   void driftIsRepairedAndForeignObjectsSurviveApplyAndCleanup() throws Exception {
     DesiredState plan = planFor(examples());
