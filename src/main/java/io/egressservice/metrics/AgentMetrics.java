@@ -28,7 +28,7 @@ public final class AgentMetrics {
       .register(registry);
   private final Counter changesApplied = Counter.builder()
       .name("egress_service_agent_changes_applied_total")
-      .help("Kernel changes applied, by kind (rule, snat, in_cluster, nft_base) and op (add, delete, replace).")
+      .help("Kernel changes applied, by kind (rule, route, snat, in_cluster, nft_base, mark) and op (add, delete, replace).")
       .labelNames("kind", "op")
       .register(registry);
   private final Counter driftRepairs = Counter.builder()
@@ -38,6 +38,11 @@ public final class AgentMetrics {
   private final Gauge ownedRules = Gauge.builder()
       .name("egress_service_agent_owned_rules")
       .help("ip rules the agent owns on this node, by family.")
+      .labelNames("family")
+      .register(registry);
+  private final Gauge ownedRoutes = Gauge.builder()
+      .name("egress_service_agent_owned_routes")
+      .help("throw routes the agent owns on this node (in-cluster destinations in the service tables), by family.")
       .labelNames("family")
       .register(registry);
   private final Gauge snatEntries = Gauge.builder()
@@ -87,25 +92,28 @@ public final class AgentMetrics {
     reconcileInterval.set(seconds);
   }
 
-  /** How many rules and SNAT entries the agent owns in the kernel, per family. */
-  public record Owned(Map<IpFamily, Long> rules, Map<IpFamily, Long> snatEntries) {
+  /** How many rules, throw routes and SNAT entries the agent owns in the kernel, per family. */
+  public record Owned(Map<IpFamily, Long> rules, Map<IpFamily, Long> snatEntries, Map<IpFamily, Long> routes) {
     public Owned {
       rules = Map.copyOf(rules);
       snatEntries = Map.copyOf(snatEntries);
+      routes = Map.copyOf(routes);
     }
 
     /** As observed in the kernel. */
     public static Owned observed(ObservedState s) {
       return new Owned(
           s.rules().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())),
-          s.nft().snat().stream().collect(Collectors.groupingBy(e -> e.family(), Collectors.counting())));
+          s.nft().snat().stream().collect(Collectors.groupingBy(e -> e.family(), Collectors.counting())),
+          s.routes().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())));
     }
 
     /** What the kernel holds once a plan was applied in full: the plan itself, without a second dump. */
     public static Owned planned(DesiredState d) {
       return new Owned(
           d.rules().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())),
-          d.snat().stream().collect(Collectors.groupingBy(e -> e.family(), Collectors.counting())));
+          d.snat().stream().collect(Collectors.groupingBy(e -> e.family(), Collectors.counting())),
+          d.routes().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())));
     }
   }
 
@@ -128,6 +136,7 @@ public final class AgentMetrics {
     for (IpFamily f : IpFamily.values()) {
       ownedRules.labelValues(f.iproute2Name()).set(after.rules().getOrDefault(f, 0L));
       snatEntries.labelValues(f.iproute2Name()).set(after.snatEntries().getOrDefault(f, 0L));
+      ownedRoutes.labelValues(f.iproute2Name()).set(after.routes().getOrDefault(f, 0L));
     }
     long configured = desired.services().stream().filter(ServiceOutcome::configured).count();
     services.labelValues("configured").set(configured);

@@ -131,6 +131,24 @@ class NodeAgentTest {
   }
 
   @Test
+  void aThrowRouteDeletedByHandIsBackAndAnAddressAddedToTheNodeIsExemptWithoutWaitingForTheResync() {
+    NodeAgent agent = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(ns.exec("ip", "route", "show", "table", "100"))
+        .contains("throw 192.168.1.10/31 proto 201"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+
+    ns.exec("ip", "route", "del", "throw", "192.168.1.10/31", "table", "100", "proto", "201");
+    await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(50)).untilAsserted(() ->
+        assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("throw 192.168.1.10/31 proto 201"));
+
+    ns.exec("ip", "link", "add", "extra", "type", "veth", "peer", "name", "extra-peer");
+    ns.exec("ip", "addr", "add", "10.89.0.7/24", "dev", "extra");
+    await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(50)).untilAsserted(() ->
+        assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("throw 10.89.0.7 proto 201"));
+  }
+
+  @Test
   void anSnatElementDeletedByHandIsBackWithinAFewSecondsWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
@@ -204,7 +222,8 @@ class NodeAgentTest {
     assertThat(get(http, base.resolve("/healthz")).statusCode()).isEqualTo(200);
     await().atMost(WAIT).untilAsserted(() -> assertThat(get(http, base.resolve("/metrics")).body())
         .contains("egress_service_agent_reconcile_duration_seconds_bucket")
-        .contains("egress_service_agent_owned_rules{family=\"inet\"} 4.0")
+        .contains("egress_service_agent_owned_rules{family=\"inet\"} 3.0")
+        .contains("egress_service_agent_owned_routes{family=\"inet\"} 2.0")
         .contains("egress_service_agent_snat_entries{family=\"inet\"} 2.0")
         .contains("egress_service_agent_services{state=\"configured\"} 1.0")
         .contains("egress_service_agent_last_successful_reconcile_timestamp_seconds"));
