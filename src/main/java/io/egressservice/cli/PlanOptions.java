@@ -24,12 +24,13 @@ public final class PlanOptions {
   List<String> serviceCidrs = new ArrayList<>();
 
   @Option(names = "--exclude-cidr", split = ",", defaultValue = "${env:EGRESS_AGENT_EXCLUDE_CIDR}",
-      description = "Other in-cluster destinations, e.g. OVN-Kubernetes' masquerade subnet. Repeatable.")
+      description = "Other in-cluster destinations, e.g. OVN-Kubernetes' masquerade subnet, or other nodes' addresses"
+          + " their Node objects do not list. Repeatable.")
   List<String> excludeCidrs = new ArrayList<>();
 
   @Option(names = "--no-in-cluster-exclusion", negatable = false,
       defaultValue = "${env:EGRESS_AGENT_NO_IN_CLUSTER_EXCLUSION:-false}",
-      description = "Do not keep in-cluster destinations on the main table and out of SNAT.")
+      description = "Do not throw in-cluster destinations back from the service tables, nor keep them out of SNAT.")
   boolean noInClusterExclusion;
 
   @Option(names = "--rule-mode", defaultValue = "${env:EGRESS_AGENT_RULE_MODE:-source}",

@@ -40,7 +40,7 @@ public record PlanConfig(
   public PlanConfig {
     if (priority < 2 || priority > MAX_PRIORITY) {
       throw new IllegalArgumentException(
-          "priority must be between 2 and " + MAX_PRIORITY + " (P-1 holds the in-cluster rules), not " + priority);
+          "priority must be between 2 and " + MAX_PRIORITY + " (P-1 is ours too), not " + priority);
     }
     if (ruleProtocol < 1 || ruleProtocol > 255) {
       throw new IllegalArgumentException("rule protocol must be between 1 and 255, not " + ruleProtocol);

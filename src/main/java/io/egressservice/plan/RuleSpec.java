@@ -8,10 +8,9 @@ import java.util.OptionalInt;
 import java.util.OptionalLong;
 
 /**
- * One desired ip rule: {@code from <source> lookup <table>} at P for a service, or
- * {@code to <prefix> lookup main} at P-1 for in-cluster destinations (no service). In mark mode,
- * {@code fwmark <mark>/<mask> lookup <table>} at P per network (no source, no single service) and the
- * in-cluster rules scoped to each network's mark.
+ * One desired ip rule: {@code from <source> lookup <table>} at P for a service; in mark mode,
+ * {@code fwmark <mark>/<mask> lookup <table>} at P per network (no source, no single service). The
+ * in-cluster exemption is not a rule but throw routes in those tables ({@link RouteSpec}).
  *
  * @param fwmark the mark value (already within the mask); empty in source mode
  * @param sourcePort {@code sport}: OVN-Kubernetes' ETP=Local rule ({@code from <masquerade IP> sport <nodePort>}),
