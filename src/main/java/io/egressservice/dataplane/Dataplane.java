@@ -146,7 +146,7 @@ public final class Dataplane implements AutoCloseable {
             rules.add(r);
           }
         }
-        for (Route r : netlink.listAllRoutes(f)) {
+        for (Route r : netlink.listRoutes(f, RouteType.THROW, protocol)) {
           if (isOwned(r)) {
             routes.add(r);
           }

@@ -13,6 +13,7 @@ final class NetlinkConstants {
   static final int SOL_NETLINK = 270;
   static final int NETLINK_CAP_ACK = 10;
   static final int NETLINK_EXT_ACK = 11;
+  static final int NETLINK_GET_STRICT_CHK = 12;
 
   static final int NLMSG_HDRLEN = 16; // struct nlmsghdr: u32 len, u16 type, u16 flags, u32 seq, u32 pid
   static final int NLA_HDRLEN = 4; // struct nlattr: u16 len, u16 type

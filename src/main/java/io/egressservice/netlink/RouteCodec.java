@@ -47,8 +47,16 @@ final class RouteCodec {
   }
 
   static void encodeDump(NetlinkMessageWriter w, int seq, IpFamily family) {
+    encodeDump(w, seq, family, 0, 0);
+  }
+
+  /**
+   * A dump of every table; on a socket with NETLINK_GET_STRICT_CHK the kernel sends only the routes of
+   * this protocol and type (0: any), others ignore the filter (the caller filters again).
+   */
+  static void encodeDump(NetlinkMessageWriter w, int seq, IpFamily family, int protocol, int rtn) {
     w.begin(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq);
-    w.u8(family.addressFamily()).u8(0).u8(0).u8(0).u8(0).u8(0).u8(0).u8(0).u32(0);
+    w.u8(family.addressFamily()).u8(0).u8(0).u8(0).u8(0).u8(protocol).u8(0).u8(rtn).u32(0);
     w.end();
   }
 

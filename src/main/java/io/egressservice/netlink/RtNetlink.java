@@ -56,6 +56,8 @@ public final class RtNetlink implements AutoCloseable {
   private final int maxMessagesPerChunk;
   private final int maxChunkBytes;
   private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
+  /** Opened on first use: a socket with strict checking, whose dumps the kernel filters (see {@link #listRoutes(IpFamily, RouteType, int)}). */
+  private NetlinkSocket filteringSocket;
   private int seq;
   private boolean closed;
 
@@ -334,6 +336,29 @@ public final class RtNetlink implements AutoCloseable {
   }
 
   /**
+   * The routes of one type and protocol in every table of one family: {@code ip [-6] route show table
+   * all type T proto P}. The kernel filters (since Linux 4.20, with strict checking, on a socket of its
+   * own so no other request is judged strictly), so a node with large routing tables sends only these;
+   * the result is filtered here too, for older kernels.
+   */
+  public List<Route> listRoutes(IpFamily family, RouteType type, int protocol) {
+    String op = "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table all type "
+        + type.name().toLowerCase(java.util.Locale.ROOT) + " proto " + protocol;
+    return thread.call(() -> {
+      checkOpen();
+      if (filteringSocket == null) {
+        NetlinkSocket s = openSocket(0, thread.describe());
+        s.setOption(SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1);
+        filteringSocket = s;
+      }
+      return dumpOn(filteringSocket, op, s -> RouteCodec.encodeDump(writer, s, family, protocol, type.rtn()),
+          m -> m.type() == RTM_NEWROUTE
+              ? RouteCodec.decode(m.payload()).filter(r -> r.family() == family && r.type() == type && r.protocol() == protocol)
+              : Optional.empty());
+    });
+  }
+
+  /**
    * The routes of every table of one family: {@code ip [-6] route show table all} (cache clones
    * skipped), for a caller that looks at several tables with one dump.
    */
@@ -516,51 +541,57 @@ public final class RtNetlink implements AutoCloseable {
   private <T> List<T> dump(String op, IntConsumer encode, Function<NetlinkMessage, Optional<T>> decode) {
     return thread.call(() -> {
       checkOpen();
-      for (int attempt = 1; attempt <= DUMP_ATTEMPTS; attempt++) {
-        writer.clear();
-        int s = nextSeq();
-        encode.accept(s);
-        socket.send(sendBuffer, writer.position());
-        List<T> out = new ArrayList<>();
-        boolean interrupted = false;
-        boolean done = false;
-        while (!done) {
-          int len = socket.receive(receiveBuffer);
-          for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
-            if (m.seq() != s) {
-              continue;
-            }
-            if ((m.flags() & NLM_F_DUMP_INTR) != 0) {
-              interrupted = true;
-            }
-            if (m.type() == NLMSG_DONE) {
-              int err = m.payload().limit() >= 4 ? -m.payload().getInt(0) : 0;
-              if (err == NetlinkSocket.EINTR) {
-                interrupted = true;
-              } else if (err != 0) {
-                throw NetlinkException.fromErrno(err, op, describe());
-              }
-              done = true;
-              break;
-            }
-            if (m.type() == NLMSG_ERROR) {
-              int errno = m.errorCode();
-              if (errno != 0) {
-                throw NetlinkException.fromErrno(errno, op, describe(), m.extendedAckMessage());
-              }
-              continue;
-            }
-            decode.apply(m).ifPresent(out::add);
-          }
-        }
-        if (!interrupted) {
-          return out;
-        }
-        LOG.log(System.Logger.Level.DEBUG, "{0} in {1}: dump interrupted, retrying ({2})", op, describe(), attempt);
-      }
-      throw new NetlinkException(NetlinkSocket.EINTR,
-          op + " in " + describe() + ": the dump was interrupted " + DUMP_ATTEMPTS + " times (the kernel state kept changing)", op);
+      return dumpOn(socket, op, encode, decode);
     });
+  }
+
+  /** {@link #dump} on the given socket; on the namespace's thread. */
+  private <T> List<T> dumpOn(NetlinkSocket socket, String op, IntConsumer encode,
+      Function<NetlinkMessage, Optional<T>> decode) {
+    for (int attempt = 1; attempt <= DUMP_ATTEMPTS; attempt++) {
+      writer.clear();
+      int s = nextSeq();
+      encode.accept(s);
+      socket.send(sendBuffer, writer.position());
+      List<T> out = new ArrayList<>();
+      boolean interrupted = false;
+      boolean done = false;
+      while (!done) {
+        int len = socket.receive(receiveBuffer);
+        for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
+          if (m.seq() != s) {
+            continue;
+          }
+          if ((m.flags() & NLM_F_DUMP_INTR) != 0) {
+            interrupted = true;
+          }
+          if (m.type() == NLMSG_DONE) {
+            int err = m.payload().limit() >= 4 ? -m.payload().getInt(0) : 0;
+            if (err == NetlinkSocket.EINTR) {
+              interrupted = true;
+            } else if (err != 0) {
+              throw NetlinkException.fromErrno(err, op, describe());
+            }
+            done = true;
+            break;
+          }
+          if (m.type() == NLMSG_ERROR) {
+            int errno = m.errorCode();
+            if (errno != 0) {
+              throw NetlinkException.fromErrno(errno, op, describe(), m.extendedAckMessage());
+            }
+            continue;
+          }
+          decode.apply(m).ifPresent(out::add);
+        }
+      }
+      if (!interrupted) {
+        return out;
+      }
+      LOG.log(System.Logger.Level.DEBUG, "{0} in {1}: dump interrupted, retrying ({2})", op, describe(), attempt);
+    }
+    throw new NetlinkException(NetlinkSocket.EINTR,
+        op + " in " + describe() + ": the dump was interrupted " + DUMP_ATTEMPTS + " times (the kernel state kept changing)", op);
   }
 
   /** Closes the socket, the subscriptions made through it, and the thread if this connection owns it. */
@@ -576,6 +607,9 @@ public final class RtNetlink implements AutoCloseable {
       thread.call(() -> {
         closed = true;
         socket.close();
+        if (filteringSocket != null) {
+          filteringSocket.close();
+        }
         return null;
       });
     } finally {

@@ -336,6 +336,13 @@ class RtNetlinkKernelTest {
     assertThat(six.get(0).get("dst").asText()).isEqualTo("fd00:10::/64");
     assertThat(six.get(0).get("protocol").asText()).isEqualTo("201");
     assertThat(nl.listAllRoutes(V4)).contains(ours.get(0), ours.get(1), ours.get(2), admin);
+    ns.exec("ip", "route", "add", "throw", "10.77.0.0/16", "table", "100", "proto", "static");
+    ns.exec("ip", "route", "add", "blackhole", "10.78.0.0/16", "table", "100", "proto", "201");
+    assertThat(nl.listRoutes(V4, RouteType.THROW, 201)).containsExactlyInAnyOrder(ours.get(0), ours.get(1), ours.get(2));
+    assertThat(nl.listRoutes(V6, RouteType.THROW, 201)).singleElement().satisfies(r -> { // the kernel adds dev lo, metric 1024
+      assertThat(r.destination()).isEqualTo(ours.get(3).destination());
+      assertThat(r.table()).isEqualTo(100);
+    });
 
     // The same again: EEXIST each, reported per request.
     RouteBatchResult again = nl.applyRoutes(List.of(RouteChange.add(ours.get(0)), RouteChange.add(ours.get(1))));
@@ -344,8 +351,9 @@ class RtNetlinkKernelTest {
 
     RouteBatchResult deleted = nl.applyRoutes(ours.stream().map(RouteChange::delete).toList());
     assertThat(deleted.failed()).isEmpty();
-    assertThat(ns.json("ip", "-j", "route", "show", "table", "100")).isEqualTo(json("""
-        [{"type":"blackhole","dst":"default","flags":[]}]"""));
+    assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("blackhole default")
+        .contains("throw 10.77.0.0/16 proto static").contains("blackhole 10.78.0.0/16 proto 201")
+        .doesNotContain("10.128.0.0/14").doesNotContain("192.168.1.10");
     assertThat(ns.json("ip", "-j", "-6", "route", "show", "table", "100")).isEmpty();
   }
 
