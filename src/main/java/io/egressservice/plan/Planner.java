@@ -495,14 +495,16 @@ public final class Planner {
     /**
      * SNAT skips these destinations, and the service tables throw them back: in-cluster prefixes, every
      * Node address and every address of this node's interfaces, exactly (an external host on a node's
-     * subnet is not in the cluster). Loopback addresses never leave the node and are left out.
+     * subnet is not in the cluster). Loopback and IPv6 link-local addresses are left out: they are never
+     * routed through a table, and a node has a link-local address per pod veth on many CNIs (churn).
      */
     private List<IpPrefix> inClusterSet() {
       List<IpPrefix> out = new ArrayList<>();
       for (IpFamily f : IpFamily.values()) {
         List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
         nodeAddresses.stream().filter(a -> a.family() == f).forEach(all::add);
-        localAddresses.stream().filter(a -> a.family() == f && !isLoopback(a)).forEach(all::add);
+        localAddresses.stream().filter(a -> a.family() == f && !isLoopback(a) && !LINK_LOCAL_V6.contains(a))
+            .forEach(all::add);
         out.addAll(Cidrs.aggregate(all));
       }
       return out;
@@ -555,6 +557,7 @@ public final class Planner {
 
   private static final IpPrefix LOOPBACK_V4 = IpPrefix.parse("127.0.0.0/8");
   private static final IpPrefix LOOPBACK_V6 = IpPrefix.parse("::1");
+  private static final IpPrefix LINK_LOCAL_V6 = IpPrefix.parse("fe80::/10");
 
   private record CandidateEndpoint(IpPrefix address, Optional<String> nodeName) {}
 

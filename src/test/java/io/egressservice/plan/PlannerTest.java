@@ -699,10 +699,10 @@ class PlannerTest {
     @Test
     void finding17_6_addressesSeenOnTheNodeButNotInItsNodeObjectAreInClusterDestinationsExactly() {
       DesiredState s = withSvc1(ovnCluster(), "100", NODE)
-          .localAddresses("192.168.18.15", "10.89.0.7", "fd00:89::7", "127.0.0.1", "::1").plan(NODE);
+          .localAddresses("192.168.18.15", "10.89.0.7", "fd00:89::7", "127.0.0.1", "::1", "fe80::1").plan(NODE);
 
       assertThat(s.inCluster()).extracting(Object::toString).contains("10.89.0.7", "fd00:89::7")
-          .doesNotContain("127.0.0.1", "::1");
+          .doesNotContain("127.0.0.1", "::1", "fe80::1");
       // Routes only in the families the table has rules for (IPv4 here).
       assertThat(throwRoutes(s)).contains("throw 10.89.0.7/32 table 100").noneMatch(r -> r.contains("fd00:89::7"));
     }
