@@ -73,14 +73,29 @@ class ApplyCommandNetnsTest {
     InProcess.Result status = run("status", "--netns", ns.name());
     assertThat(status.exit()).isZero();
     assertThat(status.out()).contains("default/web\n  rule 5000: from 10.128.0.5 lookup 100 proto 201")
-        .contains("  snat 10.128.0.5 -> 5.5.5.5");
+        .contains("  snat 10.128.0.5 -> 5.5.5.5")
+        .contains("and 7 throw route(s) with protocol 201")
+        .contains("in-cluster destinations thrown back from the service tables:\n  route throw 10.128.0.0/23 table 100"
+            + " proto 201\n");
     InProcess.Result named = run("status", "--netns", ns.name(), "--objects", "examples", "--node", "node-a", "-o", "json");
     assertThat(named.out()).contains("\"service\" : \"default/reports\"").doesNotContain("service unknown");
+    assertThat(json(named.out()).path("routes")).hasSize(7).anySatisfy(r -> assertThat(r.toString())
+        .isEqualTo("{\"family\":\"inet6\",\"type\":\"throw\",\"to\":\"fd01:0:0:1::/64\",\"table\":100}"));
 
     InProcess.Result cleanup = run("cleanup", "--netns", ns.name());
     assertThat(cleanup.exit()).isZero();
     assertThat(ns.exec("ip", "rule", "show")).doesNotContain("proto 201");
+    assertThat(ns.exec("ip", "route", "show", "table", "all")).doesNotContain("proto 201");
+    assertThat(ns.exec("ip", "-6", "route", "show", "table", "all")).doesNotContain("proto 201");
     assertThat(ns.tryExec("nft", "list", "table", "inet", "egress_service_agent").exitCode()).isNotZero();
+  }
+
+  static com.fasterxml.jackson.databind.JsonNode json(String text) {
+    try {
+      return new com.fasterxml.jackson.databind.ObjectMapper().readTree(text);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException(text, e);
+    }
   }
 
   @Test
