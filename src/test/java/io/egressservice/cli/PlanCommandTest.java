@@ -521,6 +521,30 @@ class PlanCommandTest {
     }
 
     @Test
+    void finding16_12_aNodeWithAWholeFamilyPodCidrIsReportedInTextAndJsonAndChangesNoInClusterSet() throws IOException {
+      Path file = Files.writeString(dir.resolve("bad-node.yaml"), """
+          apiVersion: v1
+          kind: Node
+          metadata: {name: node-z}
+          spec: {podCIDRs: [0.0.0.0/0]}
+          status: {addresses: [{type: InternalIP, address: 192.168.1.99}]}
+          """);
+      String[] args = {"plan", "--node", "node-a", "--service-cidr", "172.30.0.0/16", "--objects", "examples",
+          file.toString()};
+      JsonNode plan = ok(with(args, "-o", "json")).json();
+      assertThat(plan.path("refusedInputs")).extracting(JsonNode::asText).containsExactly(
+          "Node node-z pod CIDR 0.0.0.0/0 covers every IPv4 address: ignored (as an in-cluster destination it would"
+              + " exempt all egress from every service)");
+      assertThat(plan.path("inCluster")).extracting(JsonNode::asText).contains("10.128.0.0/23", "192.168.1.99")
+          .doesNotContain("0.0.0.0/0");
+      assertThat(ok(args).out()).contains("# refused input: Node node-z pod CIDR 0.0.0.0/0 covers every IPv4 address");
+      assertThat(plan.path("services")).anySatisfy(svc -> {
+        assertThat(svc.path("service").asText()).isEqualTo("default/web");
+        assertThat(svc.path("configured").asBoolean()).isTrue();
+      });
+    }
+
+    @Test
     void unknownKindIsSkippedWithANoteNamingFileAndObject() throws IOException {
       Path file = Files.writeString(dir.resolve("extra.yaml"), """
           apiVersion: v1

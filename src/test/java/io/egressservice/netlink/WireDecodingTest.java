@@ -151,6 +151,34 @@ class WireDecodingTest {
   }
 
   @Test
+  void decodesAddressesOfBothFamiliesAndPointToPoint() {
+    String v4 = """
+        30 00 00 00 | 14 00 | 02 00 | 01 00 00 00 | 00 00 00 00   # RTM_NEWADDR, NLM_F_MULTI
+        02 18 80 00 | 03 00 00 00                                 # AF_INET, /24, permanent, global, ifindex 3
+        08 00 01 00 | c0 a8 01 0a                                 # IFA_ADDRESS 192.168.1.10
+        08 00 02 00 | c0 a8 01 0a                                 # IFA_LOCAL 192.168.1.10
+        08 00 08 00 | 80 00 00 00                                 # IFA_FLAGS (ignored)
+        """;
+    String ptp = """
+        28 00 00 00 | 14 00 | 02 00 | 01 00 00 00 | 00 00 00 00
+        02 20 80 00 | 04 00 00 00                                 # /32 on ifindex 4
+        08 00 01 00 | 0a 00 00 02                                 # IFA_ADDRESS: the peer 10.0.0.2
+        08 00 02 00 | 0a 00 00 01                                 # IFA_LOCAL: ours, 10.0.0.1
+        """;
+    String v6 = """
+        2c 00 00 00 | 14 00 | 02 00 | 01 00 00 00 | 00 00 00 00
+        0a 40 80 fd | 05 00 00 00                                 # AF_INET6, /64, scope link, ifindex 5
+        14 00 01 00 | fe 80 00 00 00 00 00 00 00 00 00 00 00 00 00 07  # IFA_ADDRESS fe80::7
+        """;
+    assertThat(AddressCodec.decode(parse(Hex.bytes(v4)).get(0).payload())).contains(
+        new Address(IpFamily.V4, 3, IpPrefix.parse("192.168.1.10"), 24, Address.SCOPE_GLOBAL));
+    assertThat(AddressCodec.decode(parse(Hex.bytes(ptp)).get(0).payload())).contains(
+        new Address(IpFamily.V4, 4, IpPrefix.parse("10.0.0.1"), 32, Address.SCOPE_GLOBAL));
+    assertThat(AddressCodec.decode(parse(Hex.bytes(v6)).get(0).payload())).contains(
+        new Address(IpFamily.V6, 5, IpPrefix.parse("fe80::7"), 64, Address.SCOPE_LINK));
+  }
+
+  @Test
   void truncatedMessageIsAnErrorNotACrash() {
     byte[] b = Hex.bytes(RULE_DUMP);
     byte[] cut = java.util.Arrays.copyOf(b, 40);
