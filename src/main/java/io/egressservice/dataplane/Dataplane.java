@@ -41,6 +41,7 @@ import java.util.function.Function;
  * a one-shot {@code apply}) runs the same {@link #reconcile}.
  */
 public final class Dataplane implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
 
   private final NetnsThread thread;
   private final RtNetlink netlink;
@@ -49,6 +50,8 @@ public final class Dataplane implements AutoCloseable {
   private final GenerationSource generation;
   private final int priority;
   private final int protocol;
+  /** Throw routes the kernel refused because someone else's route has that destination (warned once each). */
+  private final java.util.Set<Route> conflicts = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
       GenerationSource generation, int priority, int protocol) {
@@ -387,6 +390,7 @@ public final class Dataplane implements AutoCloseable {
     RouteBatchResult result = netlink.applyRoutes(requests);
     for (RouteChange ok : result.succeeded()) {
       applied.add(byRequest.get(ok));
+      conflicts.remove(ok.route());
     }
     for (RouteBatchResult.Failure f : result.failed()) {
       if (f.change().op() == RouteChange.Op.DELETE && f.error() instanceof NetlinkException.NotFound) {
@@ -397,10 +401,14 @@ public final class Dataplane implements AutoCloseable {
         throw new DataplaneException(f.error().getMessage(), f.error());
       }
       if (f.change().op() == RouteChange.Op.ADD && f.error() instanceof NetlinkException.AlreadyExists) {
-        // Not ours (ours would have been observed): someone else's route to the same destination.
-        failures.add(f.error().getMessage() + ": the table already has a route to " + f.change().route().destination()
-            .map(Object::toString).orElse("default") + " that is not the agent's; left alone, so that destination"
-            + " follows it for the service's sources");
+        // Not ours (ours would have been observed): someone else's route to that destination, which the
+        // admin meant for the table's users. Left alone and said once; not a failure, so readiness holds.
+        if (conflicts.add(f.change().route())) {
+          LOG.log(System.Logger.Level.WARNING, "{0}: table {1} already has a route to {2} that is not the agent''s;"
+              + " left alone, so the service''s traffic to {2} follows it instead of being thrown back",
+              describe(), Integer.toUnsignedString(f.change().route().table()),
+              f.change().route().destination().map(Object::toString).orElse("default"));
+        }
         continue;
       }
       failures.add(f.error().getMessage());

@@ -243,6 +243,22 @@ class DataplaneNetnsTest {
   }
 
   @Test
+  void someoneElsesRouteToAnInClusterPrefixInTheServiceTableIsLeftAloneAndIsNoFailure() throws Exception {
+    ns.exec("ip", "route", "add", "blackhole", "10.128.0.0/23", "table", "100"); // the admin's, same destination
+    DesiredState plan = planFor(examples());
+
+    ApplyReport first = dp.reconcile(plan);
+    ApplyReport second = dp.reconcile(plan);
+
+    assertThat(first.failures()).isEmpty();
+    assertThat(second.failures()).isEmpty();
+    assertThat(second.applied()).isEmpty();
+    assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("blackhole 10.128.0.0/23")
+        .doesNotContain("throw 10.128.0.0/23").contains("throw 192.168.1.10/31 proto 201");
+    assertThat(ipRules()).isEqualTo(expectedRules(plan));
+  }
+
+  @Test
   void driftIsRepairedAndForeignObjectsSurviveApplyAndCleanup() throws Exception {
     DesiredState plan = planFor(examples());
     ns.exec("ip", "rule", "add", "priority", "5000", "from", "10.128.0.5", "lookup", "300", "protocol", "static");
