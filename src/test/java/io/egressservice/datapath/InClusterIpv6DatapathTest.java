@@ -9,7 +9,6 @@ import io.egressservice.datapath.Topology.Seen;
 import io.egressservice.testing.Privileges;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -162,19 +161,15 @@ class InClusterIpv6DatapathTest {
 
   /** Exactly one server saw the connection, in {@code where}, from {@code source}. */
   void expectTcp(String from, String dst, String where, String source) {
-    String seenAs = javaText(source);
+    String seenAs = canonical(source);
     await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
       Probe p = topo.tcp(from, dst);
       assertThat(p.seen()).as("tcp %s -> %s: who saw it", from, dst).containsExactly(new Seen(where, "tcp", seenAs));
     });
   }
 
-  /** How the echo server prints an address (Java's uncompressed IPv6 text). */
-  private static String javaText(String address) {
-    try {
-      return InetAddress.getByName(address).getHostAddress();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+  /** How the echo server prints an address (canonical text). */
+  private static String canonical(String address) {
+    return io.egressservice.ip.IpPrefix.parse(address).addressText();
   }
 }
