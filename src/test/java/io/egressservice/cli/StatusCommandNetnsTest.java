@@ -71,8 +71,9 @@ class StatusCommandNetnsTest {
       });
       groups.add(g.path("named").asBoolean() + " " + g.path("table").asText("-") + " " + clusterIps);
     }
-    assertThat(groups).containsExactly("false - []", "false 100 [172.30.0.10, fd02::10]", "false 101 [172.30.0.20]",
-        "true - []");
+    // No "(in-cluster)" group of rules: the in-cluster destinations are throw routes (the "routes" field).
+    assertThat(groups).containsExactly("false 100 [172.30.0.10, fd02::10]", "false 101 [172.30.0.20]", "true - []");
+    assertThat(json.path("routes")).isNotEmpty();
   }
 
   @Test
