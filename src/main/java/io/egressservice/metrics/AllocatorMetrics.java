@@ -1,0 +1,58 @@
+package io.egressservice.metrics;
+
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
+/**
+ * The allocator's Prometheus metrics, {@code egress_service_agent_*} like the node agent's, registered in the
+ * registry of the process that runs it (the {@code allocator} Deployment's, or {@code run}'s with
+ * {@code --allocator=true}).
+ */
+public final class AllocatorMetrics {
+  /** The reasons a service's host moves, one per test the old host failed ({@code HostChooser}'s order). */
+  public static final java.util.List<String> MOVE_REASONS =
+      java.util.List.of("node_gone", "node_deleting", "node_not_ready", "node_cordoned", "node_selector", "no_endpoints");
+
+  private final PrometheusRegistry registry;
+  private final Counter hostMoves;
+  private final Gauge leader;
+
+  /** On a registry of its own (tests, and callers that do not expose it). */
+  public AllocatorMetrics() {
+    this(new PrometheusRegistry());
+  }
+
+  public AllocatorMetrics(PrometheusRegistry registry) {
+    this.registry = registry;
+    hostMoves = Counter.builder()
+        .name("egress_service_agent_host_moves_total")
+        .help("status.host changes from one node to another (failovers), by why the old host no longer qualified:"
+            + " node_gone, node_deleting, node_not_ready, node_cordoned, node_selector, no_endpoints.")
+        .labelNames("reason")
+        .register(registry);
+    leader = Gauge.builder()
+        .name("egress_service_agent_allocator_leader")
+        .help("1 while this process holds the allocator's Lease and writes status.host, else 0.")
+        .register(registry);
+    leader.set(0);
+  }
+
+  public PrometheusRegistry registry() {
+    return registry;
+  }
+
+  /** One service's host moved from one node to another because the old host failed {@code reason}. */
+  public void hostMoved(String reason) {
+    hostMoves.labelValues(reason).inc();
+  }
+
+  /** Moves counted for {@code reason} so far. */
+  public long hostMoves(String reason) {
+    return (long) hostMoves.labelValues(reason).get();
+  }
+
+  public void leading(boolean leading) {
+    leader.set(leading ? 1 : 0);
+  }
+}
