@@ -1,5 +1,6 @@
 package io.egressservice.cli;
 
+import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
 import io.egressservice.health.HealthServer;
@@ -53,7 +54,7 @@ public final class AllocatorCommand implements Callable<Integer> {
     }
     KubernetesClient client = KubeClients.create(kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
-    RuntimeMetrics.register(metrics.registry(), Main.version());
+    RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
     AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, AllocatorConfig.defaults(),
         metrics);
     HealthServer health;
@@ -78,8 +79,8 @@ public final class AllocatorCommand implements Callable<Integer> {
       client.close();
       done.countDown();
     }, "shutdown"));
-    LOG.info("egress-service-allocator {} running as {} (lease {}/{}, metrics on :{})", Main.version(), podName,
-        leaseNamespace, AllocatorConfig.DEFAULT_LEASE_NAME, health.port());
+    LOG.info("egress-service-allocator {} running as {} (lease {}/{}, metrics on :{})",
+        BuildInfo.current().describe(), podName, leaseNamespace, AllocatorConfig.DEFAULT_LEASE_NAME, health.port());
     done.await();
     return Main.EXIT_OK;
   }
