@@ -304,7 +304,7 @@ class DeployManifestsTest {
     List<String> stages = List.of(dockerfile.split("(?m)^FROM "));
     String build = stages.get(1);
     String runtime = stages.get(stages.size() - 1);
-    assertThat(build).startsWith("maven:3-eclipse-temurin-17 ").containsPattern("mvn -B -DskipTests [^\\n]*package");
+    assertThat(build).startsWith("--platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 ").containsPattern("mvn -B -DskipTests [^\\n]*package");
     assertThat(dockerfile).contains("jlink ", "jdeps ");
     assertThat(runtime).startsWith("debian:bookworm-slim");
     assertThat(runtime).containsPattern("apt-get install -y --no-install-recommends[^\\n]*\\blibnftables1\\b")
@@ -321,6 +321,14 @@ class DeployManifestsTest {
         .contains("COPY src/main/appcds/agent.classlist ")
         .containsPattern("-Xshare:dump[^\\n]*-XX:SharedClassListFile=/tmp/agent.classlist")
         .contains("-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa -cp /opt/egress-service-agent/egress-service-agent.jar");
+
+    assertThat(runtime).as("not root unless a pod says so (the DaemonSet does, the allocator does not)")
+        .contains("\nUSER 65532:65532\n");
+
+    String local = Files.readString(ROOT.resolve("scripts/build-image.sh"));
+    assertThat(local).as("scripts/build-image.sh builds the same layout, entrypoint and user")
+        .contains("--include=libnftables1", "jdk.crypto.ec", "--generate-cds-archive", "-Xshare:dump",
+            "--user 65532:65532", "egress-service-agent.jar", "agent.jsa", "oci-archive:");
 
     List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
     assertThat(ignored).contains("target/", ".git");
