@@ -3,6 +3,7 @@ package io.egressservice.metrics;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.List;
 
 /**
  * The allocator's Prometheus metrics, {@code egress_service_agent_*} like the node agent's, registered in the
@@ -11,8 +12,8 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
  */
 public final class AllocatorMetrics {
   /** The reasons a service's host moves, one per test the old host failed ({@code HostChooser}'s order). */
-  public static final java.util.List<String> MOVE_REASONS =
-      java.util.List.of("node_gone", "node_deleting", "node_not_ready", "node_cordoned", "node_selector", "no_endpoints");
+  public static final List<String> MOVE_REASONS = List.of(
+      "node_gone", "node_deleting", "node_not_ready", "node_cordoned", "node_selector", "no_endpoints");
 
   private final PrometheusRegistry registry;
   private final Counter hostMoves;
@@ -36,6 +37,8 @@ public final class AllocatorMetrics {
         .help("1 while this process holds the allocator's Lease and writes status.host, else 0.")
         .register(registry);
     leader.set(0);
+    // Every reason at 0 from the start: the series exist before the first move, so increase() sees it.
+    MOVE_REASONS.forEach(hostMoves::labelValues);
   }
 
   public PrometheusRegistry registry() {
