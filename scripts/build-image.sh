@@ -105,18 +105,18 @@ bh config \
   "$ctr"
 mkdir -p "$(dirname "$OUT")"
 rm -f "$OUT"
-bh commit --format oci --quiet "$ctr" "oci-archive:$OUT" >/dev/null
+bh commit --format oci --disable-compression=false --quiet "$ctr" "oci-archive:$OUT" >/dev/null
 step "wrote $OUT ($(du -h "$OUT" | cut -f1))"
 
-# --- 5. the check: the archive, as a registry would hand it out, runs ---
+# --- 5. the check: the archive, as a registry would hand it out, runs its own entrypoint as its own user ---
 check_ctr=$(bh from --quiet "oci-archive:$OUT")
+mapfile -t entrypoint < <(bh inspect --format '{{range .OCIv1.Config.Entrypoint}}{{.}}{{"\n"}}{{end}}' "$check_ctr")
+step "image config: user $(bh inspect --format '{{.OCIv1.Config.User}}' "$check_ctr"), entrypoint ${entrypoint[*]}"
 step "check: egress-service-agent --version"
-version=$(bh run --isolation chroot "$check_ctr" -- "$APP/bin/java" -XX:SharedArchiveFile="$APP/agent.jsa" \
-  -Xshare:on -jar "$APP/egress-service-agent.jar" --version)
+version=$(bh run --isolation chroot "$check_ctr" -- "${entrypoint[@]}" --version)
 echo "$version"
 case "$version" in egress-service-agent\ *) ;; *) echo "build-image: FAILED: unexpected --version output" >&2; exit 1 ;; esac
-step "check: plan --objects examples --node node-a (AppCDS archive in use: -Xshare:on)"
-bh run --isolation chroot -v "$ROOT/examples:/examples:ro" "$check_ctr" -- "$APP/bin/java" \
-  -XX:SharedArchiveFile="$APP/agent.jsa" -Xshare:on -jar "$APP/egress-service-agent.jar" \
-  plan --objects /examples --node node-a --service-cidr 172.30.0.0/16 | head -n 12
+step "check: plan --objects examples --node node-a (-Xshare:on: fails unless the AppCDS archive maps)"
+bh run --isolation chroot -v "$ROOT/examples:/examples:ro" --env JAVA_TOOL_OPTIONS=-Xshare:on "$check_ctr" -- \
+  "${entrypoint[@]}" plan --objects /examples --node node-a --service-cidr 172.30.0.0/16 | head -n 12
 step "OK in $(( $(date +%s) - started )) s: $OUT"
