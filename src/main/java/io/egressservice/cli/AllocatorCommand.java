@@ -1,8 +1,8 @@
 package io.egressservice.cli;
 
-import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
+import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.health.HealthServer;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.RuntimeMetrics;

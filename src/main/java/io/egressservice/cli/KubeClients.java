@@ -7,7 +7,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** The API client of the long-running commands ({@code run}, {@code allocator}). */
+/** The API client of {@code allocator} (the same as {@code run}'s, whose copy can move here). */
 final class KubeClients {
   private KubeClients() {}
 

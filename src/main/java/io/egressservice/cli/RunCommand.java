@@ -1,6 +1,5 @@
 package io.egressservice.cli;
 
-import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
 import io.egressservice.buildinfo.BuildInfo;
