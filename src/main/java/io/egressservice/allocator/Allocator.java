@@ -333,6 +333,10 @@ public final class Allocator implements AutoCloseable {
     }
     Set<ObjectRef> present = byRef.keySet();
     reported.keySet().retainAll(present);
+    metrics.allocations(result.decisions().stream()
+        .map(d -> new AllocatorMetrics.Allocation(d.ref().namespace(), d.ref().name(), d.host(),
+            d.reason().eventReason()))
+        .toList());
 
     for (Map.Entry<String, Map<String, Boolean>> e : result.labelChanges().entrySet()) {
       patchLabels(e.getKey(), e.getValue());

@@ -3,7 +3,9 @@ package io.egressservice.metrics;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The allocator's Prometheus metrics, {@code egress_service_agent_*} like the node agent's, registered in the
@@ -18,6 +20,18 @@ public final class AllocatorMetrics {
   private final PrometheusRegistry registry;
   private final Counter hostMoves;
   private final Gauge leader;
+  private final Gauge allocation;
+  /** The label values of the allocation series exported now. */
+  private final Set<Allocation> exported = new HashSet<>();
+  private boolean leading;
+
+  /**
+   * One EgressService's allocation as the leader last decided it.
+   *
+   * @param host its {@code status.host}: a node, {@code ALL}, or "" (none)
+   * @param reason the Event reason of the decision (HostAllocated, AllNodes, NoHostAvailable, ...)
+   */
+  public record Allocation(String namespace, String name, String host, String reason) {}
 
   /** On a registry of its own (tests, and callers that do not expose it). */
   public AllocatorMetrics() {
@@ -37,6 +51,12 @@ public final class AllocatorMetrics {
         .help("1 while this process holds the allocator's Lease and writes status.host, else 0.")
         .register(registry);
     leader.set(0);
+    allocation = Gauge.builder()
+        .name("egress_service_agent_service_allocation")
+        .help("1 per EgressService, exported by the leading allocator only: its status.host (a node, ALL, or \"\")"
+            + " and the reason of the decision (HostAllocated, AllNodes, NoHostAvailable, ServiceNotFound, ...).")
+        .labelNames("service_namespace", "service", "host", "reason")
+        .register(registry);
     // Every reason at 0 from the start: the series exist before the first move, so increase() sees it.
     MOVE_REASONS.forEach(hostMoves::labelValues);
   }
@@ -55,7 +75,29 @@ public final class AllocatorMetrics {
     return (long) hostMoves.labelValues(reason).get();
   }
 
-  public void leading(boolean leading) {
+  /**
+   * After each pass: exactly these allocations are exported, while leading; a pass that ends after leadership
+   * was lost exports nothing.
+   */
+  public synchronized void allocations(List<Allocation> now) {
+    Set<Allocation> wanted = leading ? Set.copyOf(now) : Set.of();
+    for (Allocation a : exported) {
+      if (!wanted.contains(a)) {
+        allocation.remove(a.namespace(), a.name(), a.host(), a.reason());
+      }
+    }
+    for (Allocation a : wanted) {
+      allocation.labelValues(a.namespace(), a.name(), a.host(), a.reason()).set(1);
+    }
+    exported.clear();
+    exported.addAll(wanted);
+  }
+
+  public synchronized void leading(boolean leading) {
+    this.leading = leading;
     leader.set(leading ? 1 : 0);
+    if (!leading) {
+      allocations(List.of());
+    }
   }
 }

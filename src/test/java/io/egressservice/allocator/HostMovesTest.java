@@ -81,11 +81,15 @@ class HostMovesTest {
         AllocatorRunner runner = AllocatorRunner.start(own, MockCluster.LEASE_NS, "a", fast, metrics)) {
       await().atMost(Duration.ofSeconds(10)).until(() -> cluster.host("web").equals(Optional.of("node1")));
       assertThat(runner.allocator().synced()).isTrue();
+      await().atMost(Duration.ofSeconds(5)).until(() -> allocations(metrics)
+          .equals(List.of("apps/web host=node1 HostAllocated")));
       assertThat(metrics.hostMoves("node_not_ready")).as("the first host is no move").isZero();
 
       cluster.setReady("node1", false);
       await().atMost(Duration.ofSeconds(10)).until(() -> cluster.host("web").equals(Optional.of("node2")));
       await().atMost(Duration.ofSeconds(5)).until(() -> metrics.hostMoves("node_not_ready") == 1);
+      await().atMost(Duration.ofSeconds(5)).until(() -> allocations(metrics)
+          .equals(List.of("apps/web host=node2 HostAllocated")));
 
       cluster.setReady("node1", true);
       await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(3))
@@ -96,6 +100,20 @@ class HostMovesTest {
       // resyncs (every second) move nothing more
       await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(3)).until(() ->
           metrics.hostMoves("node_not_ready") == 1 && metrics.hostMoves("no_endpoints") == 1);
+
+      runner.allocator().stopLeading();
+      assertThat(allocations(metrics)).as("a follower exports no allocation").isEmpty();
     }
+  }
+
+  /** The egress_service_agent_service_allocation series of the registry, as "ns/name host=H Reason". */
+  private static List<String> allocations(AllocatorMetrics metrics) {
+    return metrics.registry().scrape().stream()
+        .filter(s -> s.getMetadata().getName().equals("egress_service_agent_service_allocation"))
+        .flatMap(s -> s.getDataPoints().stream())
+        .map(p -> p.getLabels().get("service_namespace") + "/" + p.getLabels().get("service") + " host="
+            + p.getLabels().get("host") + " " + p.getLabels().get("reason"))
+        .sorted()
+        .toList();
   }
 }
