@@ -73,13 +73,12 @@ public final class AllocatorRunner implements AutoCloseable {
    */
   public static AllocatorRunner start(
       KubernetesClient client, ClusterInformers informers, String leaseNamespace, String identity) {
-    return start(client, informers, leaseNamespace, identity, new AllocatorMetrics());
+    return start(client, informers, leaseNamespace, identity, AllocatorConfig.defaults(), new AllocatorMetrics());
   }
 
-  /** The same, counting into {@code metrics}. */
+  /** As above with {@code config} (its resync period must be the informers'), counting into {@code metrics}. */
   public static AllocatorRunner start(KubernetesClient client, ClusterInformers informers, String leaseNamespace,
-      String identity, AllocatorMetrics metrics) {
-    AllocatorConfig config = AllocatorConfig.defaults();
+      String identity, AllocatorConfig config, AllocatorMetrics metrics) {
     return start(client, new Allocator(client, informers, config, identity, metrics), leaseNamespace, identity,
         config);
   }
