@@ -82,6 +82,8 @@ cleanup() {
   bh umount "$ctr" >/dev/null 2>&1 || true
   bh rm "$ctr" >/dev/null 2>&1 || true
   [ -z "$check_ctr" ] || bh rm "$check_ctr" >/dev/null 2>&1 || true
+  # The store is this script's own: the image it pulled back for the check is not kept (the archive is).
+  bh rmi --all --force >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 mnt=$(bh mount "$ctr")
