@@ -4,7 +4,9 @@
 #   docker build -t ghcr.io/egress-service-agent/egress-service-agent:dev .
 
 # --- 1. build the jars from sources (target/ is never sent: see .dockerignore) ---
-FROM maven:3-eclipse-temurin-17 AS build
+# On the builder's own platform: the jar is the same for every platform, and Maven under emulation (arm64
+# on an amd64 runner) would take many times as long.
+FROM --platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 AS build
 WORKDIR /src
 COPY pom.xml ./
 COPY crds ./crds
@@ -18,7 +20,8 @@ RUN --mount=type=cache,target=/root/.m2 mvn -B -DskipTests package -Dgit.commit=
 FROM maven:3-eclipse-temurin-17 AS jre
 COPY --from=build /src/target/egress-service-agent-node.jar /tmp/agent.jar
 # jdeps on the node jar printed (JDK 17.0.15):
-#   java.base,java.desktop,java.naming,java.net.http,java.sql,jdk.httpserver,jdk.unsupported
+#   java.base,java.desktop,java.naming,java.net.http,java.sql,jdk.httpserver,jdk.management,jdk.unsupported
+# (jdk.management: com.sun.management's process CPU and memory, for the jvm_* and process_* metrics)
 # Added by hand, as jdeps cannot see them: jdk.crypto.ec (SunEC provider: ECDHE/EC certificates
 # on the TLS connection to the API server, loaded as a security provider, not linked).
 RUN modules="$(jdeps --multi-release 17 --print-module-deps --ignore-missing-deps /tmp/agent.jar),jdk.crypto.ec" \
@@ -54,7 +57,8 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
       org.opencontainers.image.title="egress-service-agent" \
       org.opencontainers.image.description="Kubernetes node agent implementing the k8s.ovn.org/v1 EgressService API with Linux policy routing and nftables"
 
-# Runs as root (uid 0) with only CAP_NET_ADMIN, granted by the DaemonSet (deploy/daemonset.yaml).
+# Not root by default: the allocator (deploy/allocator.yaml) runs as this uid, with no capability. The node
+# agent runs as root (uid 0) with only CAP_NET_ADMIN, both set by the DaemonSet (deploy/daemonset.yaml).
 # JNA needs a writable jna.tmpdir; the DaemonSet mounts an emptyDir at /tmp and sets
 # JAVA_TOOL_OPTIONS="-Xms16m -Xmx96m -Xmn12m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40
 #   -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m -XX:TrimNativeHeapInterval=10000 -Xss512k
@@ -62,4 +66,5 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
 # and MALLOC_ARENA_MAX=2 (bench/README.md, "Memory"). TrimNativeHeapInterval needs a JDK 17.0.9 or later.
 # --generate-cds-archive: the JRE gets the JDK's default class-data archive, as a full JDK has; the
 # entrypoint's agent.jsa (above) holds those classes too and the agent's own, and is the one in use.
+USER 65532:65532
 ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]

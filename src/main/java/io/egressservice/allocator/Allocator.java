@@ -3,6 +3,7 @@ package io.egressservice.allocator;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.informers.ClusterInformers;
+import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.ObjectRef;
 import io.fabric8.kubernetes.api.model.Event;
@@ -76,6 +77,7 @@ public final class Allocator implements AutoCloseable {
 
   private final ClusterInformers informers;
   private final boolean ownsInformers;
+  private final AllocatorMetrics metrics;
 
   private final AtomicLong passes = new AtomicLong();
   private final AtomicLong statusWrites = new AtomicLong();
@@ -95,7 +97,12 @@ public final class Allocator implements AutoCloseable {
 
   /** An allocator with informers of its own (resync {@link AllocatorConfig#resyncPeriod()}), closed with it. */
   public Allocator(KubernetesClient client, AllocatorConfig config, String identity) {
-    this(client, ClusterInformers.create(client, config.resyncPeriod()), true, config, identity);
+    this(client, config, identity, new AllocatorMetrics());
+  }
+
+  /** The same, counting into {@code metrics}. */
+  public Allocator(KubernetesClient client, AllocatorConfig config, String identity, AllocatorMetrics metrics) {
+    this(client, ClusterInformers.create(client, config.resyncPeriod()), true, config, identity, metrics);
   }
 
   /**
@@ -103,13 +110,20 @@ public final class Allocator implements AutoCloseable {
    * them, with a resync period (it drives the allocator's periodic pass).
    */
   public Allocator(KubernetesClient client, ClusterInformers informers, AllocatorConfig config, String identity) {
-    this(client, informers, false, config, identity);
+    this(client, informers, config, identity, new AllocatorMetrics());
+  }
+
+  /** The same, counting into {@code metrics}. */
+  public Allocator(KubernetesClient client, ClusterInformers informers, AllocatorConfig config, String identity,
+      AllocatorMetrics metrics) {
+    this(client, informers, false, config, identity, metrics);
   }
 
   private Allocator(KubernetesClient client, ClusterInformers informers, boolean ownsInformers, AllocatorConfig config,
-      String identity) {
+      String identity, AllocatorMetrics metrics) {
     this.informers = Objects.requireNonNull(informers);
     this.ownsInformers = ownsInformers;
+    this.metrics = Objects.requireNonNull(metrics);
     this.client = Objects.requireNonNull(client);
     this.config = Objects.requireNonNull(config);
     this.identity = Objects.requireNonNull(identity);
@@ -161,6 +175,7 @@ public final class Allocator implements AutoCloseable {
     LOG.info("{}: leading, allocating egress service hosts", identity);
     long t = term.incrementAndGet();
     leading = true;
+    metrics.leading(true);
     submit(() -> {
       if (term.get() == t) {
         reported.clear();
@@ -175,11 +190,17 @@ public final class Allocator implements AutoCloseable {
       LOG.info("{}: no longer leading, stopped writing", identity);
     }
     leading = false;
+    metrics.leading(false);
     term.incrementAndGet();
   }
 
   public boolean isLeading() {
     return leading;
+  }
+
+  /** Whether every informer has listed its kind once (a replica that has not cannot take over usefully). */
+  public boolean synced() {
+    return informers.hasSynced();
   }
 
   /** Waits (bounded) until a pass in progress, if any, has finished. */
@@ -276,19 +297,29 @@ public final class Allocator implements AutoCloseable {
   private void pass() {
     passes.incrementAndGet();
     List<EgressService> esList = informers.egressServices().getStore().list();
+    List<EgressServiceState> states = esList.stream().map(AllocatorInputs::egressService).toList();
+    List<NodeState> nodes = informers.nodes().getStore().list().stream().map(AllocatorInputs::node).toList();
     AllocationPass.Result result = AllocationPass.compute(
-        esList.stream().map(AllocatorInputs::egressService).toList(),
+        states,
         informers.services().getStore().list().stream().map(PlanInputs::service).toList(),
         informers.endpointSlices().getStore().list().stream().map(PlanInputs::slice).toList(),
-        informers.nodes().getStore().list().stream().map(AllocatorInputs::node).toList());
+        nodes);
     Map<ObjectRef, EgressService> byRef =
         esList.stream().collect(Collectors.toMap(PlanInputs::ref, Function.identity(), (a, b) -> a));
+    Map<ObjectRef, EgressServiceState> stateByRef =
+        states.stream().collect(Collectors.toMap(EgressServiceState::ref, Function.identity(), (a, b) -> a));
+    Map<String, NodeState> nodeByName =
+        nodes.stream().collect(Collectors.toMap(NodeState::name, Function.identity(), (a, b) -> a));
 
     for (Decision d : result.decisions()) {
       EgressService es = byRef.get(d.ref());
       boolean statusOk = es.getStatus() != null && d.host().equals(es.getStatus().getHost());
-      if (!statusOk) {
-        writeStatus(es, d.host());
+      if (!statusOk && writeStatus(es, d.host())) {
+        HostMoves.reason(stateByRef.get(d.ref()), d.host(), nodeByName).ifPresent(reason -> {
+          metrics.hostMoved(reason);
+          LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), stateByRef.get(d.ref()).statusHost(),
+              d.host(), reason);
+        });
       }
       Outcome now = new Outcome(es.getMetadata().getUid(), d.host(), d.reason());
       Outcome before = reported.put(d.ref(), now);
@@ -302,6 +333,10 @@ public final class Allocator implements AutoCloseable {
     }
     Set<ObjectRef> present = byRef.keySet();
     reported.keySet().retainAll(present);
+    metrics.allocations(result.decisions().stream()
+        .map(d -> new AllocatorMetrics.Allocation(d.ref().namespace(), d.ref().name(), d.host(),
+            d.reason().eventReason()))
+        .toList());
 
     for (Map.Entry<String, Map<String, Boolean>> e : result.labelChanges().entrySet()) {
       patchLabels(e.getKey(), e.getValue());
@@ -314,7 +349,8 @@ public final class Allocator implements AutoCloseable {
     }
   }
 
-  private void writeStatus(EgressService cached, String host) {
+  /** True when this call wrote {@code host}; false when the object is gone or already had it. */
+  private boolean writeStatus(EgressService cached, String host) {
     EgressService copy = client.getKubernetesSerialization().clone(cached);
     String ns = cached.getMetadata().getNamespace();
     String name = cached.getMetadata().getName();
@@ -326,10 +362,10 @@ public final class Allocator implements AutoCloseable {
       try {
         client.resource(copy).updateStatus();
         statusWrites.incrementAndGet();
-        return;
+        return true;
       } catch (KubernetesClientException e) {
         if (e.getCode() == 404) {
-          return; // deleted meanwhile; its informer event requests a new pass
+          return false; // deleted meanwhile; its informer event requests a new pass
         }
         if (e.getCode() != 409 || attempt == STATUS_ATTEMPTS) {
           throw e;
@@ -338,10 +374,10 @@ public final class Allocator implements AutoCloseable {
         LOG.debug("{}: conflict writing status of {}/{}, retrying", identity, ns, name);
         copy = client.resources(EgressService.class).inNamespace(ns).withName(name).get();
         if (copy == null) {
-          return;
+          return false;
         }
         if (copy.getStatus() != null && host.equals(copy.getStatus().getHost())) {
-          return;
+          return false;
         }
       }
     }

@@ -1,6 +1,7 @@
 package io.egressservice.allocator;
 
 import io.egressservice.informers.ClusterInformers;
+import io.egressservice.metrics.AllocatorMetrics;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
@@ -57,7 +58,13 @@ public final class AllocatorRunner implements AutoCloseable {
 
   public static AllocatorRunner start(
       KubernetesClient client, String leaseNamespace, String identity, AllocatorConfig config) {
-    return start(client, new Allocator(client, config, identity), leaseNamespace, identity, config);
+    return start(client, leaseNamespace, identity, config, new AllocatorMetrics());
+  }
+
+  /** With informers of its own, counting into {@code metrics} (the {@code allocator} command). */
+  public static AllocatorRunner start(KubernetesClient client, String leaseNamespace, String identity,
+      AllocatorConfig config, AllocatorMetrics metrics) {
+    return start(client, new Allocator(client, config, identity, metrics), leaseNamespace, identity, config);
   }
 
   /**
@@ -66,8 +73,14 @@ public final class AllocatorRunner implements AutoCloseable {
    */
   public static AllocatorRunner start(
       KubernetesClient client, ClusterInformers informers, String leaseNamespace, String identity) {
-    AllocatorConfig config = AllocatorConfig.defaults();
-    return start(client, new Allocator(client, informers, config, identity), leaseNamespace, identity, config);
+    return start(client, informers, leaseNamespace, identity, AllocatorConfig.defaults(), new AllocatorMetrics());
+  }
+
+  /** As above with {@code config} (its resync period must be the informers'), counting into {@code metrics}. */
+  public static AllocatorRunner start(KubernetesClient client, ClusterInformers informers, String leaseNamespace,
+      String identity, AllocatorConfig config, AllocatorMetrics metrics) {
+    return start(client, new Allocator(client, informers, config, identity, metrics), leaseNamespace, identity,
+        config);
   }
 
   private static AllocatorRunner start(

@@ -13,7 +13,7 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Implements k8s.ovn.org/v1 EgressService on a node with ip rules and nftables.",
-    subcommands = {RunCommand.class, PlanCommand.class, ApplyCommand.class, StatusCommand.class, CleanupCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {RunCommand.class, AllocatorCommand.class, PlanCommand.class, ApplyCommand.class, StatusCommand.class, CleanupCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
   /** Success. */
   public static final int EXIT_OK = 0;

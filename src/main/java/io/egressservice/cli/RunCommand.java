@@ -2,6 +2,7 @@ package io.egressservice.cli;
 
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
+import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.controller.AgentSerialization;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
@@ -10,6 +11,8 @@ import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.health.HealthServer;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
+import io.egressservice.metrics.AllocatorMetrics;
+import io.egressservice.metrics.RuntimeMetrics;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.PlanConfig;
@@ -83,6 +86,7 @@ public final class RunCommand implements Callable<Integer> {
       throw e;
     }
     AgentMetrics metrics = new AgentMetrics();
+    RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
     // One set of informers for the node agent and the allocator: one watch per kind, one cache. Their
     // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
     ClusterInformers informers = ClusterInformers.create(client,
@@ -101,7 +105,8 @@ public final class RunCommand implements Callable<Integer> {
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {
       String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
-      allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity));
+      allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
+          AllocatorConfig.defaults(), new AllocatorMetrics(metrics.registry())));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
     CountDownLatch done = new CountDownLatch(1);

@@ -18,7 +18,9 @@ public final class AgentMetrics {
   private final PrometheusRegistry registry = new PrometheusRegistry();
   private final Histogram reconcileDuration = Histogram.builder()
       .name("egress_service_agent_reconcile_duration_seconds")
-      .help("Time of one reconcile: plan, observe and apply.")
+      .help("Time of one reconcile: plan, observe and apply. trigger: what started it: startup (the first),"
+          + " api (an informer event that changed a plan input), resync (the periodic full reconcile, --resync),"
+          + " kernel (a netlink notification or an nft check found drift), retry (after a failed reconcile).")
       .classicUpperBounds(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
       .labelNames("trigger")
       .register(registry);
@@ -76,7 +78,7 @@ public final class AgentMetrics {
       .register(registry);
   private final Gauge reconcileInterval = Gauge.builder()
       .name("egress_service_agent_reconcile_interval_seconds")
-      .help("Current minimum time between reconcile starts: 0.05 s normally, longer while a burst of events lasts.")
+      .help("Current minimum time between reconcile starts: 0.025 s normally, longer while a burst of events lasts.")
       .register(registry);
 
   public PrometheusRegistry registry() {
@@ -117,7 +119,7 @@ public final class AgentMetrics {
     }
   }
 
-  /** Records one reconcile; {@code trigger} is api, resync, kernel or startup. */
+  /** Records one reconcile; {@code trigger} is startup, api, resync, kernel or retry. */
   public void reconciled(String trigger, double seconds, DesiredState desired, ApplyReport report, Owned after,
       double nowEpochSeconds, boolean apiTriggered) {
     reconcileDuration.labelValues(trigger).observe(seconds);

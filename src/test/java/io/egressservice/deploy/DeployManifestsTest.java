@@ -14,6 +14,7 @@ import io.fabric8.kubernetes.api.model.Toleration;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
@@ -43,6 +44,8 @@ class DeployManifestsTest {
   private static final Path DEPLOY = ROOT.resolve("deploy");
   private static final String NAMESPACE = "egress-service-agent";
   private static final String SERVICE_ACCOUNT = "egress-service-agent";
+  private static final String ALLOCATOR_ACCOUNT = "egress-service-allocator";
+  private static final String IMAGE = "ghcr.io/egress-service-agent/egress-service-agent";
   private static final YAMLMapper YAML = new YAMLMapper();
   private static final KubernetesSerialization KUBE = new KubernetesSerialization();
 
@@ -75,22 +78,40 @@ class DeployManifestsTest {
       }
     }
     assertThat(baseObjects().stream().map(d -> d.path("kind").asText()).collect(Collectors.toList()))
-        .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
-            "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet");
+        .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ServiceAccount",
+            "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding",
+            "DaemonSet", "Deployment", "PodDisruptionBudget");
     assertThat(texts(kustomization.path("images").path(0).path("name")))
         .as("images: override of the DaemonSet's image").containsExactly(container().getImage().split(":")[0]);
+    assertThat(allocatorContainer().getImage().split(":")[0]).isEqualTo(IMAGE);
+  }
+
+  @Test
+  void theKustomizationNamesTheReleaseOfThePomNotLatest() throws IOException {
+    JsonNode image = readOne(DEPLOY.resolve("kustomization.yaml")).path("images").path(0);
+    assertThat(image.path("name").asText()).isEqualTo(IMAGE);
+    String pomVersion = Files.readString(ROOT.resolve("pom.xml"))
+        .replaceFirst("(?s).*?</parent>", "")
+        .replaceFirst("(?s).*?<artifactId>egress-service-agent</artifactId>\\s*<version>([^<]+)</version>.*", "$1");
+    assertThat(image.path("newTag").asText())
+        .as("deploy/ installs the release this tree is (the pom's version without -SNAPSHOT; the release"
+            + " workflow pushes that tag)")
+        .isNotEqualTo("latest")
+        .isEqualTo(pomVersion.replace("-SNAPSHOT", ""));
   }
 
   @Test
   void namespacedObjectsLiveInTheAgentNamespace() throws IOException {
     for (JsonNode doc : baseObjects()) {
       String kind = doc.path("kind").asText();
-      if (Set.of("ServiceAccount", "Role", "RoleBinding", "DaemonSet").contains(kind)) {
+      if (Set.of("ServiceAccount", "Role", "RoleBinding", "DaemonSet", "Deployment", "PodDisruptionBudget")
+          .contains(kind)) {
         assertThat(doc.path("metadata").path("namespace").asText()).as(kind).isEqualTo(NAMESPACE);
       }
     }
     assertThat(one("Namespace").path("metadata").path("name").asText()).isEqualTo(NAMESPACE);
-    assertThat(one("ServiceAccount").path("metadata").path("name").asText()).isEqualTo(SERVICE_ACCOUNT);
+    assertThat(all("ServiceAccount").stream().map(d -> d.path("metadata").path("name").asText()))
+        .containsExactlyInAnyOrder(SERVICE_ACCOUNT, ALLOCATOR_ACCOUNT);
   }
 
   // ---- DaemonSet ----
@@ -113,7 +134,9 @@ class DeployManifestsTest {
     assertThat(ds.getSpec().getTemplate().getMetadata().getLabels())
         .containsAllEntriesOf(ds.getSpec().getSelector().getMatchLabels());
     assertThat(pod.getContainers()).hasSize(1);
-    assertThat(container().getArgs()).containsExactly("run");
+    assertThat(container().getArgs()).as("the allocator is the Deployment's job").containsExactly("run", "--allocator=false");
+    assertThat(pod.getNodeSelector()).isEqualTo(Map.of("kubernetes.io/os", "linux"));
+    assertThat(container().getTerminationMessagePolicy()).isEqualTo("FallbackToLogsOnError");
   }
 
   @Test
@@ -132,10 +155,15 @@ class DeployManifestsTest {
   void environmentComesFromTheDownwardApi() throws IOException {
     Map<String, EnvVar> env = container().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
     assertThat(env.get("EGRESS_AGENT_NODE_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("spec.nodeName");
-    assertThat(env.get("EGRESS_AGENT_POD_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("metadata.name");
-    assertThat(env.get("EGRESS_AGENT_POD_NAMESPACE").getValueFrom().getFieldRef().getFieldPath())
-        .isEqualTo("metadata.namespace");
+    assertThat(env).as("no leader election in the DaemonSet").doesNotContainKeys("EGRESS_AGENT_POD_NAME",
+        "EGRESS_AGENT_ALLOCATOR");
     assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-Xmx96m", "-XX:+UseSerialGC", "-Djna.tmpdir=/tmp");
+    Map<String, EnvVar> allocatorEnv =
+        allocatorContainer().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
+    assertThat(allocatorEnv.get("EGRESS_AGENT_POD_NAME").getValueFrom().getFieldRef().getFieldPath())
+        .isEqualTo("metadata.name");
+    assertThat(allocatorEnv.get("EGRESS_AGENT_POD_NAMESPACE").getValueFrom().getFieldRef().getFieldPath())
+        .isEqualTo("metadata.namespace");
   }
 
   @Test
@@ -175,39 +203,44 @@ class DeployManifestsTest {
   // ---- RBAC ----
 
   @Test
-  void clusterRoleIsExactlyWhatTheCodeUses() throws IOException {
-    ClusterRole role = KUBE.convertValue(one("ClusterRole"), ClusterRole.class);
-    for (PolicyRule rule : role.getRules()) {
-      assertThat(rule.getVerbs()).doesNotContain("*");
-      assertThat(rule.getResources()).doesNotContain("*").doesNotContain("secrets");
-      assertThat(rule.getApiGroups()).doesNotContain("*");
-      assertThat(rule.getNonResourceURLs()).isNullOrEmpty();
-    }
-    assertThat(grants(role.getRules())).isEqualTo(new TreeMap<>(Map.of(
-        "k8s.ovn.org/egressservices", Set.of("get", "list", "watch"),
-        "k8s.ovn.org/egressservices/status", Set.of("get", "update", "patch"),
-        "/services", Set.of("get", "list", "watch"),
-        "discovery.k8s.io/endpointslices", Set.of("get", "list", "watch"),
-        "/nodes", Set.of("get", "list", "watch", "patch"),
-        "/events", Set.of("create", "patch"),
-        "events.k8s.io/events", Set.of("create", "patch"))));
-
-    ClusterRoleBinding binding = KUBE.convertValue(one("ClusterRoleBinding"), ClusterRoleBinding.class);
-    assertThat(binding.getRoleRef().getKind()).isEqualTo("ClusterRole");
-    assertThat(binding.getRoleRef().getName()).isEqualTo(role.getMetadata().getName());
-    assertBindsTheAgent(binding.getSubjects());
+  void finding9_theDaemonSetsAccountReadsAndCreatesEventsOnly() throws IOException {
+    assertThat(daemonSet().getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo(SERVICE_ACCOUNT);
+    TreeMap<String, Set<String>> grants = grantsOf(SERVICE_ACCOUNT);
+    assertThat(grants).isEqualTo(new TreeMap<>(Map.of(
+        "k8s.ovn.org/egressservices", Set.of("list", "watch"),
+        "/services", Set.of("list", "watch"),
+        "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
+        "/nodes", Set.of("list", "watch"),
+        "/events", Set.of("create"))));
+    grants.forEach((resource, verbs) -> assertThat(resource.equals("/events") ? Set.of() : verbs)
+        .as("write verbs on %s held by every node's pod", resource).allMatch(v -> Set.of("get", "list", "watch").contains(v)));
   }
 
   @Test
-  void leaderElectionIsANamespacedLeaseRole() throws IOException {
-    Role role = KUBE.convertValue(one("Role"), Role.class);
-    assertThat(grants(role.getRules()))
-        .isEqualTo(new TreeMap<>(Map.of("coordination.k8s.io/leases", Set.of("get", "create", "update", "patch"))));
-    RoleBinding binding = KUBE.convertValue(one("RoleBinding"), RoleBinding.class);
-    assertThat(binding.getMetadata().getNamespace()).isEqualTo(NAMESPACE);
-    assertThat(binding.getRoleRef().getKind()).isEqualTo("Role");
-    assertThat(binding.getRoleRef().getName()).isEqualTo(role.getMetadata().getName());
-    assertBindsTheAgent(binding.getSubjects());
+  void finding9_onlyTheAllocatorsAccountWritesStatusLabelsAndTheLease() throws IOException {
+    Deployment allocator = allocator();
+    assertThat(allocator.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo(ALLOCATOR_ACCOUNT);
+    assertThat(grantsOf(ALLOCATOR_ACCOUNT)).isEqualTo(new TreeMap<>(Map.of(
+        "k8s.ovn.org/egressservices", Set.of("get", "list", "watch"),
+        "k8s.ovn.org/egressservices/status", Set.of("update"),
+        "/services", Set.of("list", "watch"),
+        "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
+        "/nodes", Set.of("get", "list", "watch", "patch"),
+        "/events", Set.of("create"),
+        NAMESPACE + ":coordination.k8s.io/leases", Set.of("get", "create", "patch"))));
+  }
+
+  @Test
+  void rolesHaveNoWildcardsSecretsOrUrls() throws IOException {
+    for (JsonNode doc : all("ClusterRole", "Role")) {
+      for (PolicyRule rule : KUBE.convertValue(doc, ClusterRole.class).getRules()) {
+        assertThat(rule.getVerbs()).doesNotContain("*");
+        assertThat(rule.getResources()).doesNotContain("*").doesNotContain("secrets").doesNotContain("pods");
+        assertThat(rule.getApiGroups()).doesNotContain("*");
+        assertThat(rule.getNonResourceURLs()).isNullOrEmpty();
+        assertThat(rule.getResourceNames()).isNullOrEmpty();
+      }
+    }
   }
 
   // ---- OVN-Kubernetes component ----
@@ -219,7 +252,7 @@ class DeployManifestsTest {
     assertThat(component.path("kind").asText()).isEqualTo("Component");
     List<String> patches = new ArrayList<>();
     component.path("patches").forEach(p -> patches.add(p.path("path").asText()));
-    assertThat(patches).containsExactly("agent-env.yaml");
+    assertThat(patches).contains("agent-env.yaml");
     DaemonSet patch = KUBE.convertValue(readOne(dir.resolve("agent-env.yaml")), DaemonSet.class);
     DaemonSet base = daemonSet();
     assertThat(patch.getMetadata().getName()).isEqualTo(base.getMetadata().getName());
@@ -227,8 +260,40 @@ class DeployManifestsTest {
     Container patched = patch.getSpec().getTemplate().getSpec().getContainers().get(0);
     assertThat(patched.getName()).isEqualTo(container().getName());
     Map<String, String> env = patched.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, EnvVar::getValue));
-    assertThat(env).containsEntry("EGRESS_AGENT_ALLOCATOR", "false");
+    assertThat(env).as("the base DaemonSet already runs --allocator=false").doesNotContainKey("EGRESS_AGENT_ALLOCATOR");
     assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.0.0/17");
+  }
+
+  // ---- allocator Deployment ----
+
+  @Test
+  void allocatorIsTwoLeaderElectedReplicasWithoutHostAccess() throws IOException {
+    Deployment d = allocator();
+    PodSpec pod = d.getSpec().getTemplate().getSpec();
+    assertThat(d.getSpec().getReplicas()).isEqualTo(2);
+    assertThat(d.getSpec().getTemplate().getMetadata().getLabels())
+        .containsAllEntriesOf(d.getSpec().getSelector().getMatchLabels());
+    assertThat(d.getSpec().getSelector().getMatchLabels())
+        .as("the DaemonSet's selector must not match the allocator's pods")
+        .doesNotContainEntry("app.kubernetes.io/name", "egress-service-agent");
+    assertThat(pod.getHostNetwork()).isNotEqualTo(Boolean.TRUE);
+    assertThat(pod.getNodeSelector()).isEqualTo(Map.of("kubernetes.io/os", "linux"));
+    assertThat(pod.getSecurityContext().getRunAsNonRoot()).isTrue();
+    Container c = allocatorContainer();
+    assertThat(c.getArgs()).containsExactly("allocator");
+    assertThat(c.getTerminationMessagePolicy()).isEqualTo("FallbackToLogsOnError");
+    assertThat(c.getSecurityContext().getCapabilities().getDrop()).containsExactly("ALL");
+    assertThat(c.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
+    assertThat(c.getSecurityContext().getAllowPrivilegeEscalation()).isFalse();
+    assertThat(c.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
+    assertThat(httpPath(c.getLivenessProbe())).isEqualTo("/healthz");
+    assertThat(httpPath(c.getReadinessProbe())).isEqualTo("/readyz");
+    assertThat(c.getPorts()).singleElement().satisfies(p -> assertThat(p.getName()).isEqualTo("metrics"));
+    assertThat(pod.getVolumes()).allSatisfy(v -> assertThat(v.getHostPath()).isNull());
+    JsonNode pdb = one("PodDisruptionBudget");
+    assertThat(pdb.path("spec").path("maxUnavailable").asInt()).isEqualTo(1);
+    assertThat(pdb.path("spec").path("selector").path("matchLabels").path("app.kubernetes.io/name").asText())
+        .isEqualTo("egress-service-allocator");
   }
 
   // ---- image ----
@@ -239,7 +304,7 @@ class DeployManifestsTest {
     List<String> stages = List.of(dockerfile.split("(?m)^FROM "));
     String build = stages.get(1);
     String runtime = stages.get(stages.size() - 1);
-    assertThat(build).startsWith("maven:3-eclipse-temurin-17 ").contains("mvn -B -DskipTests package");
+    assertThat(build).startsWith("--platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 ").containsPattern("mvn -B -DskipTests [^\\n]*package");
     assertThat(dockerfile).contains("jlink ", "jdeps ");
     assertThat(runtime).startsWith("debian:bookworm-slim");
     assertThat(runtime).containsPattern("apt-get install -y --no-install-recommends[^\\n]*\\blibnftables1\\b")
@@ -257,32 +322,58 @@ class DeployManifestsTest {
         .containsPattern("-Xshare:dump[^\\n]*-XX:SharedClassListFile=/tmp/agent.classlist")
         .contains("-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa -cp /opt/egress-service-agent/egress-service-agent.jar");
 
+    assertThat(runtime).as("not root unless a pod says so (the DaemonSet does, the allocator does not)")
+        .contains("\nUSER 65532:65532\n");
+
+    String local = Files.readString(ROOT.resolve("scripts/build-image.sh"));
+    assertThat(local).as("scripts/build-image.sh builds the same layout, entrypoint and user")
+        .contains("--include=libnftables1", "jdk.crypto.ec", "--generate-cds-archive", "-Xshare:dump",
+            "--user 65532:65532", "egress-service-agent.jar", "agent.jsa", "oci-archive:");
+
     List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
     assertThat(ignored).contains("target/", ".git");
   }
 
   // ---- helpers ----
 
-  private static void assertBindsTheAgent(List<Subject> subjects) {
-    assertThat(subjects).singleElement().satisfies(s -> {
-      assertThat(s.getKind()).isEqualTo("ServiceAccount");
-      assertThat(s.getName()).isEqualTo(SERVICE_ACCOUNT);
-      assertThat(s.getNamespace()).isEqualTo(NAMESPACE);
-    });
-  }
-
-  /** "group/resource" -> verbs, every rule merged. */
-  private static TreeMap<String, Set<String>> grants(List<PolicyRule> rules) {
+  /**
+   * "group/resource" (cluster-wide) or "namespace:group/resource" (a Role) -> verbs, every rule of every role
+   * bound to the ServiceAccount merged.
+   */
+  private static TreeMap<String, Set<String>> grantsOf(String account) throws IOException {
     TreeMap<String, Set<String>> grants = new TreeMap<>();
-    for (PolicyRule rule : rules) {
-      assertThat(rule.getResourceNames()).isNullOrEmpty();
-      for (String group : rule.getApiGroups()) {
-        for (String resource : rule.getResources()) {
-          grants.computeIfAbsent(group + "/" + resource, k -> new TreeSet<>()).addAll(rule.getVerbs());
-        }
+    for (JsonNode doc : all("ClusterRoleBinding")) {
+      ClusterRoleBinding b = KUBE.convertValue(doc, ClusterRoleBinding.class);
+      if (binds(b.getSubjects(), account)) {
+        assertThat(b.getRoleRef().getKind()).isEqualTo("ClusterRole");
+        merge(grants, "", KUBE.convertValue(named("ClusterRole", b.getRoleRef().getName()), ClusterRole.class).getRules());
+      }
+    }
+    for (JsonNode doc : all("RoleBinding")) {
+      RoleBinding b = KUBE.convertValue(doc, RoleBinding.class);
+      if (binds(b.getSubjects(), account)) {
+        assertThat(b.getRoleRef().getKind()).isEqualTo("Role");
+        Role role = KUBE.convertValue(named("Role", b.getRoleRef().getName()), Role.class);
+        assertThat(role.getMetadata().getNamespace()).isEqualTo(b.getMetadata().getNamespace());
+        merge(grants, role.getMetadata().getNamespace() + ":", role.getRules());
       }
     }
     return grants;
+  }
+
+  private static boolean binds(List<Subject> subjects, String account) {
+    return subjects.stream().anyMatch(s -> "ServiceAccount".equals(s.getKind()) && account.equals(s.getName())
+        && NAMESPACE.equals(s.getNamespace()));
+  }
+
+  private static void merge(TreeMap<String, Set<String>> grants, String prefix, List<PolicyRule> rules) {
+    for (PolicyRule rule : rules) {
+      for (String group : rule.getApiGroups()) {
+        for (String resource : rule.getResources()) {
+          grants.computeIfAbsent(prefix + group + "/" + resource, k -> new TreeSet<>()).addAll(rule.getVerbs());
+        }
+      }
+    }
   }
 
   private static String httpPath(Probe probe) {
@@ -299,11 +390,29 @@ class DeployManifestsTest {
     return KUBE.convertValue(one("DaemonSet"), DaemonSet.class);
   }
 
+  private static Deployment allocator() throws IOException {
+    return KUBE.convertValue(one("Deployment"), Deployment.class);
+  }
+
+  private static Container allocatorContainer() throws IOException {
+    return allocator().getSpec().getTemplate().getSpec().getContainers().get(0);
+  }
+
   private static JsonNode one(String kind) throws IOException {
-    List<JsonNode> found = baseObjects().stream().filter(d -> kind.equals(d.path("kind").asText()))
-        .collect(Collectors.toList());
+    List<JsonNode> found = all(kind);
     assertThat(found).as("objects of kind %s in the base", kind).hasSize(1);
     return found.get(0);
+  }
+
+  private static JsonNode named(String kind, String name) throws IOException {
+    List<JsonNode> found = all(kind).stream().filter(d -> name.equals(d.path("metadata").path("name").asText())).toList();
+    assertThat(found).as("%s %s in the base", kind, name).hasSize(1);
+    return found.get(0);
+  }
+
+  private static List<JsonNode> all(String... kinds) throws IOException {
+    Set<String> wanted = Set.of(kinds);
+    return baseObjects().stream().filter(d -> wanted.contains(d.path("kind").asText())).collect(Collectors.toList());
   }
 
   /** Every object of every resource file listed in deploy/kustomization.yaml. */

@@ -66,6 +66,7 @@ class K3sIntegrationTest {
   static final String K3S_IMAGE = "rancher/k3s:v1.31.4-k3s1";
   static final String AGENT_NS = "egress-service-agent";
   static final String SERVICE_ACCOUNT = "egress-service-agent";
+  static final String ALLOCATOR_ACCOUNT = "egress-service-allocator";
   static final String NS = "default";
   static final String CRD = "egressservices.k8s.ovn.org";
   static final String NETWORK = "100";
@@ -132,16 +133,10 @@ class K3sIntegrationTest {
     apply("deploy/serviceaccount.yaml");
     apply("deploy/rbac.yaml");
 
-    // A client that authenticates only with the ServiceAccount's token: same server, same CA.
-    TokenRequest token = admin.serviceAccounts().inNamespace(AGENT_NS).withName(SERVICE_ACCOUNT).tokenRequest(
-        new TokenRequestBuilder().withNewSpec().withExpirationSeconds(3600L).endSpec().build());
-    assertThat(token.getStatus().getToken()).isNotBlank();
-    agentClient = new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.empty())
-        .withMasterUrl(adminConfig.getMasterUrl())
-        .withCaCertData(adminConfig.getCaCertData())
-        .withOauthToken(token.getStatus().getToken())
-        .build()).build();
-    toClose.add(agentClient);
+    // Clients that authenticate only with each ServiceAccount's token: same server, same CA. The node agent
+    // (the DaemonSet's account) and the allocator (the Deployment's) each run as their own.
+    agentClient = clientAs(adminConfig, SERVICE_ACCOUNT);
+    KubernetesClient allocatorClient = clientAs(adminConfig, ALLOCATOR_ACCOUNT);
     // It is the ServiceAccount and nothing more: outside the ClusterRole it is forbidden.
     assertThatThrownBy(() -> agentClient.secrets().inNamespace(NS).list())
         .isInstanceOfSatisfying(KubernetesClientException.class, e -> {
@@ -154,6 +149,11 @@ class K3sIntegrationTest {
         .filter(n -> n.getSpec().getPodCIDR() != null && isReady(n)).findFirst(), Optional::isPresent).orElseThrow();
     String nodeName = node.getMetadata().getName();
     String podCidr = node.getSpec().getPodCIDR();
+    // Issue 16 finding 9: every node's pod can no longer label Nodes (nor write status.host, below).
+    assertThatThrownBy(() -> agentClient.nodes().withName(nodeName).patch(
+        io.fabric8.kubernetes.client.dsl.base.PatchContext.of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
+        "{\"metadata\":{\"labels\":{\"egress-service-agent.test/forbidden\":\"\"}}}"))
+        .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(403));
     String ep1 = addressIn(podCidr, 200);
     String ep2 = addressIn(podCidr, 201);
 
@@ -175,13 +175,16 @@ class K3sIntegrationTest {
     admin.resources(EgressService.class).inNamespace(NS)
         .resource(EgressServices.of(NS, "web", SourceIPBy.LOADBALANCERIP, NETWORK, "")).create();
 
-    // The agent and the allocator, both as the ServiceAccount; the allocator chooses the host.
+    // The agent and the allocator, each as its own ServiceAccount; the allocator chooses the host.
     Privileges.assumeNetAdmin();
     ns = Netns.create("k3s");
     toClose.add(ns);
     Dataplane dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     toClose.add(dataplane);
-    toClose.add(AllocatorRunner.start(agentClient, AGENT_NS, "k3s-it-allocator",
+    EgressService created = admin.resources(EgressService.class).inNamespace(NS).withName("web").get();
+    assertThatThrownBy(() -> agentClient.resource(created).updateStatus())
+        .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(403));
+    toClose.add(AllocatorRunner.start(allocatorClient, AGENT_NS, "k3s-it-allocator",
         new AllocatorConfig(AllocatorConfig.DEFAULT_LEASE_NAME, Duration.ofSeconds(4), Duration.ofSeconds(3),
             Duration.ofMillis(500), Duration.ofSeconds(30))));
     NodeAgent agent = new NodeAgent(agentClient, dataplane,
@@ -211,6 +214,19 @@ class K3sIntegrationTest {
 
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("proto 201"));
     await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).doesNotContain(LB_IP));
+  }
+
+  private KubernetesClient clientAs(Config adminConfig, String account) {
+    TokenRequest token = admin.serviceAccounts().inNamespace(AGENT_NS).withName(account).tokenRequest(
+        new TokenRequestBuilder().withNewSpec().withExpirationSeconds(3600L).endSpec().build());
+    assertThat(token.getStatus().getToken()).isNotBlank();
+    KubernetesClient c = new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.empty())
+        .withMasterUrl(adminConfig.getMasterUrl())
+        .withCaCertData(adminConfig.getCaCertData())
+        .withOauthToken(token.getStatus().getToken())
+        .build()).build();
+    toClose.add(c);
+    return c;
   }
 
   private void apply(String file) throws IOException {

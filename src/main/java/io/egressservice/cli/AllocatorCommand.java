@@ -1,0 +1,87 @@
+package io.egressservice.cli;
+
+import io.egressservice.allocator.AllocatorConfig;
+import io.egressservice.allocator.AllocatorRunner;
+import io.egressservice.buildinfo.BuildInfo;
+import io.egressservice.health.HealthServer;
+import io.egressservice.metrics.AllocatorMetrics;
+import io.egressservice.metrics.RuntimeMetrics;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code allocator}: the cluster side alone, as the {@code egress-service-allocator} Deployment runs it. Its
+ * replicas compete for one Lease; the holder writes {@code status.host} and the host labels. It touches no
+ * kernel, so it needs no capability and no host network, and only it holds the write permissions.
+ */
+@Command(name = "allocator", mixinStandardHelpOptions = true,
+    description = "Run only the allocator (leader-elected): choose each EgressService's status.host and label "
+        + "the host node; /metrics, /healthz, /readyz.")
+public final class AllocatorCommand implements Callable<Integer> {
+  private static final Logger LOG = LoggerFactory.getLogger(AllocatorCommand.class);
+
+  @Option(names = "--kubeconfig", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+      description = "Kubeconfig file; default: in-cluster configuration, then ~/.kube/config.")
+  Path kubeconfig;
+
+  @Option(names = "--lease-namespace", defaultValue = "${env:EGRESS_AGENT_POD_NAMESPACE:-egress-service-agent}",
+      description = "Namespace of the leader-election Lease (default: the pod's namespace, else ${DEFAULT-VALUE}).")
+  String leaseNamespace;
+
+  @Option(names = "--pod-name", defaultValue = "${env:EGRESS_AGENT_POD_NAME}",
+      description = "Leader-election identity, unique per replica (the Deployment sets it from metadata.name).")
+  String podName;
+
+  @Option(names = "--metrics-port", defaultValue = "${env:EGRESS_AGENT_METRICS_PORT:-9464}",
+      description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
+  int metricsPort;
+
+  @Override
+  public Integer call() throws Exception {
+    if (podName == null || podName.isBlank()) {
+      throw new Main.UserError("--pod-name (or EGRESS_AGENT_POD_NAME) is required: each replica needs its own "
+          + "leader-election identity");
+    }
+    if (leaseNamespace == null || leaseNamespace.isBlank()) {
+      throw new Main.UserError("--lease-namespace must not be empty");
+    }
+    KubernetesClient client = KubeClients.create(kubeconfig);
+    AllocatorMetrics metrics = new AllocatorMetrics();
+    RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
+    AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, AllocatorConfig.defaults(),
+        metrics);
+    HealthServer health;
+    try {
+      // Alive while the process answers; ready once the caches are synced, so that a rollout waits for a
+      // replica that could take over. A follower is ready too: readiness says nothing about the Lease.
+      health = HealthServer.start(metricsPort, metrics.registry(),
+          () -> new HealthServer.Probe(true, runner.isLeader() ? "allocator, leading" : "allocator, following"),
+          () -> runner.allocator().synced()
+              ? new HealthServer.Probe(true, "informers synced")
+              : new HealthServer.Probe(false, "informers not synced yet"));
+    } catch (IOException e) {
+      runner.close();
+      client.close();
+      throw new Main.SystemError("cannot listen on port " + metricsPort + " for /metrics: " + e.getMessage(), e);
+    }
+    CountDownLatch done = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      LOG.info("stopping: releasing the allocator's Lease");
+      runner.close();
+      health.close();
+      client.close();
+      done.countDown();
+    }, "shutdown"));
+    LOG.info("egress-service-allocator {} running as {} (lease {}/{}, metrics on :{})",
+        BuildInfo.current().describe(), podName, leaseNamespace, AllocatorConfig.DEFAULT_LEASE_NAME, health.port());
+    done.await();
+    return Main.EXIT_OK;
+  }
+}

@@ -1,0 +1,29 @@
+package io.egressservice.cli;
+
+import io.egressservice.controller.AgentSerialization;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** The API client of {@code allocator} (the same as {@code run}'s, whose copy can move here). */
+final class KubeClients {
+  private KubeClients() {}
+
+  /**
+   * From {@code kubeconfig}, or (null) the in-cluster configuration, then ~/.kube/config; a client that does
+   * not load fabric8's whole model on its first watch event (see AgentSerialization).
+   */
+  static KubernetesClient create(Path kubeconfig) {
+    if (kubeconfig == null) {
+      return AgentSerialization.clientBuilder().build();
+    }
+    try {
+      return AgentSerialization.clientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
+    } catch (IOException | RuntimeException e) {
+      throw new Main.UserError("cannot use --kubeconfig " + kubeconfig + ": "
+          + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()) + " (is it a kubeconfig file?)");
+    }
+  }
+}

@@ -1,0 +1,103 @@
+package io.egressservice.metrics;
+
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The allocator's Prometheus metrics, {@code egress_service_agent_*} like the node agent's, registered in the
+ * registry of the process that runs it (the {@code allocator} Deployment's, or {@code run}'s with
+ * {@code --allocator=true}).
+ */
+public final class AllocatorMetrics {
+  /** The reasons a service's host moves, one per test the old host failed ({@code HostChooser}'s order). */
+  public static final List<String> MOVE_REASONS = List.of(
+      "node_gone", "node_deleting", "node_not_ready", "node_cordoned", "node_selector", "no_endpoints");
+
+  private final PrometheusRegistry registry;
+  private final Counter hostMoves;
+  private final Gauge leader;
+  private final Gauge allocation;
+  /** The label values of the allocation series exported now. */
+  private final Set<Allocation> exported = new HashSet<>();
+  private boolean leading;
+
+  /**
+   * One EgressService's allocation as the leader last decided it.
+   *
+   * @param host its {@code status.host}: a node, {@code ALL}, or "" (none)
+   * @param reason the Event reason of the decision (HostAllocated, AllNodes, NoHostAvailable, ...)
+   */
+  public record Allocation(String namespace, String name, String host, String reason) {}
+
+  /** On a registry of its own (tests, and callers that do not expose it). */
+  public AllocatorMetrics() {
+    this(new PrometheusRegistry());
+  }
+
+  public AllocatorMetrics(PrometheusRegistry registry) {
+    this.registry = registry;
+    hostMoves = Counter.builder()
+        .name("egress_service_agent_host_moves_total")
+        .help("status.host changes from one node to another (failovers), by why the old host no longer qualified:"
+            + " node_gone, node_deleting, node_not_ready, node_cordoned, node_selector, no_endpoints.")
+        .labelNames("reason")
+        .register(registry);
+    leader = Gauge.builder()
+        .name("egress_service_agent_allocator_leader")
+        .help("1 while this process holds the allocator's Lease and writes status.host, else 0.")
+        .register(registry);
+    leader.set(0);
+    allocation = Gauge.builder()
+        .name("egress_service_agent_service_allocation")
+        .help("1 per EgressService, exported by the leading allocator only: its status.host (a node, ALL, or \"\")"
+            + " and the reason of the decision (HostAllocated, AllNodes, NoHostAvailable, ServiceNotFound, ...).")
+        .labelNames("service_namespace", "service", "host", "reason")
+        .register(registry);
+    // Every reason at 0 from the start: the series exist before the first move, so increase() sees it.
+    MOVE_REASONS.forEach(hostMoves::labelValues);
+  }
+
+  public PrometheusRegistry registry() {
+    return registry;
+  }
+
+  /** One service's host moved from one node to another because the old host failed {@code reason}. */
+  public void hostMoved(String reason) {
+    hostMoves.labelValues(reason).inc();
+  }
+
+  /** Moves counted for {@code reason} so far. */
+  public long hostMoves(String reason) {
+    return (long) hostMoves.labelValues(reason).get();
+  }
+
+  /**
+   * After each pass: exactly these allocations are exported, while leading; a pass that ends after leadership
+   * was lost exports nothing.
+   */
+  public synchronized void allocations(List<Allocation> now) {
+    Set<Allocation> wanted = leading ? Set.copyOf(now) : Set.of();
+    for (Allocation a : exported) {
+      if (!wanted.contains(a)) {
+        allocation.remove(a.namespace(), a.name(), a.host(), a.reason());
+      }
+    }
+    for (Allocation a : wanted) {
+      allocation.labelValues(a.namespace(), a.name(), a.host(), a.reason()).set(1);
+    }
+    exported.clear();
+    exported.addAll(wanted);
+  }
+
+  public synchronized void leading(boolean leading) {
+    this.leading = leading;
+    leader.set(leading ? 1 : 0);
+    if (!leading) {
+      allocations(List.of());
+    }
+  }
+}
