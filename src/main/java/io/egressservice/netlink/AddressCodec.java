@@ -22,6 +22,15 @@ final class AddressCodec {
     w.end();
   }
 
+  /** {@code ip addr add LOCAL/LEN scope S dev #INDEX} (RTM_NEWADDR, NLM_F_CREATE|NLM_F_EXCL). */
+  static void encodeAdd(NetlinkMessageWriter w, int seq, Address a) {
+    w.begin(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq);
+    w.u8(a.family().addressFamily()).u8(a.prefixLength()).u8(0).u8(a.scope()).u32(a.index());
+    w.attrBytes(IFA_LOCAL, a.local().addressBytes());
+    w.attrBytes(IFA_ADDRESS, a.local().addressBytes());
+    w.end();
+  }
+
   /** Decodes a payload; empty for families other than IPv4 and IPv6. */
   static Optional<Address> decode(ByteBuffer p) {
     if (p.limit() < IFADDRMSG_LEN) {

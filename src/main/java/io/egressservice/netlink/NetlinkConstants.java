@@ -71,6 +71,16 @@ final class NetlinkConstants {
   static final int RTA_GATEWAY = 5;
   static final int RTA_PRIORITY = 6;
   static final int RTA_TABLE = 15;
+  static final int RTA_ENCAP_TYPE = 21;
+  static final int RTA_ENCAP = 22;
+
+  // <linux/lwtunnel.h>
+  static final int LWTUNNEL_ENCAP_IP = 2;
+  static final int LWTUNNEL_ENCAP_IP6 = 4;
+  static final int LWTUNNEL_IP_ID = 1; // __be64 (the same numbers for LWTUNNEL_IP6_*)
+  static final int LWTUNNEL_IP_DST = 2;
+  static final int LWTUNNEL_IP_FLAGS = 6; // __be16, TUNNEL_* of <linux/if_tunnel.h>
+  static final int TUNNEL_CSUM = 0x01;
 
   static final int RTM_F_CLONED = 0x200;
 
@@ -130,15 +140,25 @@ final class NetlinkConstants {
   static final int FIB_RULE_INVERT = 0x2;
 
   // <linux/if_link.h>
+  static final int IFLA_ADDRESS = 1;
   static final int IFLA_IFNAME = 3;
   static final int IFLA_AF_SPEC = 26;
   /** In IFLA_AF_SPEC &gt; AF_INET: the device's net.ipv4.conf values, one u32 attribute per IPV4_DEVCONF_* id. */
   static final int IFLA_INET_CONF = 1;
   static final int AF_INET = 2;
+  static final int IFLA_MTU = 4;
   static final int IFLA_LINKINFO = 18;
+  static final int IFLA_IFALIAS = 20;
   static final int IFLA_INFO_KIND = 1;
   static final int IFLA_INFO_DATA = 2;
   static final int IFLA_VRF_TABLE = 1;
+  static final int IFF_UP = 0x1;
+
+  // IFLA_VXLAN_* (<linux/if_link.h>)
+  static final int IFLA_VXLAN_LEARNING = 7;
+  static final int IFLA_VXLAN_PORT = 15; // __be16
+  static final int IFLA_VXLAN_COLLECT_METADATA = 25;
+  static final int IFLA_VXLAN_GPE = 27; // flag
 
   static final int IFNAMSIZ = 16;
 }

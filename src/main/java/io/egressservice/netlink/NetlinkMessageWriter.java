@@ -84,6 +84,33 @@ final class NetlinkMessageWriter {
     return this;
   }
 
+  /** A u16 in host order (NLA_U16). */
+  NetlinkMessageWriter attrU16(int type, int v) {
+    attrHeader(type, 2);
+    buf.putShort((short) v);
+    return this;
+  }
+
+  /** A u16 in network order (a __be16 such as a UDP port). */
+  NetlinkMessageWriter attrBe16(int type, int v) {
+    return attrBytes(type, new byte[] {(byte) (v >>> 8), (byte) v});
+  }
+
+  /** A u64 in network order (a __be64 such as a tunnel id). */
+  NetlinkMessageWriter attrBe64(int type, long v) {
+    byte[] b = new byte[8];
+    for (int i = 0; i < 8; i++) {
+      b[i] = (byte) (v >>> (56 - 8 * i));
+    }
+    return attrBytes(type, b);
+  }
+
+  /** A flag attribute (NLA_FLAG): present, no payload. */
+  NetlinkMessageWriter attrFlag(int type) {
+    attrHeader(type, 0);
+    return this;
+  }
+
   NetlinkMessageWriter attrU32(int type, int v) {
     attrHeader(type, 4);
     buf.putInt(v);

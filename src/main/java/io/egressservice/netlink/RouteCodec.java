@@ -43,7 +43,46 @@ final class RouteCodec {
     r.gateway().ifPresent(g -> w.attrBytes(RTA_GATEWAY, g.addressBytes()));
     r.oif().ifPresent(i -> w.attrU32(RTA_OIF, i));
     r.metric().ifPresent(m -> w.attrU32(RTA_PRIORITY, m));
+    r.encap().ifPresent(e -> encodeEncap(w, e));
     w.end();
+  }
+
+  private static void encodeEncap(NetlinkMessageWriter w, RouteEncap e) {
+    w.attrU16(RTA_ENCAP_TYPE, e.family() == IpFamily.V4 ? LWTUNNEL_ENCAP_IP : LWTUNNEL_ENCAP_IP6);
+    int nest = w.beginNested(RTA_ENCAP);
+    w.attrBe64(LWTUNNEL_IP_ID, e.id());
+    w.attrBytes(LWTUNNEL_IP_DST, e.destination().addressBytes());
+    if (e.checksum()) {
+      w.attrBe16(LWTUNNEL_IP_FLAGS, TUNNEL_CSUM);
+    }
+    w.endNested(nest);
+  }
+
+  /** LWTUNNEL_ENCAP_IP / _IP6 with a destination; other encapsulations (MPLS, seg6, BPF, ...) are not modelled. */
+  private static Optional<RouteEncap> decodeEncap(NetlinkAttributes a) {
+    Optional<byte[]> type = a.bytes(RTA_ENCAP_TYPE).filter(b -> b.length >= 2);
+    Optional<NetlinkAttributes> nested = a.nested(RTA_ENCAP);
+    if (type.isEmpty() || nested.isEmpty()) {
+      return Optional.empty();
+    }
+    int t = java.nio.ByteBuffer.wrap(type.get()).order(java.nio.ByteOrder.nativeOrder()).getShort() & 0xffff;
+    IpFamily outer = t == LWTUNNEL_ENCAP_IP ? IpFamily.V4 : t == LWTUNNEL_ENCAP_IP6 ? IpFamily.V6 : null;
+    if (outer == null) {
+      return Optional.empty();
+    }
+    NetlinkAttributes e = nested.get();
+    Optional<byte[]> dst = e.bytes(LWTUNNEL_IP_DST).filter(b -> b.length == outer.byteLength());
+    if (dst.isEmpty()) {
+      return Optional.empty();
+    }
+    long id = 0;
+    byte[] idBytes = e.bytes(LWTUNNEL_IP_ID).filter(b -> b.length == 8).orElse(new byte[8]);
+    for (byte b : idBytes) {
+      id = (id << 8) | (b & 0xff);
+    }
+    boolean csum = e.bytes(LWTUNNEL_IP_FLAGS).filter(b -> b.length == 2)
+        .map(b -> ((((b[0] & 0xff) << 8) | (b[1] & 0xff)) & TUNNEL_CSUM) != 0).orElse(false);
+    return Optional.of(new RouteEncap(IpPrefix.host(dst.get()), id, csum));
   }
 
   static void encodeDump(NetlinkMessageWriter w, int seq, IpFamily family) {
@@ -81,6 +120,6 @@ final class RouteCodec {
     OptionalInt oif = a.u32(RTA_OIF);
     return Optional.of(
         new Route(family, table, RouteType.fromRtn(Byte.toUnsignedInt(p.get(7))), dst, gw, oif,
-            Byte.toUnsignedInt(p.get(5)), a.u32(RTA_PRIORITY)));
+            Byte.toUnsignedInt(p.get(5)), a.u32(RTA_PRIORITY), decodeEncap(a)));
   }
 }

@@ -38,8 +38,8 @@ public final class RtNetlink implements AutoCloseable {
   private static final int SEND_BYTES = 1 << 20;
   /** Upper bound of one encoded rule request (v6 src+dst, both ifnames and every u32). */
   private static final int MAX_RULE_MESSAGE = 256;
-  /** Upper bound of one encoded route request (rtmsg, v6 dst and gateway, table, oif, metric). */
-  private static final int MAX_ROUTE_MESSAGE = 128;
+  /** Upper bound of one encoded route request (rtmsg, v6 dst and gateway, table, oif, metric, ip6 encap). */
+  private static final int MAX_ROUTE_MESSAGE = 192;
   /**
    * Receive-queue memory one acknowledgement takes (skb truesize, conservatively): a chunk must not
    * produce more ACKs than the receive buffer holds, or the kernel drops them (ENOBUFS).
@@ -396,7 +396,40 @@ public final class RtNetlink implements AutoCloseable {
         s -> LinkCodec.encodeSetIpv4Conf(writer, s, ifindex, confId, value));
   }
 
+  /**
+   * Creates a collect-metadata VXLAN device, up, then tags it with its alias (the kernel takes no alias
+   * on creation), and returns it as listed.
+   *
+   * @throws NetlinkException.AlreadyExists when a device of that name exists (EEXIST)
+   */
+  public Link createVxlan(VxlanDevice device) {
+    request("add ip link '" + device.name() + " type vxlan external" + (device.gpe() ? " gpe" : "") + " dstport "
+        + device.port() + "'", s -> LinkCodec.encodeCreateVxlan(writer, s, device));
+    Link created = listLinks().stream().filter(l -> l.name().equals(device.name())).findFirst()
+        .orElseThrow(() -> new NetlinkException(NetlinkException.ENODEV, "the device " + device.name()
+            + " created in " + describe() + " is gone again", "add ip link " + device.name()));
+    setLink(created.index(), 0, true, Optional.of(device.alias()));
+    return new Link(created.index(), created.name(), created.kind(), created.vrfTable(), Optional.of(device.alias()),
+        created.mtu(), true, created.vxlan());
+  }
+
+  /** {@code ip link set dev #INDEX [mtu M] [alias A] up|down} (mtu 0, no alias: left as they are). */
+  public void setLink(int index, int mtu, boolean up, Optional<String> alias) {
+    request("set ip link #" + index + (mtu > 0 ? " mtu " + mtu : "") + alias.map(a -> " alias " + a).orElse("")
+        + (up ? " up" : " down"), s -> LinkCodec.encodeSet(writer, s, index, mtu, up, alias));
+  }
+
+  /** {@code ip link del dev #INDEX}: NotFound (ENODEV) when there is no such device. */
+  public void deleteLink(int index) {
+    request("delete ip link #" + index, s -> LinkCodec.encodeDelete(writer, s, index));
+  }
+
   // ------------------------------------------------------------------------------------ addresses
+
+  /** {@code ip addr add ...}: AlreadyExists when the device has that address. */
+  public void addAddress(Address address) {
+    request("add ip addr '" + address + "'", s -> AddressCodec.encodeAdd(writer, s, address));
+  }
 
   /** {@code ip addr show}: every IPv4 and IPv6 address on every device of the namespace. */
   public List<Address> listAddresses() {

@@ -90,7 +90,8 @@ class WireDecodingTest {
     List<NetlinkMessage> msgs = parse(Hex.bytes(VRF_NEWLINK));
     assertThat(msgs).singleElement().extracting(NetlinkMessage::type).isEqualTo(RTM_NEWLINK);
     Link link = LinkCodec.decode(msgs.get(0).payload());
-    assertThat(link).isEqualTo(new Link(7, "vrf-blue", Optional.of("vrf"), OptionalInt.of(1001)));
+    assertThat(link).isEqualTo(new Link(7, "vrf-blue", Optional.of("vrf"), OptionalInt.of(1001), Optional.empty(),
+        65575, true, Optional.empty()));
     assertThat(RtNetlink.toEvent(msgs.get(0))).contains(ChangeEvent.ofLink(ChangeKind.NEW, link));
   }
 
@@ -110,8 +111,9 @@ class WireDecodingTest {
         07 00 03 00 | 6c 6f 00 00                                 # IFLA_IFNAME "lo"
         08 00 04 00 | 00 00 01 00                                 # IFLA_MTU
         """;
+    // flags 0x10049 (UP, LOOPBACK, RUNNING, LOWER_UP); IFLA_MTU 65536
     assertThat(LinkCodec.decode(parse(Hex.bytes(lo)).get(0).payload()))
-        .isEqualTo(new Link(1, "lo", Optional.empty(), OptionalInt.empty()));
+        .isEqualTo(new Link(1, "lo", Optional.empty(), OptionalInt.empty(), Optional.empty(), 65536, true, Optional.empty()));
   }
 
   @Test
