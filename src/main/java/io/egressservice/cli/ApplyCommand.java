@@ -5,7 +5,6 @@ import io.egressservice.dataplane.Change;
 import io.egressservice.dataplane.ChangeSet;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
-import io.egressservice.dataplane.Differ;
 import io.egressservice.dataplane.NodePlan;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
@@ -54,7 +53,7 @@ public final class ApplyCommand implements Callable<Integer> {
       NodePlan plan = dp.plan(loaded, node, config);
       DesiredState desired = plan.desired();
       if (dryRun) {
-        ChangeSet diff = Differ.diff(desired, plan.observed());
+        ChangeSet diff = Dataplane.diff(plan);
         out.printf("dry run for node %s in %s: %d difference(s); nothing was changed%n",
             node, dp.describe(), diff.changes().size());
         printPerService(out, desired, diff.changes());

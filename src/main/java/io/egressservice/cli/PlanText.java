@@ -146,6 +146,8 @@ public final class PlanText {
     }
     sb.append("  chain postrouting {\n")
         .append("    type nat hook postrouting priority srcnat - 10; policy accept;\n")
+        .append("    oifname \"egress-vx\" snat ip to ip saddr\n")
+        .append("    oifname \"egress-vx\" snat ip6 to ip6 saddr\n")
         .append("    ip daddr @in_cluster_v4 return\n")
         .append("    ip6 daddr @in_cluster_v6 return\n")
         .append("    snat ip to ip saddr map @snat_v4\n")

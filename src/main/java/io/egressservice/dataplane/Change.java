@@ -5,7 +5,8 @@ package io.egressservice.dataplane;
  * {@code ns/svc}.
  *
  * @param service the EgressService it belongs to, {@code (in-cluster)} for throw routes, (old) P-1
- *     rules and the in-cluster sets, {@code (base)} for the nft table itself, or {@code (unknown)} for a stale owned
+ *     rules and the in-cluster sets, {@code (base)} for the nft table itself, {@code (steering)} for the
+ *     steering device and routes, or {@code (unknown)} for a stale owned
  *     object whose service is no longer known
  */
 public record Change(Op op, Kind kind, String service, String description) {
@@ -33,7 +34,9 @@ public record Change(Op op, Kind kind, String service, String description) {
     NFT_BASE,
     MARK,
     /** A device setting ({@code net.ipv4.conf.<dev>.src_valid_mark}), see {@link ReversePath}. */
-    SYSCTL
+    SYSCTL,
+    /** The steering device, its address and sysctl, and the steering routes. */
+    STEER
   }
 
   @Override

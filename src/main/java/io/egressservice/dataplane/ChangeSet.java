@@ -15,6 +15,7 @@ import java.util.Map;
  *
  * @param changes the same, described per service, in that order
  * @param srcValidMark devices (name to ifindex) that get {@code src_valid_mark=1} before the mark transaction
+ * @param steering the steering device and routes: applied before the rule additions and after the deletions
  */
 public record ChangeSet(
     List<Rule> ruleAdds,
@@ -25,10 +26,12 @@ public record ChangeSet(
     List<Route> routeAdds,
     List<Route> routeDeletes,
     List<Change> changes,
-    Map<String, Integer> srcValidMark) {
+    Map<String, Integer> srcValidMark,
+    SteeringChanges steering) {
   public ChangeSet(List<Rule> ruleAdds, NftChange nft, boolean ensureNftBase, ArrayNode markCommands,
       List<Rule> ruleDeletes, List<Change> changes) {
-    this(ruleAdds, nft, ensureNftBase, markCommands, ruleDeletes, List.of(), List.of(), changes, Map.of());
+    this(ruleAdds, nft, ensureNftBase, markCommands, ruleDeletes, List.of(), List.of(), changes, Map.of(),
+        SteeringChanges.none());
   }
 
   public ChangeSet {
@@ -43,6 +46,6 @@ public record ChangeSet(
 
   public boolean isEmpty() {
     return ruleAdds.isEmpty() && ruleDeletes.isEmpty() && routeAdds.isEmpty() && routeDeletes.isEmpty() && nft.isEmpty()
-        && !ensureNftBase && markCommands.isEmpty() && srcValidMark.isEmpty();
+        && !ensureNftBase && markCommands.isEmpty() && srcValidMark.isEmpty() && steering.isEmpty();
   }
 }

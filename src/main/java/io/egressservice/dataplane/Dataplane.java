@@ -52,9 +52,11 @@ public final class Dataplane implements AutoCloseable {
   private final int protocol;
   /** Throw routes the kernel refused because someone else's route has that destination (warned once each). */
   private final java.util.Set<Route> conflicts = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final SteeringDataplane steering;
 
   private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
       GenerationSource generation, int priority, int protocol) {
+    this.steering = new SteeringDataplane(netlink, thread, protocol);
     this.thread = thread;
     this.netlink = netlink;
     this.nft = nft;
@@ -137,7 +139,8 @@ public final class Dataplane implements AutoCloseable {
 
   /**
    * The owned state: our rules (P and P-1, our protocol, both families), our throw routes (our
-   * protocol, any table: the tables themselves may be someone else's) and our nft table.
+   * protocol, any table: the tables themselves may be someone else's), our nft table, and the steering
+   * device with its routes.
    */
   public ObservedState observe() {
     try {
@@ -155,7 +158,8 @@ public final class Dataplane implements AutoCloseable {
           }
         }
       }
-      return new ObservedState(rules, routes, nft.observe(), marks.observe());
+      return new ObservedState(rules, routes, nft.observe(), marks.observe(), ReversePath.State.NONE,
+          steering.observe(netlink.listLinks()));
     } catch (NetlinkException | NftException e) {
       throw new DataplaneException("cannot read the owned state of " + describe() + ": " + e.getMessage(), e);
     }
@@ -201,7 +205,7 @@ public final class Dataplane implements AutoCloseable {
 
   private NodeFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
     return new NodeFacts(NetworkResolver.resolve(networks, links, RtTables.read(RtTables.DEFAULT_FILES)),
-        localAddresses(), existingMarks(observed.rules()));
+        localAddresses(), existingMarks(observed.rules()), observed.steering().tables());
   }
 
   private List<Link> links() {
@@ -245,9 +249,25 @@ public final class Dataplane implements AutoCloseable {
     List<Link> links = links();
     NodeFacts facts = facts(networks, observed, links);
     DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.localAddresses(), facts.networks(),
-        config, facts.existingMarks(), memo));
+        config, facts.existingMarks(), facts.existingSteerTables(), memo));
     observed = withReversePath(desired, observed, links);
-    return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos);
+    return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos, steeringMtu(desired, links));
+  }
+
+  /** The MTU the steering device should have for the plan's hosts (only looked up while steering is wanted). */
+  public int steeringMtu(DesiredState desired) {
+    return desired.steering().deviceWanted() ? steeringMtu(desired, links()) : 0;
+  }
+
+  private int steeringMtu(DesiredState desired, List<Link> links) {
+    if (!desired.steering().deviceWanted()) {
+      return 0;
+    }
+    try {
+      return steering.deviceMtu(desired.steering().routes(), links);
+    } catch (NetlinkException e) {
+      throw new DataplaneException("cannot read the main table of " + describe() + ": " + e.getMessage(), e);
+    }
   }
 
   /** Mark mode: the reverse-path facts of the plan's networks' uplinks ({@link ReversePath}). */
@@ -265,8 +285,13 @@ public final class Dataplane implements AutoCloseable {
 
   /** Diff the plan against the observation it was made with, and apply. */
   public ApplyReport reconcile(NodePlan plan) {
-    ApplyReport report = apply(Differ.diff(plan.desired(), plan.wantedRules(), plan.observed()));
+    ApplyReport report = apply(diff(plan));
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
+  }
+
+  /** What {@link #reconcile(NodePlan)} would change (for {@code --dry-run}). */
+  public static ChangeSet diff(NodePlan plan) {
+    return Differ.diff(plan.desired(), plan.wantedRules(), plan.observed(), plan.steeringMtu());
   }
 
   /** Observe, diff, apply. */
@@ -277,7 +302,7 @@ public final class Dataplane implements AutoCloseable {
       observed = withReversePath(desired, observed, links());
     }
     long observeNanos = System.nanoTime() - start;
-    ApplyReport report = apply(Differ.diff(desired, observed));
+    ApplyReport report = apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)));
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
 
@@ -314,6 +339,9 @@ public final class Dataplane implements AutoCloseable {
     }
 
     long t = System.nanoTime();
+    if (!changes.steering().isEmpty()) {
+      steering.applyBefore(changes.steering(), failures, applied);
+    }
     routeBatch(changes.routeAdds().stream().map(RouteChange::add).toList(), routeAddChanges, applied, failures);
     batch(changes.ruleAdds().stream().map(RuleChange::add).toList(), ruleChanges, applied, failures);
     kernel += System.nanoTime() - t;
@@ -373,6 +401,9 @@ public final class Dataplane implements AutoCloseable {
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures);
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);
+    if (!changes.steering().isEmpty()) {
+      steering.applyAfter(changes.steering(), failures, applied);
+    }
     kernel += System.nanoTime() - t;
     return new ApplyReport(applied, failures, kernel);
   }
@@ -463,6 +494,7 @@ public final class Dataplane implements AutoCloseable {
         failures.add("delete nft table inet " + EgressNftables.TABLE + ": " + e.getMessage());
       }
     }
+    steering.cleanup(failures, applied);
     return new ApplyReport(applied, failures, System.nanoTime() - start);
   }
 

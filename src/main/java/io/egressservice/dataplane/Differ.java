@@ -32,6 +32,7 @@ public final class Differ {
   static final String IN_CLUSTER = "(in-cluster)";
   static final String BASE = "(base)";
   static final String UNKNOWN = "(unknown)";
+  static final String STEERING = "(steering)";
 
   /** The order of {@code ip rule show}; field by field, since building text per comparison is slow at 10,000 rules. */
   private static final Comparator<Rule> RULE_ORDER = Comparator.comparing(Rule::family)
@@ -45,6 +46,18 @@ public final class Differ {
 
   public static ChangeSet diff(DesiredState desired, ObservedState observed) {
     return diff(desired, wantedRules(desired), observed);
+  }
+
+  /** With the plan's rules already built by {@link #wantedRules}, and the steering device's MTU. */
+  public static ChangeSet diff(DesiredState desired, Map<Rule, RuleSpec> wanted, ObservedState observed, int steeringMtu) {
+    ChangeSet rulesAndNft = diff(desired, wanted, observed);
+    SteeringChanges steering = SteeringDataplane.diff(desired.steering(), observed.steering(), desired.ruleProtocol(),
+        steeringMtu);
+    List<Change> described = new ArrayList<>(SteeringDataplane.describe(steering));
+    described.addAll(rulesAndNft.changes());
+    return new ChangeSet(rulesAndNft.ruleAdds(), rulesAndNft.nft(), rulesAndNft.ensureNftBase(),
+        rulesAndNft.markCommands(), rulesAndNft.ruleDeletes(), rulesAndNft.routeAdds(), rulesAndNft.routeDeletes(),
+        described, rulesAndNft.srcValidMark(), steering);
   }
 
   /** The plan's rules as netlink rules, in plan order, each with the rule of the plan it came from. */
@@ -179,7 +192,7 @@ public final class Differ {
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() == Change.Kind.ROUTE && c.op() == Change.Op.DELETE).forEach(ordered::add);
     return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes,
-        routeAdds, routeDeletes, ordered, srcValidMark);
+        routeAdds, routeDeletes, ordered, srcValidMark, SteeringChanges.none());
   }
 
   private static MarkPlan markPlan(DesiredState desired, ReversePath.State reversePath) {

@@ -4,14 +4,18 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.NetworkResolution;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * What the plan needs observed on the node itself (DESIGN.md section 1): networks, the addresses on
- * the node's interfaces, and in mark mode the marks the kernel already uses per table.
+ * the node's interfaces, in mark mode the marks the kernel already uses per table, and the steering
+ * tables' hosts.
  */
-public record NodeFacts(NetworkResolution networks, List<IpPrefix> localAddresses, Map<Long, Long> existingMarks) {
+public record NodeFacts(NetworkResolution networks, List<IpPrefix> localAddresses, Map<Long, Long> existingMarks,
+    Map<Long, Set<IpPrefix>> existingSteerTables) {
   public NodeFacts {
     localAddresses = List.copyOf(localAddresses);
     existingMarks = Map.copyOf(existingMarks);
+    existingSteerTables = Map.copyOf(existingSteerTables);
   }
 }

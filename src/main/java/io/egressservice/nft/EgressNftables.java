@@ -33,6 +33,8 @@ import java.util.Set;
  *   set in_cluster_v6 { type ipv6_addr; flags interval; }
  *   chain postrouting {
  *     type nat hook postrouting priority srcnat - 10; policy accept;   # priority 90
+ *     oifname "egress-vx" snat ip to ip saddr      # steered: identity NAT, so no later masquerade runs
+ *     oifname "egress-vx" snat ip6 to ip6 saddr
  *     ip daddr @in_cluster_v4 return
  *     ip6 daddr @in_cluster_v6 return
  *     snat ip to ip saddr map @snat_v4
@@ -66,6 +68,8 @@ public final class EgressNftables implements AutoCloseable {
   public static final String CHAIN = "postrouting";
   /** {@code srcnat - 10}: before kube-proxy's / the CNI's masquerade at srcnat (100). */
   public static final int CHAIN_PRIORITY = 90;
+  /** The steering device ({@code SteeringPlan.DEVICE}); the nft package does not depend on the plan. */
+  public static final String STEERING_DEVICE = "egress-vx";
   /** nft limits comments to 128 bytes. */
   public static final int MAX_COMMENT_BYTES = 128;
 
@@ -195,7 +199,7 @@ public final class EgressNftables implements AutoCloseable {
 
   /**
    * What {@link #observe()} found. {@code baseIntact}: the table, both maps, both sets and the chain
-   * with its hook, priority, policy and exactly the four rules in order are as specified.
+   * with its hook, priority, policy and exactly the six rules in order are as specified.
    */
   public record NftState(boolean tablePresent, boolean baseIntact, Set<SnatElement> snat, List<IpRange> inCluster) {
     public NftState {
@@ -258,7 +262,7 @@ public final class EgressNftables implements AutoCloseable {
     ABSENT,
     OK,
     WRONG,
-    /** Chain only: chain as specified, but its rules are not exactly the four. */
+    /** Chain only: chain as specified, but its rules are not exactly the six. */
     RULES_DIFFER
   }
 
@@ -459,7 +463,7 @@ public final class EgressNftables implements AutoCloseable {
   /**
    * Applies {@code change} in ONE nft transaction (all or nothing). With {@code ensureBase}, first
    * (re)creates whatever of the table, maps, sets and chain is missing or wrong; a chain whose rules
-   * differ from the four specified is flushed and refilled in the same transaction, an intact chain
+   * differ from the six specified is flushed and refilled in the same transaction, an intact chain
    * is never touched. Then elements are deleted (only those present: deletion is by source address),
    * then added; an element whose key is present with another value or comment is deleted and re-added,
    * one already present exactly is skipped. Nothing is sent when nothing needs doing.
@@ -675,11 +679,24 @@ public final class EgressNftables implements AutoCloseable {
   }
 
   /**
-   * The four rules as libnftables-json expressions, in order; also what nft 1.0.6 prints for them,
+   * The six rules as libnftables-json expressions, in order; also what nft 1.0.6 prints for them,
    * so observed rules are compared to exactly this.
    */
   static List<JsonNode> expectedRuleExpressions() {
     List<JsonNode> rules = new ArrayList<>();
+    // Steered packets (out of the steering device) keep their pod source: an identity SNAT sets the
+    // connection's NAT binding here, so no later NAT chain (the CNI's masquerade at srcnat) runs for it.
+    for (IpFamily f : IpFamily.values()) {
+      ArrayNode expr = F.arrayNode();
+      ObjectNode match = expr.addObject().putObject("match");
+      match.put("op", "==");
+      match.putObject("left").putObject("meta").put("key", "oifname");
+      match.put("right", STEERING_DEVICE);
+      ObjectNode snat = expr.addObject().putObject("snat");
+      snat.put("family", f.nftName());
+      snat.putObject("addr").putObject("payload").put("protocol", f.nftName()).put("field", "saddr");
+      rules.add(expr);
+    }
     for (IpFamily f : IpFamily.values()) {
       ArrayNode expr = F.arrayNode();
       ObjectNode match = expr.addObject().putObject("match");

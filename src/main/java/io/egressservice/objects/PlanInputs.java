@@ -57,8 +57,21 @@ public final class PlanInputs {
       PlanConfig config,
       Map<Long, Long> existingMarks,
       Memo memo) {
+    return of(nodeName, objects, localAddresses, networks, config, existingMarks, Map.of(), memo);
+  }
+
+  /** The same, with the steering tables the kernel already has (table id to the host addresses they lead to). */
+  public static NodeInputs of(
+      String nodeName,
+      ClusterObjects objects,
+      List<IpPrefix> localAddresses,
+      NetworkResolution networks,
+      PlanConfig config,
+      Map<Long, Long> existingMarks,
+      Map<Long, java.util.Set<IpPrefix>> existingSteerTables,
+      Memo memo) {
     return memo.convert(objects, (es, svc, slices, nodes) -> new NodeInputs(
-        nodeName, es, svc, slices, nodes, localAddresses, networks, config, existingMarks));
+        nodeName, es, svc, slices, nodes, localAddresses, networks, config, existingMarks, existingSteerTables));
   }
 
   /**
@@ -199,11 +212,15 @@ public final class PlanInputs {
 
   public static NodeInfo node(Node n) {
     List<String> addresses = new ArrayList<>();
+    List<String> internal = new ArrayList<>();
     if (n.getStatus() != null && n.getStatus().getAddresses() != null) {
       for (NodeAddress a : n.getStatus().getAddresses()) {
         if (a != null && a.getAddress() != null
             && ("InternalIP".equals(a.getType()) || "ExternalIP".equals(a.getType()))) {
           addresses.add(a.getAddress());
+          if ("InternalIP".equals(a.getType())) {
+            internal.add(a.getAddress());
+          }
         }
       }
     }
@@ -215,6 +232,6 @@ public final class PlanInputs {
         podCidrs.add(n.getSpec().getPodCIDR());
       }
     }
-    return new NodeInfo(n.getMetadata().getName(), addresses, podCidrs);
+    return new NodeInfo(n.getMetadata().getName(), addresses, podCidrs, internal);
   }
 }

@@ -15,6 +15,7 @@ import java.util.Map;
  *     {@code inCluster}, per family) in each table that service rules look up
  * @param refusedInputs inputs the plan refused for the whole node (not one service), each with why, e.g.
  *     a Node pod CIDR that covers a whole address family
+ * @param steering the endpoints steered to their host, the steering routes, and whether the device is needed
  */
 public record DesiredState(
     String node,
@@ -29,8 +30,17 @@ public record DesiredState(
     List<MarkEntry> marks,
     Map<Long, Long> networkMarks,
     List<RouteSpec> routes,
-    List<String> refusedInputs) {
-  /** A state without throw routes or refused inputs. */
+    List<String> refusedInputs,
+    SteeringPlan steering) {
+  /** A state without steering. */
+  public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
+      List<IpPrefix> inCluster, List<ServiceOutcome> services, RuleMode ruleMode, long markMask,
+      List<MarkEntry> marks, Map<Long, Long> networkMarks, List<RouteSpec> routes, List<String> refusedInputs) {
+    this(node, priority, ruleProtocol, rules, snat, inCluster, services, ruleMode, markMask, marks, networkMarks,
+        routes, refusedInputs, SteeringPlan.none(SteeringConfig.DEFAULT_PORT));
+  }
+
+  /** A state without throw routes, refused inputs or steering. */
   public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
       List<IpPrefix> inCluster, List<ServiceOutcome> services, RuleMode ruleMode, long markMask,
       List<MarkEntry> marks, Map<Long, Long> networkMarks) {
@@ -54,5 +64,6 @@ public record DesiredState(
     networkMarks = Map.copyOf(networkMarks);
     routes = List.copyOf(routes);
     refusedInputs = List.copyOf(refusedInputs);
+    java.util.Objects.requireNonNull(steering, "steering");
   }
 }

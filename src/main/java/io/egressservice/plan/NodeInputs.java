@@ -3,6 +3,7 @@ package io.egressservice.plan;
 import io.egressservice.ip.IpPrefix;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Everything the plan reads: the cluster's objects as this node sees them, what was observed on the
@@ -13,6 +14,8 @@ import java.util.Map;
  *     Node objects' addresses (a node has addresses its Node object does not list)
  * @param existingMarks mark mode: table id to mark value as the kernel already has them (owned
  *     fwmark rules), so marks stay stable across restarts; empty offline
+ * @param existingSteerTables steering table id to the host addresses its routes lead to, as the kernel
+ *     has them (owned routes over the agent's device), so a host keeps its table; empty offline
  */
 public record NodeInputs(
     String nodeName,
@@ -23,7 +26,15 @@ public record NodeInputs(
     List<IpPrefix> localAddresses,
     NetworkResolution networks,
     PlanConfig config,
-    Map<Long, Long> existingMarks) {
+    Map<Long, Long> existingMarks,
+    Map<Long, Set<IpPrefix>> existingSteerTables) {
+  public NodeInputs(String nodeName, List<EgressServiceInfo> egressServices, List<ServiceInfo> services,
+      List<EndpointSliceInfo> endpointSlices, List<NodeInfo> nodes, List<IpPrefix> localAddresses,
+      NetworkResolution networks, PlanConfig config, Map<Long, Long> existingMarks) {
+    this(nodeName, egressServices, services, endpointSlices, nodes, localAddresses, networks, config, existingMarks,
+        Map.of());
+  }
+
   public NodeInputs(String nodeName, List<EgressServiceInfo> egressServices, List<ServiceInfo> services,
       List<EndpointSliceInfo> endpointSlices, List<NodeInfo> nodes, List<IpPrefix> localAddresses,
       NetworkResolution networks, PlanConfig config) {
@@ -32,6 +43,7 @@ public record NodeInputs(
 
   public NodeInputs {
     existingMarks = Map.copyOf(existingMarks);
+    existingSteerTables = Map.copyOf(existingSteerTables);
     egressServices = List.copyOf(egressServices);
     services = List.copyOf(services);
     endpointSlices = List.copyOf(endpointSlices);

@@ -15,6 +15,8 @@ import java.util.List;
  * @param inClusterExclusion false turns off the P-1 rules and the SNAT exclusion set
  * @param etpLocalMasqueradeIps OVN-Kubernetes' local-gateway ETP=Local masquerade IPs (at most one per family):
  *     replies of ETP=Local Services leave the host from {@code <ip>:<nodePort>}; empty when not on OVN-Kubernetes
+ * @param steering what nodes other than {@code status.host} do with their local endpoints of a
+ *     LoadBalancerIP service ({@code --remote-endpoints}, {@code --steer-table}, {@code --steer-port})
  */
 public record PlanConfig(
     int priority,
@@ -25,7 +27,8 @@ public record PlanConfig(
     boolean inClusterExclusion,
     RuleMode ruleMode,
     long markMask,
-    List<IpPrefix> etpLocalMasqueradeIps) {
+    List<IpPrefix> etpLocalMasqueradeIps,
+    SteeringConfig steering) {
   public static final int DEFAULT_PRIORITY = 5000;
   public static final int DEFAULT_RULE_PROTOCOL = 201;
   /** The main table's rule is at 32766; ours must come before it and leave room for P-1 above 0. */
@@ -65,6 +68,17 @@ public record PlanConfig(
         throw new IllegalArgumentException("at most one ETP=Local masquerade IP per family, not " + etpLocalMasqueradeIps);
       }
     }
+    if (steering == null) {
+      throw new IllegalArgumentException("a steering configuration is required");
+    }
+  }
+
+  /** With the default steering ({@code --remote-endpoints=steer}, tables 7000-7255, port 4799). */
+  public PlanConfig(int priority, int ruleProtocol, List<IpPrefix> clusterCidrs, List<IpPrefix> serviceCidrs,
+      List<IpPrefix> excludeCidrs, boolean inClusterExclusion, RuleMode ruleMode, long markMask,
+      List<IpPrefix> etpLocalMasqueradeIps) {
+    this(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode, markMask,
+        etpLocalMasqueradeIps, SteeringConfig.defaults());
   }
 
   /** Not configured for OVN-Kubernetes' ETP=Local masquerade. */
@@ -87,17 +101,22 @@ public record PlanConfig(
 
   public PlanConfig withCidrs(List<IpPrefix> cluster, List<IpPrefix> service, List<IpPrefix> exclude) {
     return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion, ruleMode, markMask,
-        etpLocalMasqueradeIps);
+        etpLocalMasqueradeIps, steering);
   }
 
   public PlanConfig withRuleMode(RuleMode mode, long mask) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, mode,
-        mask, etpLocalMasqueradeIps);
+        mask, etpLocalMasqueradeIps, steering);
   }
 
   public PlanConfig withEtpLocalMasqueradeIps(List<IpPrefix> ips) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
-        ruleMode, markMask, ips);
+        ruleMode, markMask, ips, steering);
+  }
+
+  public PlanConfig withSteering(SteeringConfig s) {
+    return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode,
+        markMask, etpLocalMasqueradeIps, s);
   }
 
   /** The largest mark value the mask holds (values 1..max; 0 means "not marked"). */

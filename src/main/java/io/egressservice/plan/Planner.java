@@ -24,6 +24,9 @@ import java.util.stream.Collectors;
  * kernel, no API, no clock: the same inputs always give the same, sorted output.
  */
 public final class Planner {
+  /** The start of the reason when a node has local endpoints it cannot steer (a node-local problem to report). */
+  public static final String NOT_STEERED = "not steered to host ";
+
   private Planner() {}
 
   public static DesiredState plan(NodeInputs in) {
@@ -44,6 +47,10 @@ public final class Planner {
     private final List<IpPrefix> otherInClusterPrefixes = new ArrayList<>();
     private final Map<IpFamily, List<IpPrefix>> podNetworks = new EnumMap<>(IpFamily.class);
     private final List<IpPrefix> localPodCidrs = new ArrayList<>();
+    private final Map<String, NodeInfo> nodesByName = new HashMap<>();
+    private final SteerTables steerTables;
+    private final List<SteeredEndpoint> steered = new ArrayList<>();
+    private boolean receivesSteered;
 
     Run(NodeInputs in) {
       this.in = in;
@@ -61,7 +68,9 @@ public final class Planner {
       for (IpFamily f : IpFamily.values()) {
         podNetworks.put(f, new ArrayList<>());
       }
+      steerTables = new SteerTables(config.steering(), in.existingSteerTables());
       for (NodeInfo node : in.nodes()) {
+        nodesByName.putIfAbsent(node.name(), node);
         for (String a : node.addresses()) {
           IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeAddresses::add);
         }
@@ -147,6 +156,10 @@ public final class Planner {
       Map<Long, Long> networkMarks = new HashMap<>();
       if (config.ruleMode() == RuleMode.MARK) {
         rules = toMarkMode(rules, marks, networkMarks, outcomes);
+        // A steered source left without a mark (no free mark) is not steered: its outcome says why.
+        Set<IpPrefix> marked = new HashSet<>();
+        marks.forEach(m -> marked.add(m.source()));
+        steered.removeIf(e -> !marked.contains(e.source()));
       }
       List<IpPrefix> inCluster = List.of();
       List<RouteSpec> routes = new ArrayList<>();
@@ -160,8 +173,20 @@ public final class Planner {
       marks.sort(MarkEntry.ORDER);
       List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
       outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
+      steered.sort(SteeredEndpoint.ORDER);
       return new DesiredState(in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
-          outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, refusedInputs);
+          outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, refusedInputs,
+          steeringPlan());
+    }
+
+    private SteeringPlan steeringPlan() {
+      Map<String, SteerRoute> routes = new HashMap<>();
+      for (SteeredEndpoint e : steered) {
+        routes.putIfAbsent(e.table() + "/" + e.family(), new SteerRoute(e.family(), e.table(), e.host(), e.hostAddress()));
+      }
+      List<SteerRoute> sorted = new ArrayList<>(routes.values());
+      sorted.sort(SteerRoute.ORDER);
+      return new SteeringPlan(steered, sorted, receivesSteered, config.steering().port());
     }
 
     /**
@@ -337,7 +362,9 @@ public final class Planner {
         List<SnatEntry> snat) {
       boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
       if (lbMode && !es.statusHost().equals(in.nodeName())) {
-        return notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
+        return config.steering().steers()
+            ? steerToHost(es, ev, owned, skipped, rules)
+            : notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
       }
       Optional<TableRef> table = Optional.empty();
       if (!es.network().isEmpty()) {
@@ -351,6 +378,7 @@ public final class Planner {
       List<RuleSpec> myRules = new ArrayList<>();
       List<SnatEntry> mySnat = new ArrayList<>();
       List<String> remote = new ArrayList<>();
+      List<String> steeredIn = new ArrayList<>();
       Set<IpFamily> families = new HashSet<>();
       for (CandidateEndpoint c : owned) {
         IpFamily family = c.address().family();
@@ -370,7 +398,9 @@ public final class Planner {
             mySnat.add(new SnatEntry(c.address(), lbIp, es.ref()));
           }
           if (c.nodeName().isPresent() && !c.nodeName().get().equals(in.nodeName())) {
-            remote.add(c.address().toString());
+            // Its node steers it here when this node has an InternalIP of the family to steer to.
+            boolean arrives = config.steering().steers() && ownInternalIp(family).isPresent();
+            (arrives ? steeredIn : remote).add(c.address().toString());
           }
         } else if (!isLocal(c)) {
           continue;
@@ -394,7 +424,9 @@ public final class Planner {
       }
       rules.addAll(myRules);
       snat.addAll(mySnat);
-      return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size()), skipped, remote);
+      receivesSteered |= !steeredIn.isEmpty();
+      return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size(), steeredIn.size()),
+          skipped, remote, List.of(), steeredIn);
     }
 
     /**
@@ -422,11 +454,91 @@ public final class Planner {
       return out;
     }
 
-    private String describe(EgressServiceInfo es, Evaluation ev, Optional<TableRef> table, int snats, int ruleCount) {
+    /**
+     * A node that is not the host of a LoadBalancerIP service, with {@code --remote-endpoints=steer}: its
+     * local endpoints go to the host's InternalIP of their family through a steering table (a rule per
+     * source; marks in mark mode), and leave there with the LB IP. A family the host has no InternalIP of
+     * is reported, never guessed.
+     */
+    private ServiceOutcome steerToHost(EgressServiceInfo es, Evaluation ev, List<CandidateEndpoint> owned,
+        List<SkippedEndpoint> skipped, List<RuleSpec> rules) {
+      String host = es.statusHost();
+      Optional<NodeInfo> hostNode = Optional.ofNullable(nodesByName.get(host));
+      List<SteeredEndpoint> mine = new ArrayList<>();
+      Set<String> missing = new TreeSet<>();
+      int unsteered = 0;
+      for (CandidateEndpoint c : owned) {
+        if (!isSteerLocal(c)) {
+          continue;
+        }
+        IpFamily family = c.address().family();
+        if (!ev.lbIps().containsKey(family) && es.network().isEmpty()) {
+          skipped.add(new SkippedEndpoint(c.address().toString(), "the Service has no " + familyName(family)
+              + " LoadBalancer ingress IP and no network: not steered to host " + host + " (it would do nothing for it)"));
+          continue;
+        }
+        Optional<IpPrefix> hostAddress = hostNode.flatMap(n -> internalIp(n, family));
+        if (hostAddress.isEmpty()) {
+          String why = hostNode.isEmpty() ? "host " + host + " is not a known Node"
+              : "host " + host + " has no " + familyName(family) + " InternalIP";
+          missing.add(why);
+          skipped.add(new SkippedEndpoint(c.address().toString(), why + ": not steered (never guessed)"));
+          unsteered++;
+          continue;
+        }
+        OptionalLong table = steerTables.tableFor(host, hostNode.get().internalIps());
+        if (table.isEmpty()) {
+          String why = "no free steering table (" + SteeringConfig.TABLES + " from --steer-table "
+              + config.steering().firstTable() + " are in use)";
+          missing.add(why);
+          skipped.add(new SkippedEndpoint(c.address().toString(), why + ": not steered"));
+          unsteered++;
+          continue;
+        }
+        mine.add(new SteeredEndpoint(es.ref(), c.address(), host, hostAddress.get(), table.getAsLong()));
+        rules.add(serviceRule(c.address(), TableRef.of(table.getAsLong()), es.ref()));
+      }
+      if (mine.isEmpty() && unsteered == 0) {
+        return notConfigured(es.ref(), "handled by node " + host + " (status.host)", skipped);
+      }
+      steered.addAll(mine);
+      if (mine.isEmpty()) {
+        return notConfigured(es.ref(), NOT_STEERED + host + ": " + String.join("; ", missing), skipped);
+      }
+      StringBuilder reason = new StringBuilder("steers ").append(mine.size()).append(" endpoint(s) of this node to host ")
+          .append(host).append(" (").append(mine.stream().map(e -> e.hostAddress().toString()).distinct().sorted()
+              .collect(Collectors.joining(", "))).append(") over ").append(SteeringPlan.DEVICE)
+          .append(": they leave there with ")
+          .append(ev.lbIps().values().stream().map(IpPrefix::toString).collect(Collectors.joining(", ")));
+      if (!missing.isEmpty()) {
+        reason.append("; ").append(unsteered).append(" endpoint(s) not steered: ").append(String.join("; ", missing));
+      }
+      return new ServiceOutcome(es.ref(), true, reason.toString(), skipped, List.of(), mine, List.of());
+    }
+
+    /** On a node that steers: its own endpoints, by nodeName, else by this node's pod CIDRs (never guessed). */
+    private boolean isSteerLocal(CandidateEndpoint c) {
+      if (c.nodeName().isPresent()) {
+        return c.nodeName().get().equals(in.nodeName());
+      }
+      List<IpPrefix> own = localPodCidrs.stream().filter(p -> p.family() == c.address().family()).toList();
+      return !own.isEmpty() && Cidrs.anyContains(own, c.address());
+    }
+
+    private Optional<IpPrefix> ownInternalIp(IpFamily family) {
+      return Optional.ofNullable(nodesByName.get(in.nodeName())).flatMap(n -> internalIp(n, family));
+    }
+
+    private String describe(EgressServiceInfo es, Evaluation ev, Optional<TableRef> table, int snats, int ruleCount,
+        int steeredIn) {
       StringBuilder sb = new StringBuilder();
       if (es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP) {
         sb.append("host of this service: SNAT of ").append(snats).append(" endpoint(s) to ")
             .append(ev.lbIps().values().stream().map(IpPrefix::toString).collect(Collectors.joining(", ")));
+        if (steeredIn > 0) {
+          sb.append(" (").append(steeredIn).append(" endpoint(s) on other nodes arrive steered over ")
+              .append(SteeringPlan.DEVICE).append(')');
+        }
       } else {
         sb.append("sourceIPBy Network (status.host ALL): local endpoints keep the network's source");
       }
@@ -544,6 +656,17 @@ public final class Planner {
         }
       }
       return out;
+    }
+
+    /** The first InternalIP of the family of a Node: where steered traffic goes. */
+    private static Optional<IpPrefix> internalIp(NodeInfo node, IpFamily family) {
+      for (String raw : node.internalIps()) {
+        Optional<IpPrefix> ip = IpPrefix.tryParse(raw).filter(IpPrefix::isHost).filter(p -> p.family() == family);
+        if (ip.isPresent()) {
+          return ip;
+        }
+      }
+      return Optional.empty();
     }
 
     private static ServiceOutcome notConfigured(ObjectRef ref, String reason, List<SkippedEndpoint> skipped) {

@@ -8,18 +8,32 @@ import java.util.List;
  * @param configured whether this node applies anything for the service
  * @param reason why (or why not); one sentence
  * @param skippedEndpoints endpoints the service names but this node will not touch, each with why
- * @param remoteEndpoints LoadBalancerIP mode: endpoints on other nodes, whose egress takes the host's
- *     rules only if the pod network steers it to the host
+ * @param remoteEndpoints LoadBalancerIP mode: endpoints on other nodes that are not steered here (with
+ *     {@code --remote-endpoints=report}, or a family the host has no InternalIP of), whose egress takes
+ *     the host's rules only if the pod network steers it to the host; on a node that steers, its local
+ *     endpoints of such a family
+ * @param steeredEndpoints on a node that is not the host: the local endpoints it steers to the host
+ * @param steeredIn on the host: endpoints on other nodes that those nodes steer here
  */
 public record ServiceOutcome(
     ObjectRef service,
     boolean configured,
     String reason,
     List<SkippedEndpoint> skippedEndpoints,
-    List<String> remoteEndpoints) {
+    List<String> remoteEndpoints,
+    List<SteeredEndpoint> steeredEndpoints,
+    List<String> steeredIn) {
   public ServiceOutcome {
     skippedEndpoints = List.copyOf(skippedEndpoints);
     remoteEndpoints = List.copyOf(remoteEndpoints);
+    steeredEndpoints = List.copyOf(steeredEndpoints);
+    steeredIn = List.copyOf(steeredIn);
+  }
+
+  /** An outcome without steering. */
+  public ServiceOutcome(ObjectRef service, boolean configured, String reason, List<SkippedEndpoint> skippedEndpoints,
+      List<String> remoteEndpoints) {
+    this(service, configured, reason, skippedEndpoints, remoteEndpoints, List.of(), List.of());
   }
 
   public record SkippedEndpoint(String address, String reason) {}

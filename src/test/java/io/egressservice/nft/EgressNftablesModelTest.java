@@ -124,9 +124,13 @@ class EgressNftablesModelTest {
   }
 
   @Test
-  void expectedRulesAreFourInOrder() {
-    assertThat(EgressNftables.expectedRuleExpressions()).hasSize(4);
-    assertThat(EgressNftables.expectedRuleExpressions().get(0).toString()).contains("@in_cluster_v4");
-    assertThat(EgressNftables.expectedRuleExpressions().get(3).toString()).contains("@snat_v6");
+  void expectedRulesAreSixInOrderTheSteeringIdentityNatFirst() {
+    assertThat(EgressNftables.expectedRuleExpressions()).hasSize(6);
+    assertThat(EgressNftables.expectedRuleExpressions().get(0).toString()).contains("\"egress-vx\"")
+        .contains("\"family\":\"ip\"");
+    assertThat(EgressNftables.expectedRuleExpressions().get(1).toString()).contains("\"egress-vx\"")
+        .contains("\"family\":\"ip6\"");
+    assertThat(EgressNftables.expectedRuleExpressions().get(2).toString()).contains("@in_cluster_v4");
+    assertThat(EgressNftables.expectedRuleExpressions().get(5).toString()).contains("@snat_v6");
   }
 }

@@ -221,7 +221,7 @@ class EgressNftablesNetnsTest {
         .containsExactlyElementsOf(EgressNftables.expectedRuleExpressions());
 
     ns.exec("nft", "add", "rule", "inet", "egress_service_agent", "postrouting", "counter");
-    assertThat(objects("rule")).hasSize(5);
+    assertThat(objects("rule")).hasSize(7);
     assertThat(nft.observe().baseIntact()).isFalse();
     nft.apply(NftChange.none(), false); // without ensureBase nothing is repaired
     assertThat(nft.observe().baseIntact()).isFalse();

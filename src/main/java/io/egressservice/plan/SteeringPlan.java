@@ -1,0 +1,31 @@
+package io.egressservice.plan;
+
+import java.util.List;
+
+/**
+ * Steering on this node: the local endpoints it sends to their service's host (each also has a rule,
+ * or in mark mode a mark, in the plan's rules), the steering tables' routes, and whether the agent's
+ * device is needed at all: to send (routes) or, on a host, to receive endpoints other nodes steer here.
+ *
+ * @param port the device's UDP port ({@code --steer-port}), the same on every node
+ */
+public record SteeringPlan(List<SteeredEndpoint> endpoints, List<SteerRoute> routes, boolean receives, int port) {
+  /** The one device the agent owns for steering; tagged with {@link #DEVICE_ALIAS}. */
+  public static final String DEVICE = "egress-vx";
+  public static final String DEVICE_ALIAS = "egress-service-agent";
+  /** The VXLAN network identifier of every steered packet (the device is alone on its port). */
+  public static final long VNI = 1;
+
+  public SteeringPlan {
+    endpoints = List.copyOf(endpoints);
+    routes = List.copyOf(routes);
+  }
+
+  public static SteeringPlan none(int port) {
+    return new SteeringPlan(List.of(), List.of(), false, port);
+  }
+
+  public boolean deviceWanted() {
+    return !routes.isEmpty() || receives;
+  }
+}
