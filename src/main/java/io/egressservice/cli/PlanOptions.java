@@ -2,7 +2,9 @@ package io.egressservice.cli;
 
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.RemoteEndpoints;
 import io.egressservice.plan.RuleMode;
+import io.egressservice.plan.SteeringConfig;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Mixin;
@@ -50,6 +52,22 @@ public final class PlanOptions {
           + " externalTrafficPolicy: Local Services on its local gateway path follow the network too.")
   List<String> ovnMasqueradeIps = new ArrayList<>();
 
+  @Option(names = "--remote-endpoints", defaultValue = "${env:EGRESS_AGENT_REMOTE_ENDPOINTS:-steer}",
+      description = "steer: a node that is not status.host sends its local endpoints of a LoadBalancerIP service to the"
+          + " host over the agent's device (egress-vx), so they leave there with the LB IP. report: leave them and"
+          + " report them (OVN-Kubernetes reroutes them itself). Default ${DEFAULT-VALUE}.")
+  String remoteEndpoints;
+
+  @Option(names = "--steer-table", defaultValue = "${env:EGRESS_AGENT_STEER_TABLE:-7000}",
+      description = "First of the 256 routing tables the agent owns for steering (one per host node). Default"
+          + " ${DEFAULT-VALUE}.")
+  long steerTable;
+
+  @Option(names = "--steer-port", defaultValue = "${env:EGRESS_AGENT_STEER_PORT:-4799}",
+      description = "UDP port of the steering device (VXLAN-GPE), the same on every node; not 4789 or 8472, which"
+          + " CNIs use. Default ${DEFAULT-VALUE}.")
+  int steerPort;
+
   /** Validates the flags into a {@link PlanConfig}; a bad value is a {@link Main.UserError}. */
   public PlanConfig toConfig() {
     try {
@@ -62,9 +80,12 @@ public final class PlanOptions {
       } catch (NumberFormatException e) {
         throw new Main.UserError("--mark-mask '" + markMask + "' is not a number (e.g. 0x3f000000)");
       }
+      SteeringConfig steering =
+          new SteeringConfig(RemoteEndpoints.fromFlag(remoteEndpoints.trim()), steerTable, steerPort);
       return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
-          mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps));
+          mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps))
+          .withSteering(steering);
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());
     }
