@@ -127,9 +127,10 @@ public final class Differ {
         .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
     routeDeletes.forEach(r -> changes.add(new Change(Change.Op.DELETE, Change.Kind.ROUTE, IN_CLUSTER, "route " + r)));
 
-    // nft: the table is needed while there is something to SNAT, and kept once it exists.
+    // nft: the table is needed while there is something to SNAT or to steer (the identity NAT that keeps
+    // a steered packet's source from the CNI's masquerade), and kept once it exists.
     EgressNftables.NftState nft = observed.nft();
-    boolean needTable = !desired.snat().isEmpty() || nft.tablePresent();
+    boolean needTable = !desired.snat().isEmpty() || !desired.steering().routes().isEmpty() || nft.tablePresent();
     boolean ensureBase = needTable && !nft.baseIntact();
     if (ensureBase) {
       changes.add(new Change(Change.Op.ADD, Change.Kind.NFT_BASE, BASE,
