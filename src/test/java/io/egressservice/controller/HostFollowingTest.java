@@ -160,7 +160,11 @@ class HostFollowingTest {
       assertThat(rules(nsA)).contains("from 10.128.1.5 lookup 100 proto 201");
     });
     assertThat(snat(dpB)).isEmpty();
-    assertThat(rules(nsB)).doesNotContain("proto 201");
+    // node-b is not the host: it steers its own endpoint to node-a (table 7000, over egress-vx)
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(rules(nsB)).contains("from 10.128.1.5 lookup 7000 proto 201").doesNotContain("lookup 100");
+      assertThat(nsB.exec("ip", "route", "show", "table", "7000")).contains("dst 192.168.1.10");
+    });
     assertThat(client.nodes().withName("node-a").get().getMetadata().getLabels())
         .containsKey("egress-service.k8s.ovn.org/default-web");
 
@@ -171,7 +175,10 @@ class HostFollowingTest {
       assertThat(snat(dpB)).hasSize(3);
       assertThat(rules(nsB)).contains("from 10.128.0.5 lookup 100 proto 201");
       assertThat(snat(dpA)).isEmpty();
-      assertThat(rules(nsA)).doesNotContain("proto 201");
+      // and now node-a steers its endpoints to node-b
+      assertThat(rules(nsA)).contains("from 10.128.0.5 lookup 7000 proto 201").doesNotContain("lookup 100");
+      assertThat(nsA.exec("ip", "route", "show", "table", "7000")).contains("dst 192.168.1.11");
+      assertThat(rules(nsB)).doesNotContain("lookup 7000");
     });
   }
 }

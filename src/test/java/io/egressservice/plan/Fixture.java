@@ -22,6 +22,7 @@ final class Fixture {
   private final Map<String, String> networkFailures = new HashMap<>();
   private boolean offline = false;
   private PlanConfig config = PlanConfig.defaults();
+  private Map<Long, java.util.Set<IpPrefix>> existingSteerTables = Map.of();
 
   static Fixture cluster() {
     return new Fixture();
@@ -29,6 +30,17 @@ final class Fixture {
 
   Fixture node(String name, List<String> addresses, String... podCidrs) {
     nodes.add(new NodeInfo(name, addresses, List.of(podCidrs)));
+    return this;
+  }
+
+  /** A Node whose addresses are all InternalIPs (where other nodes steer to). */
+  Fixture internalNode(String name, List<String> internalIps, String... podCidrs) {
+    nodes.add(new NodeInfo(name, internalIps, List.of(podCidrs), internalIps));
+    return this;
+  }
+
+  Fixture existingSteerTables(Map<Long, java.util.Set<IpPrefix>> tables) {
+    existingSteerTables = Map.copyOf(tables);
     return this;
   }
 
@@ -117,7 +129,7 @@ final class Fixture {
 
   NodeInputs inputs(String nodeName) {
     return new NodeInputs(nodeName, egressServices, services, slices, nodes, localAddresses,
-        new NetworkResolution(networkTables, networkFailures, offline), config);
+        new NetworkResolution(networkTables, networkFailures, offline), config, Map.of(), existingSteerTables);
   }
 
   DesiredState plan(String nodeName) {
