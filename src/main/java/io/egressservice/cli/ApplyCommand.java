@@ -99,6 +99,14 @@ public final class ApplyCommand implements Callable<Integer> {
       out.println();
       if (outcome != null) {
         outcome.skippedEndpoints().forEach(s -> out.println("      skipped " + s.address() + ": " + s.reason()));
+        outcome.steeredEndpoints().forEach(s -> out.println("      steered " + s));
+        if (!outcome.steeredIn().isEmpty()) {
+          out.println("      steered here by their nodes: " + String.join(", ", outcome.steeredIn()));
+        }
+        if (!outcome.remoteEndpoints().isEmpty()) {
+          out.println("      not on this node and not steered here (they leave their own node as before): "
+              + String.join(", ", outcome.remoteEndpoints()));
+        }
       }
       if (e.getValue().isEmpty()) {
         out.println("      (kernel matches the plan)");

@@ -13,6 +13,9 @@ import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.SnatEntry;
+import io.egressservice.plan.SteerRoute;
+import io.egressservice.plan.SteeredEndpoint;
+import io.egressservice.plan.SteeringPlan;
 import io.egressservice.plan.TableRef;
 
 /**
@@ -88,7 +91,30 @@ public final class PlanJson {
       }
       ArrayNode remote = o.putArray("remoteEndpoints");
       so.remoteEndpoints().forEach(remote::add);
+      ArrayNode steered = o.putArray("steeredEndpoints");
+      so.steeredEndpoints().forEach(e -> steered.add(e.source().toString()));
+      ArrayNode steeredIn = o.putArray("steeredIn");
+      so.steeredIn().forEach(steeredIn::add);
     }
+    ArrayNode steering = root.putArray("steering");
+    for (SteeredEndpoint e : s.steering().endpoints()) {
+      ObjectNode o = steering.addObject();
+      o.put("service", e.service().toString());
+      o.put("source", e.source().toString());
+      o.put("host", e.host());
+      o.put("hostAddress", e.hostAddress().toString());
+      o.put("family", e.family().iproute2Name());
+      o.put("table", e.table());
+    }
+    ArrayNode steeringRoutes = root.putArray("steeringRoutes");
+    for (SteerRoute r : s.steering().routes()) {
+      steeringRoutes.addObject().put("family", r.family().iproute2Name()).put("table", r.table()).put("host", r.host())
+          .put("hostAddress", r.hostAddress().toString());
+    }
+    ObjectNode device = root.putObject("steeringDevice");
+    device.put("name", SteeringPlan.DEVICE);
+    device.put("wanted", s.steering().deviceWanted());
+    device.put("port", s.steering().port());
     root.put("priority", s.priority());
     root.put("ruleProtocol", s.ruleProtocol());
     root.put("ruleMode", s.ruleMode().flag());

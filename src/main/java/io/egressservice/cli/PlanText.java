@@ -8,6 +8,9 @@ import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.SnatEntry;
+import io.egressservice.plan.SteerRoute;
+import io.egressservice.plan.SteeringPlan;
+import io.egressservice.dataplane.SteeringDataplane;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -45,6 +48,13 @@ public final class PlanText {
         sb.append("#   not on this node (their egress uses these rules only if the pod network steers it here): ")
             .append(String.join(", ", o.remoteEndpoints())).append('\n');
       }
+      if (!o.steeredEndpoints().isEmpty()) {
+        sb.append("#   steered to the host: ").append(o.steeredEndpoints().stream().map(Object::toString)
+            .collect(Collectors.joining(", "))).append('\n');
+      }
+      if (!o.steeredIn().isEmpty()) {
+        sb.append("#   steered here by their nodes: ").append(String.join(", ", o.steeredIn())).append('\n');
+      }
     }
     if (s.ruleMode() == RuleMode.MARK) {
       sb.append("# mark mode: nftables marks these sources (maps mark_v4/mark_v6); one fwmark rule per network routes them\n");
@@ -56,6 +66,7 @@ public final class PlanText {
       }
     }
     sb.append('\n');
+    steering(sb, s.steering(), s.ruleProtocol());
     for (RuleSpec r : s.rules()) {
       sb.append(ruleCommand(r, s.ruleProtocol(), s.markMask()));
       r.service().ifPresent(svc -> sb.append("  # ").append(svc));
@@ -82,6 +93,29 @@ public final class PlanText {
   public static String routeCommand(RouteSpec r, int protocol) {
     return "ip " + r.family().ipFlag() + " route add throw " + r.to().cidrText() + " table " + r.table().name()
         + " protocol " + protocol;
+  }
+
+  /** The steering device and the steering tables' routes, as {@code ip} commands (nothing when not wanted). */
+  private static void steering(StringBuilder sb, SteeringPlan p, int protocol) {
+    if (!p.deviceWanted()) {
+      return;
+    }
+    sb.append("# steering: one device for every host and both families (the agent sets its MTU to the underlay's less"
+            + " the encapsulation)\n")
+        .append("ip link add ").append(SteeringPlan.DEVICE).append(" type vxlan external gpe dstport ").append(p.port())
+        .append(" nolearning\n")
+        .append("ip link set ").append(SteeringPlan.DEVICE).append(" alias ").append(SteeringPlan.DEVICE_ALIAS)
+        .append(" up\n")
+        .append("ip addr add ").append(SteeringDataplane.DEVICE_ADDRESS).append("/32 scope link dev ")
+        .append(SteeringPlan.DEVICE).append('\n')
+        .append("sysctl -w net.ipv4.conf.").append(SteeringPlan.DEVICE).append(".rp_filter=2\n");
+    for (SteerRoute r : p.routes()) {
+      sb.append("ip ").append(r.family().ipFlag()).append(" route add default dev ").append(SteeringPlan.DEVICE)
+          .append(" encap ").append(r.family() == IpFamily.V4 ? "ip" : "ip6").append(" id ").append(SteeringPlan.VNI)
+          .append(" dst ").append(r.hostAddress()).append(" csum table ").append(r.table()).append(" protocol ")
+          .append(protocol).append("  # to host ").append(r.host()).append('\n');
+    }
+    sb.append('\n');
   }
 
   /** {@code ip -4 rule add priority 5000 from 10.0.0.5 lookup 100 protocol 201}. */

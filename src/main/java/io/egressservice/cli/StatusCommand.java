@@ -74,6 +74,7 @@ public final class StatusCommand implements Callable<Integer> {
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
       ObservedState observed = dp.observe();
       Map<IpPrefix, String> names = new HashMap<>();
+      Map<IpPrefix, String> hosts = new HashMap<>();
       if (loaded != null) {
         DesiredState plan = dp.plan(loaded, node, config).desired();
         for (RuleSpec r : plan.rules()) {
@@ -81,13 +82,15 @@ public final class StatusCommand implements Callable<Integer> {
             names.put(r.from().get(), r.service().get().toString());
           }
         }
+        plan.steering().routes().forEach(r -> hosts.put(r.hostAddress(), r.host()));
       }
       observed.nft().snat().forEach(e -> names.put(e.source(), e.comment()));
       Map<String, Group> groups = group(observed, names);
+      Steered steered = new Steered(config, observed, hosts);
       if (output.equals("json")) {
-        out.println(PlanJson.write(json(dp, config, observed, groups)));
+        out.println(PlanJson.write(json(dp, config, observed, groups, steered)));
       } else {
-        text(out, dp, config, observed, groups);
+        text(out, dp, config, observed, groups, steered);
       }
       long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
       if (unnamed > 0 && output.equals("text")) {
@@ -133,6 +136,36 @@ public final class StatusCommand implements Callable<Integer> {
         + ")";
   }
 
+  /**
+   * Where the steering tables lead (from the owned routes: table to host address per family), so a
+   * source's rule or mark into a steering table reads as "steered to that host".
+   */
+  private record Steered(PlanConfig config, Map<String, IpPrefix> byTableAndFamily, Map<IpPrefix, String> hosts) {
+    Steered(PlanConfig config, ObservedState observed, Map<IpPrefix, String> hosts) {
+      this(config, new HashMap<>(), hosts);
+      for (var r : observed.steering().routes()) {
+        r.encap().ifPresent(e -> byTableAndFamily.put(Integer.toUnsignedLong(r.table()) + "/" + r.family(), e.destination()));
+      }
+    }
+
+    /** "192.168.1.10 (host node-a)" for a source of {@code family} routed to {@code table}, or empty. */
+    java.util.Optional<String> describe(long table, io.egressservice.ip.IpFamily family) {
+      if (!config.steering().isSteeringTable(table)) {
+        return java.util.Optional.empty();
+      }
+      IpPrefix to = byTableAndFamily.get(table + "/" + family);
+      if (to == null) {
+        return java.util.Optional.of("nowhere yet: table " + table + " has no route over "
+            + io.egressservice.plan.SteeringPlan.DEVICE);
+      }
+      return java.util.Optional.of(to + java.util.Optional.ofNullable(hosts.get(to)).map(h -> " (host " + h + ")").orElse(""));
+    }
+
+    java.util.Optional<IpPrefix> address(long table, io.egressservice.ip.IpFamily family) {
+      return java.util.Optional.ofNullable(byTableAndFamily.get(table + "/" + family));
+    }
+  }
+
   private static Map<String, Group> group(ObservedState observed, Map<IpPrefix, String> names) {
     Map<String, Group> groups = new TreeMap<>();
     List<Rule> rules = new ArrayList<>(observed.rules());
@@ -173,7 +206,7 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static void text(PrintWriter out, Dataplane dp, PlanConfig config, ObservedState observed,
-      Map<String, Group> groups) {
+      Map<String, Group> groups, Steered steered) {
     EgressNftables.NftState nft = observed.nft();
     out.printf("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s) with protocol %d;"
             + " nft table inet %s: %s%n",
@@ -182,11 +215,26 @@ public final class StatusCommand implements Callable<Integer> {
         EgressNftables.TABLE,
         !nft.tablePresent() ? "absent" : nft.baseIntact() ? "present, " + nft.snat().size() + " SNAT entr"
             + (nft.snat().size() == 1 ? "y" : "ies") : "present but NOT intact (the next apply repairs it)");
+    var dev = observed.steering();
+    out.println("steering device " + io.egressservice.plan.SteeringPlan.DEVICE + ": " + (dev.device().isEmpty() ? "absent"
+        : dev.deviceForeign() ? "present but NOT the agent's (no alias " + io.egressservice.plan.SteeringPlan.DEVICE_ALIAS
+            + "): never touched, nothing is steered"
+        : "present, mtu " + dev.device().get().mtu() + dev.device().get().vxlan().map(v -> ", dstport " + v.port()).orElse("")
+            + ", " + dev.routes().size() + " steering route(s)"));
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       out.println(g.getKey());
-      g.getValue().rules().forEach(r -> out.println("  rule " + r + clusterIpHint(config, r)));
-      g.getValue().marks().forEach(m -> out.println("  mark " + m.source() + " -> table " + m.table()
-          + " (fwmark 0x" + Long.toHexString(observed.marks().networkChains().getOrDefault(m.table(), 0L)) + ")"));
+      for (Rule r : g.getValue().rules()) {
+        out.println("  rule " + r + clusterIpHint(config, r));
+        if (r.source().isPresent()) {
+          steered.describe(Integer.toUnsignedLong(r.table()), r.family())
+              .ifPresent(d -> out.println("    steered " + r.source().get() + " to " + d));
+        }
+      }
+      for (MarkElement m : g.getValue().marks()) {
+        out.println("  mark " + m.source() + " -> table " + m.table()
+            + " (fwmark 0x" + Long.toHexString(observed.marks().networkChains().getOrDefault(m.table(), 0L)) + ")");
+        steered.describe(m.table(), m.family()).ifPresent(d -> out.println("    steered " + m.source() + " to " + d));
+      }
       g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
     }
     if (!observed.routes().isEmpty()) {
@@ -208,7 +256,8 @@ public final class StatusCommand implements Callable<Integer> {
     return r.source().isPresent() && config.serviceCidrs().stream().anyMatch(c -> c.contains(r.source().get()));
   }
 
-  private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups) {
+  private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups,
+      Steered steered) {
     ObjectNode root = new ObjectMapper().createObjectNode();
     root.put("netns", dp.thread().netns().orElse(null));
     root.put("priority", config.priority());
@@ -217,6 +266,14 @@ public final class StatusCommand implements Callable<Integer> {
     table.put("name", "inet " + EgressNftables.TABLE);
     table.put("present", observed.nft().tablePresent());
     table.put("intact", observed.nft().baseIntact());
+    ObjectNode device = root.putObject("steeringDevice");
+    device.put("name", io.egressservice.plan.SteeringPlan.DEVICE);
+    device.put("present", observed.steering().device().isPresent());
+    device.put("ours", observed.steering().deviceOurs());
+    observed.steering().device().filter(d -> observed.steering().deviceOurs()).ifPresent(d -> {
+      device.put("mtu", d.mtu());
+      d.vxlan().ifPresent(v -> device.put("port", v.port()));
+    });
     ArrayNode services = root.putArray("services");
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       ObjectNode s = services.addObject();
@@ -245,6 +302,18 @@ public final class StatusCommand implements Callable<Integer> {
         marks.addObject().put("family", m.family().iproute2Name()).put("source", m.source().toString())
             .put("table", m.table());
       }
+      ArrayNode steeredOut = s.putArray("steered");
+      for (Rule r : g.getValue().rules()) {
+        long t = Integer.toUnsignedLong(r.table());
+        if (r.source().isPresent() && config.steering().isSteeringTable(t)) {
+          steeredJson(steeredOut, steered, r.source().get(), t);
+        }
+      }
+      for (MarkElement m : g.getValue().marks()) {
+        if (config.steering().isSteeringTable(m.table())) {
+          steeredJson(steeredOut, steered, m.source(), m.table());
+        }
+      }
       ArrayNode snat = s.putArray("snat");
       for (SnatElement e : g.getValue().snat()) {
         snat.addObject().put("family", e.family().iproute2Name()).put("source", e.source().toString())
@@ -267,5 +336,15 @@ public final class StatusCommand implements Callable<Integer> {
     routes.sort(Comparator.comparing(Route::family).thenComparingLong(r -> Integer.toUnsignedLong(r.table()))
         .thenComparing(r -> r.destination().orElse(null), Comparator.nullsFirst(Comparator.naturalOrder())));
     return routes;
+  }
+
+  private static void steeredJson(ArrayNode out, Steered steered, IpPrefix source, long table) {
+    ObjectNode o = out.addObject();
+    o.put("family", source.family().iproute2Name());
+    o.put("source", source.toString());
+    o.put("table", table);
+    IpPrefix to = steered.address(table, source.family()).orElse(null);
+    o.put("hostAddress", to == null ? null : to.toString());
+    o.put("host", to == null ? null : steered.hosts().get(to));
   }
 }

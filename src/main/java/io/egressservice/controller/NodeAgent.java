@@ -190,7 +190,10 @@ public final class NodeAgent implements AutoCloseable {
     boolean relevant = e.rule().map(r -> isDrift(e.kind(), r)).orElse(false)
         || e.route().map(r -> isDrift(e.kind(), r)).orElse(false)
         || e.address().isPresent()
-        || e.link().flatMap(l -> l.kind()).filter("vrf"::equals).isPresent();
+        || e.link().flatMap(l -> l.kind()).filter("vrf"::equals).isPresent()
+        // the steering device removed by someone else: re-create it now, not at the next resync
+        || (e.kind() == ChangeKind.DELETED
+            && e.link().filter(l -> l.name().equals(io.egressservice.plan.SteeringPlan.DEVICE)).isPresent());
     if (relevant) {
       trigger(TRIGGER_KERNEL);
     }

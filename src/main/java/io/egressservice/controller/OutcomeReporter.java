@@ -24,7 +24,8 @@ final class OutcomeReporter {
   private final Map<ObjectRef, Reported> last = new HashMap<>();
 
   /** What an Event depends on; equal snapshots emit nothing. */
-  private record Snapshot(boolean configured, String reason, List<String> skipped, List<String> remote) {}
+  private record Snapshot(boolean configured, String reason, List<String> skipped, List<String> remote,
+      List<String> steeredTo) {}
 
   private record Reported(ServiceOutcome outcome, Snapshot snapshot) {}
 
@@ -43,7 +44,8 @@ final class OutcomeReporter {
       }
       Snapshot s = new Snapshot(o.configured(), withoutCounts(o.reason()),
           o.skippedEndpoints().stream().map(e -> e.address() + " (" + e.reason() + ")").sorted().toList(),
-          o.remoteEndpoints().stream().sorted().toList());
+          o.remoteEndpoints().stream().sorted().toList(),
+          o.steeredEndpoints().stream().map(e -> e.host() + " (" + e.hostAddress() + ")").distinct().sorted().toList());
       now.put(o.service(), new Reported(o, s));
       Snapshot previous = before == null ? null : before.snapshot();
       if (Objects.equals(previous, s)) {
@@ -57,28 +59,40 @@ final class OutcomeReporter {
 
   private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {
     return a.configured() == b.configured() && a.reason().equals(b.reason())
-        && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints());
+        && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints())
+        && a.steeredEndpoints().equals(b.steeredEndpoints());
   }
 
   private void emitChange(ObjectRef es, Snapshot before, Snapshot now) {
     boolean wasConfigured = before != null && before.configured();
-    if (now.configured() && (!wasConfigured || !now.reason().equals(before.reason()))) {
+    boolean steering = !now.steeredTo().isEmpty();
+    if (steering && (before == null || !now.steeredTo().equals(before.steeredTo()))) {
+      // Once per change of where this node steers (host or its addresses), not per endpoint added or removed.
+      sink.emit(es, "Normal", "EndpointsSteered", "node " + node + " steers its endpoints of this service to host "
+          + String.join(", ", now.steeredTo()) + " over " + io.egressservice.plan.SteeringPlan.DEVICE
+          + ", where they leave with the LoadBalancer IP");
+    } else if (steering) {
+      // the same hosts: nothing new to say
+    } else if (now.configured() && (!wasConfigured || !now.reason().equals(before.reason()))) {
       sink.emit(es, "Normal", "EgressConfigured", "configured on node " + node + ": " + now.reason());
+    } else if (!now.configured() && isSteeringFailure(now.reason())
+        && (before == null || !now.reason().equals(before.reason()))) {
+      sink.emit(es, "Warning", "SteeringUnavailable", "on node " + node + ": " + now.reason());
     } else if (!now.configured() && wasConfigured) {
       sink.emit(es, "Normal", "EgressRemoved", "no longer configured on node " + node + ": " + now.reason());
     } else if (!now.configured() && isNodeLocalFailure(now.reason())
         && (before == null || !now.reason().equals(before.reason()))) {
       sink.emit(es, "Warning", "NetworkNotFound", "on node " + node + ": " + now.reason());
     }
-    boolean acting = now.configured() || isNodeLocalFailure(now.reason());
+    boolean acting = now.configured() || isNodeLocalFailure(now.reason()) || isSteeringFailure(now.reason());
     if (acting && !now.skipped().isEmpty() && (before == null || !now.skipped().equals(before.skipped()))) {
       sink.emit(es, "Warning", "EndpointsRefused", "node " + node + " refuses " + now.skipped().size()
           + " endpoint(s): " + summarize(now.skipped()));
     }
     if (now.configured() && !now.remote().isEmpty() && (before == null || !now.remote().equals(before.remote()))) {
       sink.emit(es, "Warning", "EndpointsNotOnHost", now.remote().size() + " endpoint(s) are not on host node "
-          + node + "; their egress uses the service's SNAT and network only if the pod network steers it here: "
-          + summarize(now.remote()));
+          + node + " and not steered here; their egress uses the service's SNAT and network only if the pod network"
+          + " brings it here: " + summarize(now.remote()));
     }
   }
 
@@ -87,6 +101,11 @@ final class OutcomeReporter {
   /** Endpoint counts change with every scale event; they are not an outcome change worth an Event. */
   private static String withoutCounts(String reason) {
     return COUNT.matcher(reason).replaceAll("N $1"); // compiled once: this runs per service per reconcile
+  }
+
+  /** This node has endpoints it cannot steer (the host lacks an InternalIP of the family, no free table). */
+  private static boolean isSteeringFailure(String reason) {
+    return reason.startsWith(io.egressservice.plan.Planner.NOT_STEERED);
   }
 
   private static boolean isNodeLocalFailure(String reason) {

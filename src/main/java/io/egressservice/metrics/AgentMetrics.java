@@ -63,7 +63,14 @@ public final class AgentMetrics {
       .register(registry);
   private final Gauge remoteEndpoints = Gauge.builder()
       .name("egress_service_agent_remote_endpoints")
-      .help("LoadBalancerIP endpoints not on their host node (their egress needs the pod network to steer it there).")
+      .help("Counted on the host: LoadBalancerIP endpoints on other nodes that are not steered to it"
+          + " (--remote-endpoints=report, or a family the host has no InternalIP of); their egress needs the pod"
+          + " network to bring it there.")
+      .register(registry);
+  private final Gauge steeredEndpoints = Gauge.builder()
+      .name("egress_service_agent_steered_endpoints")
+      .help("Local endpoints this node steers to their service's host over egress-vx, by family.")
+      .labelNames("family")
       .register(registry);
   private final Gauge lastSuccess = Gauge.builder()
       .name("egress_service_agent_last_successful_reconcile_timestamp_seconds")
@@ -145,6 +152,10 @@ public final class AgentMetrics {
     services.labelValues("not_configured").set(desired.services().size() - configured);
     skippedEndpoints.set(desired.services().stream().mapToInt(o -> o.skippedEndpoints().size()).sum());
     remoteEndpoints.set(desired.services().stream().mapToInt(o -> o.remoteEndpoints().size()).sum());
+    for (IpFamily f : IpFamily.values()) {
+      steeredEndpoints.labelValues(f.iproute2Name())
+          .set(desired.steering().endpoints().stream().filter(e -> e.family() == f).count());
+    }
   }
 
   public void reconcileFailed(String trigger, double seconds) {
