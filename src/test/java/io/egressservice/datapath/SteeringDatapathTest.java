@@ -140,6 +140,32 @@ class SteeringDatapathTest {
 
     // applying again changes nothing
     assertThat(apply("source", file, NODE_B).out()).contains("applied 0 change(s)");
+
+    // status says which endpoint goes to which host, in text and JSON
+    InProcess.Result status = InProcess.run("status", "--netns", topo.ns(NODE_B).name(), "--objects", file.toString(),
+        "--node", NODE_B);
+    assertThat(status.out()).contains("steering device egress-vx: present, mtu 1444, dstport 4799, 2 steering route(s)")
+        .contains("steered " + POD_B + " to " + NODE_A_IP + " (host node-a)")
+        .contains("steered " + POD_B6 + " to " + NODE_A_IP6 + " (host node-a)");
+    JsonNode json = parse(InProcess.run("status", "--netns", topo.ns(NODE_B).name(), "--objects", file.toString(), "--node",
+            NODE_B, "-o", "json").out());
+    assertThat(json.path("steeringDevice").path("ours").asBoolean()).isTrue();
+    assertThat(json.path("services").toString()).contains("\"source\":\"" + POD_B + "\",\"table\":7000,\"hostAddress\":\""
+        + NODE_A_IP + "\",\"host\":\"node-a\"");
+
+    // cleanup removes the device and, with it, the steering routes; the rules go too
+    assertThat(InProcess.run("cleanup", "--netns", topo.ns(NODE_B).name()).out()).contains("- link egress-vx");
+    assertThat(topo.ns(NODE_B).tryExec("ip", "link", "show", "egress-vx").exitCode()).isNotZero();
+    assertThat(routes(NODE_B, "-4", 7000)).isBlank();
+    assertThat(ip(NODE_B, "rule", "show")).doesNotContain("proto 201");
+  }
+
+  static JsonNode parse(String text) {
+    try {
+      return new com.fasterxml.jackson.databind.ObjectMapper().readTree(text);
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException(text, e);
+    }
   }
 
   @Test
