@@ -16,7 +16,6 @@ import io.egressservice.netlink.VxlanDevice;
 import io.egressservice.plan.SteerRoute;
 import io.egressservice.plan.SteeringConfig;
 import io.egressservice.plan.SteeringPlan;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,6 +47,8 @@ public final class SteeringDataplane {
   static final int OVERHEAD_V4 = 20 + 8 + 8;
   static final int DEFAULT_UNDERLAY_MTU = 1500;
   private static final int RT_TABLE_MAIN = 254;
+  /** IPV4_DEVCONF_RP_FILTER of {@code <linux/ip.h>}. */
+  static final int IPV4_DEVCONF_RP_FILTER = 8;
 
   private final RtNetlink netlink;
   private final NetnsThread thread;
@@ -164,7 +165,9 @@ public final class SteeringDataplane {
         recreate ? Optional.of(spec) : Optional.empty(),
         !recreate && link.mtu() != mtu ? OptionalInt.of(mtu) : OptionalInt.empty(),
         !recreate && !link.up(), recreate || !observed.addressPresent(),
-        recreate || observed.rpFilter().orElse(-1) != 2, replaced, adds, deletes, false);
+        // rp_filter unreadable (no /proc/sys): set once with the device, not on every reconcile
+        recreate || (observed.rpFilter().isPresent() && observed.rpFilter().getAsInt() != 2), replaced, adds, deletes,
+        false);
   }
 
   /** One route per table and family: the default route, over our device (index -1: to be created). */
@@ -226,13 +229,11 @@ public final class SteeringDataplane {
     }
     if (c.setRpFilter()) {
       try {
-        thread.call(() -> {
-          Files.writeString(rpFilterPath(), "2\n", StandardCharsets.US_ASCII);
-          return null;
-        });
+        // Through rtnetlink, not /proc/sys, which a container usually has read-only.
+        netlink.setIpv4DeviceConf(index, IPV4_DEVCONF_RP_FILTER, 2);
         done.add(change("~ sysctl net.ipv4.conf." + SteeringPlan.DEVICE + ".rp_filter=2"));
-      } catch (RuntimeException e) {
-        failures.add("sysctl net.ipv4.conf." + SteeringPlan.DEVICE + ".rp_filter=2: " + causeOf(e));
+      } catch (NetlinkException e) {
+        failures.add("sysctl net.ipv4.conf." + SteeringPlan.DEVICE + ".rp_filter=2: " + e.getMessage());
       }
     }
     List<RouteChange> routes = new ArrayList<>();
@@ -325,11 +326,6 @@ public final class SteeringDataplane {
 
   private static Route withDevice(Route r, int index) {
     return r.dev(index);
-  }
-
-  private static String causeOf(RuntimeException e) {
-    Throwable t = e.getCause() != null ? e.getCause() : e;
-    return t instanceof IOException ? t.toString() : String.valueOf(t.getMessage());
   }
 
   /** The steering tables of a configuration, for the reader of {@code status}. */

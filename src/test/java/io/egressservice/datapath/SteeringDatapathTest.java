@@ -67,6 +67,10 @@ class SteeringDatapathTest {
     expectPodB2Untouched();
     assertThat(ip(NODE_B, "-d", "link", "show", "egress-vx")).contains("alias egress-service-agent")
         .contains("vxlan external").contains("dstport 4799").contains("gpe");
+    // what lets node-a (rp_filter=1 for all) accept them: loose on the device the agent owns, which has an address
+    assertThat(topo.ns(NODE_A).exec("cat", "/proc/sys/net/ipv4/conf/egress-vx/rp_filter").trim()).isEqualTo("2");
+    assertThat(ip(NODE_A, "-4", "addr", "show", "dev", "egress-vx")).contains("169.254.0.73/32 scope link");
+    assertThat(topo.ns(NODE_A).exec("cat", "/proc/sys/net/ipv4/conf/all/rp_filter").trim()).isEqualTo("1");
   }
 
   @ParameterizedTest(name = "rule mode {0}")

@@ -156,12 +156,17 @@ class SteeringPlannerTest {
   }
 
   @Test
-  void aFamilyWithoutLoadBalancerIpIsNotSteeredSinceTheHostWouldNotSnatIt() {
+  void aFamilyWithoutLoadBalancerIpIsSteeredOnlyWhenTheHostRoutesItThroughANetwork() {
     Fixture f = cluster(A).lbService("web", List.of("172.30.0.10"), "5.5.5.5");
     DesiredState s = f.plan(B);
     assertThat(steering(s)).containsExactly("10.128.1.5 -> node-a 192.168.1.10 table 7000");
-    assertThat(skipped(s, "web")).containsExactly("fd10:128:1::5: the Service has no IPv6 LoadBalancer ingress IP:"
-        + " not steered to host node-a (it would not SNAT it)");
+    assertThat(skipped(s, "web")).containsExactly("fd10:128:1::5: the Service has no IPv6 LoadBalancer ingress IP"
+        + " and no network: not steered to host node-a (it would do nothing for it)");
+
+    // with a network the host routes the IPv6 endpoints through it (no SNAT), so they go there too
+    DesiredState withNetwork = f.egress("web", LOAD_BALANCER_IP, "100", A).plan(B);
+    assertThat(steering(withNetwork)).containsExactly(
+        "10.128.1.5 -> node-a 192.168.1.10 table 7000", "fd10:128:1::5 -> node-a fd00::a table 7000");
   }
 
   @Test
