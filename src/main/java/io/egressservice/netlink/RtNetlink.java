@@ -16,7 +16,7 @@ import java.util.function.IntConsumer;
 
 /**
  * A NETLINK_ROUTE connection in one network namespace: rules (read/write), routes (read/write),
- * links and addresses (read) and change notifications. Each instance owns one socket, created and used on a
+ * links and addresses (read, and the few writes steering needs) and change notifications. Each instance owns one socket, created and used on a
  * {@link NetnsThread} of that namespace; calls from any thread are serialised onto it. The
  * equivalent of a vishvananda/netlink {@code Handle}.
  *

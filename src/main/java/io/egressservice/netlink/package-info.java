@@ -1,7 +1,8 @@
 /**
  * A small rtnetlink (NETLINK_ROUTE) library on JNA: policy routing rules (read/write, both families),
- * routes (read/write, batched), links (read: index, name, kind, VRF table), addresses (read) and change notifications. It knows
- * nothing about Kubernetes.
+ * routes (read/write, batched, with ip/ip6 lightweight-tunnel encapsulation), links (read: index, name,
+ * kind, VRF table, alias, MTU, state, VXLAN settings; write: create a collect-metadata VXLAN device, set
+ * MTU/state/alias, delete), addresses (read, add) and change notifications. It knows nothing about Kubernetes.
  *
  * <p>Layers: immutable model records ({@link io.egressservice.netlink.Rule}, {@link
  * io.egressservice.netlink.Route}, {@link io.egressservice.netlink.Link}, ...) with no JNA; the wire
