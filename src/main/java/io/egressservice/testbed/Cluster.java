@@ -1,0 +1,696 @@
+package io.egressservice.testbed;
+
+import io.egressservice.ip.IpFamily;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Consumer;
+
+/**
+ * A Kubernetes cluster made of network namespaces, with the real agent process on every node: the one place for
+ * multi-node behaviour (steering, host moves, failover, restarts) in tests, benchmarks and the demo.
+ *
+ * <pre>
+ *                   lan (bridge br0, node network 192.168.50.0/24, fd00:50::/64)
+ *        ┌──────────────────────────┼─────────────────────────────┐
+ *   node-a .11                 node-b .12                     node-c .13      eth0 of each node
+ *    ├ p1 ─ pod-a1 10.128.1.5   ├ p1 ─ pod-b1 10.128.2.5       ├ p1 ─ pod-c1 10.128.3.5
+ *    │                          ├ p2 ─ pod-b2 10.128.2.6       │
+ *    ├ up1 ─ ext-a1 (main)      ├ up1 ─ ext-b1 (main)          ├ up1 ─ ext-c1 (main)
+ *    └ up2 ─ ext-a2 (table 100) │                              └ up2 ─ ext-c2 (table 100)
+ *          every ext-* owns the external host 203.0.113.10 / 2001:db8:113::10 and links to the client
+ *   client 198.51.100.100 / 2001:db8:100::100: one link to every ext-*, reaches the LB IPs through ext-a1
+ * </pre>
+ *
+ * <p>That is {@link #standard()}; {@link #builder()} makes any number of nodes, uplinks and pods (addresses in
+ * {@link Addresses}). Each node is wired as a CNI would do it: per-node pod CIDR, a veth and a /32 (/128) route per
+ * pod, routes to the other nodes' pod CIDRs via their node IPs over the node network, and a masquerade of pod
+ * traffic that leaves the cluster CIDR in an nft table of its own ({@code inet esa_testbed_cni}, priority srcnat,
+ * as Flannel's or Calico's natOutgoing). The main table leaves by uplink 1, table 100 by uplink 2. Reverse-path
+ * filtering is loose on the nodes (systemd's default, {@code rp_filter=2}) and off elsewhere; IPv6 DAD is off.
+ *
+ * <p>Every external router owns the same external address, so "which uplink" is "which namespace answered"; its
+ * servers ({@link Traffic}) record the source they saw. Pods run the same servers on their own addresses.
+ *
+ * <p>The Kubernetes API is fabric8's mock server in CRUD mode ({@link ApiServer}) with one Node per node (Ready,
+ * InternalIPs and pod CIDRs of both families, label {@code kubernetes.io/hostname}) and one Pod per pod. Every
+ * node runs the real agent process ({@link AgentProcess}: {@code run --node-name N --netns <node> --kubeconfig F
+ * --metrics-port P}, allocator on, so the agents elect a leader among themselves and it writes {@code status.host}).
+ *
+ * <p>Use:
+ * <pre>{@code
+ * try (Cluster c = Cluster.standard().agentArgs("--rule-mode", "mark").start()) {
+ *   c.api().createLoadBalancer("web", "172.30.0.10", "fd02::10", List.of("5.5.5.5", "2001:db8:5::5"),
+ *       List.of(c.pod("pod-a1"), c.pod("pod-b1")));
+ *   c.api().applyEgressService("web", LOADBALANCERIP, "100", Optional.of("node-a"));
+ *   Traffic.Probe p = c.traffic().udp("pod-b1", Addresses.EXTERNAL_V4); // p.seen(): [udp from 5.5.5.5 at ext-a2]
+ *   c.node("node-a").powerOff();  // SIGKILL of its agent, its links down
+ *   c.node("node-a").powerOn();   // links and routes back, agent started again
+ * }
+ * }</pre>
+ *
+ * <p>Cleanup happens on every exit path: {@link #close()} (idempotent) stops the agents (SIGKILL: their kernel
+ * state goes with the namespaces), the servers, the API server and deletes every namespace; a JVM shutdown hook
+ * calls it; and a watchdog process ({@code sh}) started first kills the agents and deletes the namespaces if this
+ * JVM dies without either (SIGKILL). All namespaces are named {@code esa-tb<id>-<role>}.
+ */
+public final class Cluster implements AutoCloseable {
+  /** A pod: its namespace, its node, both addresses. */
+  public record Pod(String name, String node, int nodeIndex, int index, Namespace netns) {
+    public String ip(IpFamily f) {
+      return Addresses.podIp(nodeIndex, index, f);
+    }
+  }
+
+  /** Uplink {@code index} of a node: the node's interface {@code up<index>}, its table, the router behind it. */
+  public record Uplink(String node, int nodeIndex, int index, Namespace router) {
+    /** The interface on the node. */
+    public String device() {
+      return "up" + index;
+    }
+
+    /** 0 for the main table (uplink 1), else {@link Addresses#SECOND_UPLINK_TABLE}. */
+    public int table() {
+      return index == 1 ? 0 : Addresses.SECOND_UPLINK_TABLE;
+    }
+
+    /** The node's address on this uplink (the source a masquerade through it shows). */
+    public String nodeIp(IpFamily f) {
+      return Addresses.uplinkNodeIp(nodeIndex, index, f);
+    }
+
+    /** The role of the router namespace, which is where the external host answers: {@code ext-a2}. */
+    public String where() {
+      return router.role();
+    }
+  }
+
+  /** One node: its namespace, pods, uplinks and agent process. */
+  public final class Node {
+    private final String name;
+    private final int index;
+    private final Namespace netns;
+    private final List<Pod> pods = new ArrayList<>();
+    private final List<Uplink> uplinks = new ArrayList<>();
+    private AgentProcess agent;
+
+    Node(String name, int index, Namespace netns) {
+      this.name = name;
+      this.index = index;
+      this.netns = netns;
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public int index() {
+      return index;
+    }
+
+    public Namespace netns() {
+      return netns;
+    }
+
+    public String ip(IpFamily f) {
+      return Addresses.nodeIp(index, f);
+    }
+
+    public List<Pod> pods() {
+      return Collections.unmodifiableList(pods);
+    }
+
+    public List<Uplink> uplinks() {
+      return Collections.unmodifiableList(uplinks);
+    }
+
+    /** Uplink {@code k} (1-based). */
+    public Uplink uplink(int k) {
+      return uplinks.get(k - 1);
+    }
+
+    /** The agent process of this node (present unless the cluster was built {@code withoutAgents()}). */
+    public AgentProcess agent() {
+      if (agent == null) {
+        throw new IllegalStateException("the cluster runs no agents");
+      }
+      return agent;
+    }
+
+    /** A hard power-off: SIGKILL of the agent, then every link of the node down (node network, uplinks, pods). */
+    public void powerOff() {
+      if (agent != null) {
+        agent.kill();
+      }
+      List<String> lines = new ArrayList<>(List.of("link set eth0 down"));
+      uplinks.forEach(u -> lines.add("link set " + u.device() + " down"));
+      pods.forEach(p -> lines.add("link set p" + p.index() + " down"));
+      netns.ip(lines.toArray(String[]::new));
+    }
+
+    /** Links up, the routes the kernel dropped with them back, the agent started again and ready. */
+    public void powerOn() {
+      List<String> lines = new ArrayList<>(List.of("link set eth0 up"));
+      uplinks.forEach(u -> lines.add("link set " + u.device() + " up"));
+      pods.forEach(p -> lines.add("link set p" + p.index() + " up"));
+      lines.addAll(nodeRoutes(this));
+      netns.ip(lines.toArray(String[]::new));
+      if (agent != null) {
+        agent.start();
+        agent.awaitReady();
+      }
+    }
+
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  /** How a node is shaped: how many uplinks (1 or 2) and pods. */
+  public record NodeSpec(String name, int uplinks, int pods) {
+    public NodeSpec {
+      if (uplinks < 1 || uplinks > 2) {
+        throw new IllegalArgumentException("a node has 1 or 2 uplinks, not " + uplinks);
+      }
+      if (pods < 0 || pods > 200) {
+        throw new IllegalArgumentException("0 to 200 pods per node, not " + pods);
+      }
+    }
+  }
+
+  /** What to build. */
+  public static final class Builder {
+    private final List<NodeSpec> nodes = new ArrayList<>();
+    private final List<String> agentArgs = new ArrayList<>();
+    private final Map<String, String> agentEnv = new LinkedHashMap<>();
+    private boolean agents = true;
+    private int nodeRpFilter = 2;
+    private Consumer<String> progress = s -> {};
+
+    private Builder() {}
+
+    /** Adds node {@code name} (node-a, node-b, ... by convention; the n-th node gets index n). */
+    public Builder node(String name, int uplinks, int pods) {
+      if (nodes.size() >= 9) {
+        throw new IllegalArgumentException("at most 9 nodes");
+      }
+      nodes.add(new NodeSpec(name, uplinks, pods));
+      return this;
+    }
+
+    /** Extra flags of every agent's {@code run} (e.g. {@code --rule-mode mark}). */
+    public Builder agentArgs(String... args) {
+      agentArgs.addAll(List.of(args));
+      return this;
+    }
+
+    /** An extra environment variable of every agent (e.g. {@code EGRESS_AGENT_LOG_LEVEL=debug}). */
+    public Builder agentEnv(String key, String value) {
+      agentEnv.put(key, value);
+      return this;
+    }
+
+    /** No agent processes (the network and the API only: for {@code apply --netns}, benchmarks, in-process agents). */
+    public Builder withoutAgents() {
+      agents = false;
+      return this;
+    }
+
+    /** The nodes' reverse-path filtering ({@code net.ipv4.conf.{all,default}.rp_filter}): 0, 1 (strict) or 2 (loose). */
+    public Builder nodeRpFilter(int value) {
+      nodeRpFilter = value;
+      return this;
+    }
+
+    /** Where the build says what it is doing (the demo prints it). */
+    public Builder progress(Consumer<String> sink) {
+      progress = sink;
+      return this;
+    }
+
+    /** Builds everything and waits until every agent is ready; on failure removes what was built and rethrows. */
+    public Cluster start() {
+      if (nodes.isEmpty()) {
+        throw new IllegalArgumentException("a cluster needs at least one node");
+      }
+      Cluster c = new Cluster(this);
+      try {
+        c.build();
+        return c;
+      } catch (RuntimeException | Error e) {
+        c.close();
+        throw e;
+      }
+    }
+  }
+
+  /** Three nodes: node-a (2 uplinks, pod-a1), node-b (1 uplink, pod-b1 and pod-b2), node-c (2 uplinks, pod-c1). */
+  public static Builder standard() {
+    return builder().node("node-a", 2, 1).node("node-b", 1, 2).node("node-c", 2, 1);
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  private final Builder spec;
+  private final String id;
+  private final Path dir;
+  private final Map<String, Node> nodes = new LinkedHashMap<>();
+  private final Map<String, Pod> pods = new LinkedHashMap<>();
+  private final Map<String, Namespace> namespaces = new LinkedHashMap<>();
+  private final List<Uplink> uplinks = new ArrayList<>();
+  private final Traffic traffic = new Traffic();
+  private final Thread shutdownHook;
+  private Namespace lan;
+  private Namespace client;
+  private ApiServer api;
+  private Process watchdog;
+  private boolean closed;
+
+  private Cluster(Builder spec) {
+    this.spec = spec;
+    this.id = Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 20) | (1 << 20)).substring(1);
+    try {
+      this.dir = Files.createTempDirectory("esa-testbed-" + id + "-");
+      Files.writeString(dir.resolve("netns"), "");
+      Files.writeString(dir.resolve("pids"), "");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the cluster's temporary directory", e);
+    }
+    shutdownHook = new Thread(this::close, "testbed-cleanup-" + id);
+    Runtime.getRuntime().addShutdownHook(shutdownHook);
+  }
+
+  // ---- the public surface ---------------------------------------------------------------------------
+
+  public Node node(String name) {
+    Node n = nodes.get(name);
+    if (n == null) {
+      throw new IllegalArgumentException("no node " + name + " (nodes: " + nodes.keySet() + ")");
+    }
+    return n;
+  }
+
+  public List<Node> nodes() {
+    return List.copyOf(nodes.values());
+  }
+
+  public Pod pod(String name) {
+    Pod p = pods.get(name);
+    if (p == null) {
+      throw new IllegalArgumentException("no pod " + name + " (pods: " + pods.keySet() + ")");
+    }
+    return p;
+  }
+
+  public ApiServer api() {
+    return api;
+  }
+
+  public Traffic traffic() {
+    return traffic;
+  }
+
+  /** Any namespace of the cluster by role: {@code lan}, {@code client}, {@code node-a}, {@code pod-b1}, {@code ext-a2}. */
+  public Namespace netns(String role) {
+    Namespace ns = namespaces.get(role);
+    if (ns == null) {
+      throw new IllegalArgumentException("no namespace " + role + " (roles: " + namespaces.keySet() + ")");
+    }
+    return ns;
+  }
+
+  /** Every namespace of the cluster, by role. */
+  public Map<String, Namespace> namespaces() {
+    return Collections.unmodifiableMap(namespaces);
+  }
+
+  /** The directory of the kubeconfig and the agents' logs ({@code <dir>/agent-<node>.log}). */
+  public Path dir() {
+    return dir;
+  }
+
+  /**
+   * The kube-proxy stand-in: {@code node} DNATs {@code lbIp:port} (TCP) to {@code pod}'s echo port, in an nft table of
+   * its own ({@code inet esa_testbed_kube_proxy}); for a pod on another node it also masquerades the forwarded
+   * connection to the node's address, as kube-proxy does with {@code externalTrafficPolicy: Cluster}.
+   */
+  public void kubeProxy(String node, String lbIp, int port, Pod pod) {
+    IpFamily f = lbIp.contains(":") ? IpFamily.V6 : IpFamily.V4;
+    String ip = f == IpFamily.V4 ? "ip" : "ip6";
+    String target = f == IpFamily.V4 ? pod.ip(f) + ":" + Traffic.ECHO_PORT : "[" + pod.ip(f) + "]:" + Traffic.ECHO_PORT;
+    boolean remote = !pod.node().equals(node);
+    node(node).netns().nft("table inet esa_testbed_kube_proxy {\n"
+        + "  chain prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+        + "  chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
+        + "    meta mark & 0x4000 == 0x4000 masquerade\n"
+        + "  }\n"
+        + "}\n"
+        + "add rule inet esa_testbed_kube_proxy prerouting " + ip + " daddr " + lbIp + " tcp dport " + port
+        + (remote ? " meta mark set mark | 0x4000" : "") + " dnat " + ip + " to " + target + "\n");
+  }
+
+  /** The client reaches the LB IPs through {@code node}'s uplink {@code k} (ext-a1 at first). */
+  public void routeClientVia(String node, int k) {
+    Node n = node(node);
+    client.ip("route replace " + Addresses.LB_RANGE_V4 + " via " + Addresses.clientLinkRouterIp(n.index(), k, IpFamily.V4)
+            + " src " + Addresses.CLIENT_V4,
+        "route replace " + Addresses.LB_RANGE_V6 + " via " + Addresses.clientLinkRouterIp(n.index(), k, IpFamily.V6)
+            + " src " + Addresses.CLIENT_V6);
+  }
+
+  /** Packets from the LB range that reached the client through the router behind {@code uplink} (both families). */
+  public long lbPacketsToClientVia(Uplink uplink) {
+    var counter = client.json("nft", "-j", "list", "counter", "inet", "esa_testbed_probe", counterName(uplink));
+    for (var item : counter.path("nftables")) {
+      if (item.has("counter")) {
+        return item.path("counter").path("packets").asLong();
+      }
+    }
+    throw new IllegalStateException("no counter " + counterName(uplink) + " in the client");
+  }
+
+  // ---- building -------------------------------------------------------------------------------------
+
+  private void build() {
+    startWatchdog();
+    spec.progress.accept("building the cluster's network namespaces (esa-tb" + id + "-*)");
+    lan = namespace("lan");
+    lan.ip("link add br0 type bridge", "link set br0 up");
+    client = namespace("client");
+    int i = 0;
+    for (NodeSpec ns : spec.nodes) {
+      i++;
+      Node node = new Node(ns.name(), i, namespace(ns.name()));
+      nodes.put(ns.name(), node);
+      String letter = ns.name().startsWith("node-") ? ns.name().substring(5) : "n" + i;
+      for (int j = 1; j <= ns.pods(); j++) {
+        Pod pod = new Pod("pod-" + letter + j, ns.name(), i, j, namespace("pod-" + letter + j));
+        node.pods.add(pod);
+        pods.put(pod.name(), pod);
+      }
+      for (int k = 1; k <= ns.uplinks(); k++) {
+        Uplink u = new Uplink(ns.name(), i, k, namespace("ext-" + letter + k));
+        node.uplinks.add(u);
+        uplinks.add(u);
+      }
+    }
+    for (Node node : nodes.values()) {
+      wireNode(node);
+    }
+    wireClient();
+    for (Uplink u : uplinks) {
+      traffic.serve(u.where(), List.of(Addresses.EXTERNAL_V4, Addresses.EXTERNAL_V6));
+    }
+    for (Pod p : pods.values()) {
+      traffic.serve(p.name(), List.of(p.ip(IpFamily.V4), p.ip(IpFamily.V6)));
+    }
+    api = new ApiServer(dir);
+    for (Node node : nodes.values()) {
+      api.createNode(node.name(), node.index());
+      for (Pod p : node.pods) {
+        api.createPod(p);
+      }
+    }
+    if (spec.agents) {
+      spec.progress.accept("starting " + nodes.size() + " agent processes (" + String.join(", ", nodes.keySet()) + ")");
+      for (Node node : nodes.values()) {
+        node.agent = new AgentProcess(node.name(), node.netns().name(), api.kubeconfig(),
+            dir.resolve("agent-" + node.name() + ".log"), spec.agentArgs, spec.agentEnv, this::writePids);
+        node.agent.start();
+      }
+      for (Node node : nodes.values()) {
+        node.agent.awaitReady();
+      }
+    }
+  }
+
+  private Namespace namespace(String role) {
+    String name = "esa-tb" + id + "-" + role;
+    appendLine(dir.resolve("netns"), name);
+    Namespace.runOrThrow(List.of("ip", "netns", "add", name));
+    Namespace ns = new Namespace(name, role);
+    namespaces.put(role, ns);
+    traffic.register(ns);
+    boolean node = nodes.containsKey(role) || spec.nodes.stream().anyMatch(n -> n.name().equals(role));
+    int rp = node ? spec.nodeRpFilter : 0;
+    // before any interface exists, so that every interface inherits it
+    ns.sysctl("net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=" + rp,
+        "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+        "net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1",
+        "net.ipv6.conf.all.accept_ra=0", "net.ipv6.conf.default.accept_ra=0");
+    ns.ip("link set lo up");
+    return ns;
+  }
+
+  private void wireNode(Node node) {
+    int i = node.index();
+    Namespace ns = node.netns();
+    ns.sysctl("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
+    List<String> lines = new ArrayList<>();
+    lines.add("link add eth0 type veth peer name " + node.name() + " netns " + lan.name());
+    lines.add("addr add " + node.ip(IpFamily.V4) + "/24 dev eth0");
+    lines.add("addr add " + node.ip(IpFamily.V6) + "/64 dev eth0 nodad");
+    lines.add("link set eth0 up");
+    for (Pod p : node.pods) {
+      String dev = "p" + p.index();
+      lines.add("link add " + dev + " type veth peer name eth0 netns " + p.netns().name());
+      lines.add("addr add " + Addresses.podGateway(i, IpFamily.V4) + "/32 dev " + dev);
+      lines.add("addr add " + Addresses.podGateway(i, IpFamily.V6) + "/128 dev " + dev + " nodad");
+      lines.add("link set " + dev + " up");
+    }
+    for (Uplink u : node.uplinks) {
+      lines.add("link add " + u.device() + " type veth peer name eth0 netns " + u.router().name());
+      lines.add("addr add " + u.nodeIp(IpFamily.V4) + "/24 dev " + u.device());
+      lines.add("addr add " + u.nodeIp(IpFamily.V6) + "/64 dev " + u.device() + " nodad");
+      lines.add("link set " + u.device() + " up");
+    }
+    lines.addAll(nodeRoutes(node));
+    ns.ip(lines.toArray(String[]::new));
+    lan.ip("link set " + node.name() + " master br0", "link set " + node.name() + " up");
+    ns.nft("table inet esa_testbed_cni {\n"
+        + "  chain postrouting {\n"
+        + "    type nat hook postrouting priority srcnat; policy accept;\n"
+        + "    ip saddr " + Addresses.CLUSTER_CIDR_V4 + " ip daddr != " + Addresses.CLUSTER_CIDR_V4 + " masquerade\n"
+        + "    ip6 saddr " + Addresses.CLUSTER_CIDR_V6 + " ip6 daddr != " + Addresses.CLUSTER_CIDR_V6 + " masquerade\n"
+        + "  }\n"
+        + "}\n");
+    for (Pod p : node.pods) {
+      p.netns().ip(
+          "addr add " + p.ip(IpFamily.V4) + "/32 dev eth0",
+          "addr add " + p.ip(IpFamily.V6) + "/128 dev eth0 nodad",
+          "link set eth0 up",
+          "route add " + Addresses.podGateway(i, IpFamily.V4) + "/32 dev eth0",
+          "route add default via " + Addresses.podGateway(i, IpFamily.V4) + " dev eth0",
+          "route add " + Addresses.podGateway(i, IpFamily.V6) + "/128 dev eth0",
+          "route add ::/0 via " + Addresses.podGateway(i, IpFamily.V6) + " dev eth0 onlink");
+    }
+    for (Uplink u : node.uplinks) {
+      int k = u.index();
+      u.router().sysctl("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
+      u.router().ip(
+          "addr add " + Addresses.uplinkRouterIp(i, k, IpFamily.V4) + "/24 dev eth0",
+          "addr add " + Addresses.uplinkRouterIp(i, k, IpFamily.V6) + "/64 dev eth0 nodad",
+          "addr add " + Addresses.EXTERNAL_V4 + "/32 dev lo",
+          "addr add " + Addresses.EXTERNAL_V6 + "/128 dev lo nodad",
+          "link set eth0 up",
+          "route add " + Addresses.LB_RANGE_V4 + " via " + u.nodeIp(IpFamily.V4) + " dev eth0",
+          "route add " + Addresses.LB_RANGE_V6 + " via " + u.nodeIp(IpFamily.V6) + " dev eth0");
+    }
+  }
+
+  /** The node's routes (idempotent: also what {@link Node#powerOn()} puts back). */
+  private List<String> nodeRoutes(Node node) {
+    List<String> lines = new ArrayList<>();
+    for (Pod p : node.pods) {
+      lines.add("route replace " + p.ip(IpFamily.V4) + "/32 dev p" + p.index());
+      lines.add("route replace " + p.ip(IpFamily.V6) + "/128 dev p" + p.index());
+    }
+    for (Node other : nodes.values()) {
+      if (other != node) {
+        for (IpFamily f : IpFamily.values()) {
+          lines.add("route replace " + Addresses.podCidr(other.index(), f) + " via "
+              + other.ip(f) + " dev eth0");
+        }
+      }
+    }
+    for (Uplink u : node.uplinks) {
+      String table = u.table() == 0 ? "" : " table " + u.table();
+      lines.add("route replace default via " + Addresses.uplinkRouterIp(node.index(), u.index(), IpFamily.V4) + " dev "
+          + u.device() + table);
+      lines.add("route replace ::/0 via " + Addresses.uplinkRouterIp(node.index(), u.index(), IpFamily.V6)
+          + " dev " + u.device() + table);
+    }
+    return lines;
+  }
+
+  private void wireClient() {
+    List<String> lines = new ArrayList<>(List.of(
+        "addr add " + Addresses.CLIENT_V4 + "/32 dev lo",
+        "addr add " + Addresses.CLIENT_V6 + "/128 dev lo nodad"));
+    StringBuilder probe = new StringBuilder("table inet esa_testbed_probe {\n");
+    StringBuilder rules = new StringBuilder("  chain input {\n    type filter hook input priority 0; policy accept;\n");
+    for (Uplink u : uplinks) {
+      int i = u.nodeIndex();
+      int k = u.index();
+      String dev = "to-" + u.where().substring(4);
+      lines.add("link add " + dev + " type veth peer name client netns " + u.router().name());
+      lines.add("addr add " + Addresses.clientLinkClientIp(i, k, IpFamily.V4) + "/24 dev " + dev);
+      lines.add("addr add " + Addresses.clientLinkClientIp(i, k, IpFamily.V6) + "/64 dev " + dev + " nodad");
+      lines.add("link set " + dev + " up");
+      probe.append("  counter ").append(counterName(u)).append(" {}\n");
+      rules.append("    iifname \"").append(dev).append("\" ip saddr ").append(Addresses.LB_RANGE_V4)
+          .append(" counter name \"").append(counterName(u)).append("\"\n");
+      rules.append("    iifname \"").append(dev).append("\" ip6 saddr ").append(Addresses.LB_RANGE_V6)
+          .append(" counter name \"").append(counterName(u)).append("\"\n");
+    }
+    client.ip(lines.toArray(String[]::new));
+    for (Uplink u : uplinks) {
+      int i = u.nodeIndex();
+      int k = u.index();
+      u.router().ip(
+          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V4) + "/24 dev client",
+          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V6) + "/64 dev client nodad",
+          "link set client up",
+          "route add " + Addresses.CLIENT_V4 + "/32 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V4) + " dev client",
+          "route add " + Addresses.CLIENT_V6 + "/128 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V6)
+              + " dev client");
+    }
+    client.nft(probe.append(rules).append("  }\n}\n").toString());
+    Uplink first = uplinks.get(0);
+    routeClientVia(first.node(), first.index());
+  }
+
+  private static String counterName(Uplink u) {
+    return "via_" + u.where().replace('-', '_');
+  }
+
+  // ---- cleanup --------------------------------------------------------------------------------------
+
+  /**
+   * A shell that outlives this JVM only to clean up after it: once this JVM's pid is gone (killed without running
+   * its shutdown hooks), it SIGKILLs the agents listed in {@code <dir>/pids} and deletes the namespaces in {@code
+   * <dir>/netns}. {@link #close()} ends it.
+   */
+  private void startWatchdog() {
+    long self = ProcessHandle.current().pid();
+    String script = "while [ -e /proc/" + self + " ]; do sleep 1; done; "
+        + "for p in $(cat '" + dir + "/pids'); do kill -9 $p 2>/dev/null; done; "
+        + "for n in $(cat '" + dir + "/netns'); do ip netns del $n 2>/dev/null; done; "
+        + "rm -rf '" + dir + "'";
+    try {
+      watchdog = new ProcessBuilder("sh", "-c", script).redirectErrorStream(true)
+          .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot start the cluster's watchdog (sh): " + e.getMessage(), e);
+    }
+  }
+
+  private synchronized void writePids() {
+    StringBuilder sb = new StringBuilder();
+    for (Node n : nodes.values()) {
+      if (n.agent != null) {
+        n.agent.pid().ifPresent(p -> sb.append(p).append('\n'));
+      }
+    }
+    try {
+      Files.writeString(dir.resolve("pids"), sb.toString());
+    } catch (IOException e) {
+      // the watchdog only misses this agent; close() still kills it
+    }
+  }
+
+  private static void appendLine(Path file, String line) {
+    try {
+      Files.writeString(file, line + "\n", StandardOpenOption.APPEND);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * Kills the agents (SIGKILL, in parallel), stops the servers and the API server, deletes every namespace
+   * (their kernel state goes with them) and the temporary directory (unless {@code -Dtestbed.keep=true}: then
+   * the agents' logs stay). Idempotent; also run by a shutdown hook.
+   */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    for (Node n : nodes.values()) {
+      if (n.agent != null && n.agent.running()) {
+        n.agent.pid().flatMap(ProcessHandle::of).ifPresent(ProcessHandle::destroyForcibly);
+      }
+    }
+    for (Node n : nodes.values()) {
+      if (n.agent != null) {
+        n.agent.kill();
+      }
+    }
+    traffic.close();
+    if (api != null) {
+      try {
+        api.close();
+      } catch (RuntimeException e) {
+        // best effort
+      }
+    }
+    List<String> names = new ArrayList<>(namespaces.values().stream().map(Namespace::name).toList());
+    Collections.reverse(names);
+    for (String name : names) {
+      Namespace.run(List.of("ip", "netns", "del", name), null);
+    }
+    if (watchdog != null) {
+      watchdog.destroyForcibly();
+    }
+    if (!Boolean.getBoolean("testbed.keep")) {
+      deleteDir();
+    }
+    try {
+      Runtime.getRuntime().removeShutdownHook(shutdownHook);
+    } catch (IllegalStateException e) {
+      // shutting down: this is the hook
+    }
+  }
+
+  private void deleteDir() {
+    try (var files = Files.list(dir)) {
+      for (Path p : files.toList()) {
+        Files.deleteIfExists(p);
+      }
+      Files.deleteIfExists(dir);
+    } catch (IOException e) {
+      // a temporary directory: best effort
+    }
+  }
+
+  /** Whether a namespace of this cluster still exists (for tests of the cleanup). */
+  public boolean anyNamespaceLeft() {
+    String list = Namespace.runOrThrow(List.of("ip", "netns", "list"));
+    return list.contains("esa-tb" + id + "-");
+  }
+
+  /** The prefix of every namespace of this cluster. */
+  public String namespacePrefix() {
+    return "esa-tb" + id + "-";
+  }
+
+  Optional<Path> kubeconfig() {
+    return api == null ? Optional.empty() : Optional.of(api.kubeconfig());
+  }
+}

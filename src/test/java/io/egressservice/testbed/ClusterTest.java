@@ -1,0 +1,55 @@
+package io.egressservice.testbed;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.testbed.Traffic.Probe;
+import io.egressservice.testbed.Traffic.Seen;
+import io.egressservice.testing.Privileges;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The namespace cluster itself, before any EgressService: wired as a CNI would (pod-to-pod keeps the pod's
+ * address across nodes, traffic leaving the cluster is masqueraded to the uplink's address), the real agents run
+ * and elect one allocator, and {@link Cluster#close()} leaves no namespace and no process behind.
+ */
+class ClusterTest {
+  @Test
+  void podsReachEachOtherAndTheOutsideAsUnderACniAndCloseRemovesEverything() {
+    Privileges.assumeNetAdmin();
+    Cluster c = Cluster.standard().start();
+    List<Long> pids;
+    try {
+      pids = c.nodes().stream().map(n -> n.agent().pid().orElseThrow()).toList();
+      for (IpFamily f : IpFamily.values()) {
+        String ext = Addresses.external(f);
+        Cluster.Node b = c.node("node-b");
+        expect(c, "udp", "pod-b2", ext, new Seen("ext-b1", "udp", b.uplink(1).nodeIp(f)));
+        expect(c, "tcp", "pod-b2", ext, new Seen("ext-b1", "tcp", b.uplink(1).nodeIp(f)));
+        expect(c, "udp", "pod-a1", ext, new Seen("ext-a1", "udp", c.node("node-a").uplink(1).nodeIp(f)));
+        expect(c, "udp", "pod-a1", c.pod("pod-b1").ip(f), new Seen("pod-b1", "udp", c.pod("pod-a1").ip(f)));
+        expect(c, "tcp", "pod-c1", c.pod("pod-b2").ip(f), new Seen("pod-b2", "tcp", c.pod("pod-c1").ip(f)));
+        assertThat(c.traffic().transfer("pod-b1", ext, 1 << 20, Duration.ofSeconds(10)).complete()).isTrue();
+      }
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(c.api().client().leases()
+          .inNamespace(AgentProcess.LEASE_NAMESPACE).list().getItems())
+          .singleElement().satisfies(l -> assertThat(l.getSpec().getHolderIdentity()).startsWith("egress-service-agent-node-")));
+    } finally {
+      c.close();
+    }
+    assertThat(c.anyNamespaceLeft()).isFalse();
+    assertThat(pids).allSatisfy(p -> assertThat(ProcessHandle.of(p).map(ProcessHandle::isAlive)).isNotEqualTo(Optional.of(true)));
+  }
+
+  static void expect(Cluster c, String protocol, String from, String dst, Seen seen) {
+    await().atMost(Duration.ofSeconds(5)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
+      Probe p = protocol.equals("udp") ? c.traffic().udp(from, dst) : c.traffic().tcp(from, dst);
+      assertThat(p.seen()).as("%s %s -> %s", protocol, from, dst).containsExactly(seen);
+      assertThat(p.reply()).contains("saw " + seen.source() + " at " + seen.where());
+    });
+  }
+}
