@@ -1,48 +1,32 @@
 package io.egressservice.demo;
 
-import io.egressservice.controller.KubernetesEvents;
-import io.egressservice.controller.NodeAgent;
-import io.egressservice.dataplane.Dataplane;
-import io.egressservice.metrics.AgentMetrics;
-import io.egressservice.objects.EgressServices;
-import io.egressservice.plan.PlanConfig;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.ServiceBuilder;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import io.fabric8.mockwebserver.Context;
-import io.fabric8.mockwebserver.MockWebServer;
+import io.egressservice.ip.IpFamily;
+import io.egressservice.testbed.Addresses;
+import io.egressservice.testbed.ApiServer;
+import io.egressservice.testbed.Cluster;
+import io.egressservice.testbed.Traffic;
 import java.io.PrintWriter;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
-import org.ovn.k8s.v1.EgressService;
-import org.ovn.k8s.v1.EgressServiceSpec;
+import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
- * The embedded demo: an in-process API server (fabric8's mock server in CRUD mode), the demo
- * topology, and the real node agent (informers, plan, dataplane) acting in the node namespace; real
- * UDP packets show the source address and the uplink before and after an EgressService is created,
- * changed and deleted.
+ * The embedded demo: a two-node {@link Cluster} of network namespaces (each node wired as a CNI would, with its
+ * masquerade; node-a with two uplinks, node-b with one; every uplink's router owns the external host), fabric8's
+ * mock API server in CRUD mode, and the real agent process on each node (allocator on). Real UDP packets show
+ * the source address and the uplink before and after an EgressService is created, changed and deleted, including
+ * a pod on node-b that leaves through node-a with the LB IP.
  */
 public final class Demo implements AutoCloseable {
-  static final String NODE = "node-a";
-  static final String NS = "shop";
   static final String SERVICE = "checkout";
-  static final String LB_IP = "5.5.5.5";
+  static final String LB_IP = Addresses.lbIp(5, IpFamily.V4);
+  static final String LB_IP_V6 = Addresses.lbIp(5, IpFamily.V6);
+  static final Duration STEP_LIMIT = Duration.ofSeconds(10);
 
   private final PrintWriter out;
-  private final DemoTopology topology = new DemoTopology();
-  private KubernetesMockServer server;
-  private KubernetesClient client;
-  private Dataplane dataplane;
-  private NodeAgent agent;
+  private Cluster cluster;
   private boolean closed;
 
   public Demo(PrintWriter out) {
@@ -53,107 +37,142 @@ public final class Demo implements AutoCloseable {
   public boolean run() {
     long start = System.nanoTime();
     say("== egress-service-agent demo ==");
-    say("building namespaces: pod %s (%s), node %s, uplink-1 %s, uplink-2 %s (both own external host %s)",
-        topology.pod, DemoTopology.POD_IP, topology.node, topology.up1, topology.up2, DemoTopology.EXTERNAL);
-    topology.build();
-    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(),
-        false);
-    server.init();
-    client = server.createClient();
-    say("in-process Kubernetes API (CRUD mock) at %s", client.getMasterUrl());
-    dataplane = Dataplane.open(Optional.of(topology.node), PlanConfig.DEFAULT_PRIORITY, PlanConfig.DEFAULT_RULE_PROTOCOL);
-    agent = new NodeAgent(client, dataplane,
-        new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofSeconds(30), Duration.ofSeconds(2)),
-        new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
-    say("node agent started for node %s in netns %s (main table -> uplink-1, table 100 -> uplink-2)", NODE, topology.node);
-    createCluster();
+    cluster = Cluster.builder().node("node-a", 2, 1).node("node-b", 1, 1).progress(s -> say("%s", s)).start();
+    Cluster.Node a = cluster.node("node-a");
+    Cluster.Node b = cluster.node("node-b");
+    Cluster.Pod podA = cluster.pod("pod-a1");
+    Cluster.Pod podB = cluster.pod("pod-b1");
+    say("cluster: node-a %s (main table -> uplink-1, table 100 -> uplink-2), node-b %s (uplink-1), on one node "
+        + "network; every uplink's router owns the external host %s; the pods' traffic to the outside is "
+        + "masqueraded by a CNI-like rule; in-process Kubernetes API (CRUD mock) at %s; the real agent process "
+        + "on each node (allocator on)", a.ip(IpFamily.V4), b.ip(IpFamily.V4), Addresses.EXTERNAL_V4,
+        cluster.api().client().getMasterUrl());
+    cluster.api().createLoadBalancer(SERVICE, "172.30.0.10", "fd02::10", List.of(LB_IP, LB_IP_V6), List.of(podA, podB));
+    say("LoadBalancer Service %s/%s (LB IP %s) with endpoints %s (%s on node-a) and %s (%s on node-b)",
+        ApiServer.NAMESPACE, SERVICE, LB_IP, podA.name(), podA.ip(IpFamily.V4), podB.name(), podB.ip(IpFamily.V4));
 
     boolean ok = true;
-    ok &= step("1. no EgressService: the pod's traffic is untouched",
-        () -> !rules().contains("proto 201"), "uplink-1 saw " + DemoTopology.POD_IP);
+    ok &= step("1. no EgressService: the pods' traffic is untouched (the CNI masquerades it to the node's address)",
+        () -> !ours(a) && !ours(b), podA, a.uplink(1), a.uplink(1).nodeIp(IpFamily.V4));
 
-    EgressService es = egressService(EgressServiceSpec.SourceIPBy.LOADBALANCERIP, "100", NODE);
-    client.resources(EgressService.class).resource(es).create();
-    say("\n   applied: EgressService %s/%s {sourceIPBy: LoadBalancerIP, network: \"100\"}, status.host: %s", NS, SERVICE, NODE);
-    ok &= step("2. LoadBalancerIP + network 100: leaves through table 100 with the LB IP",
-        () -> rules().contains("from " + DemoTopology.POD_IP + " lookup 100") && snatInstalled(), "uplink-2 saw " + LB_IP);
+    cluster.api().applyEgressService(SERVICE, SourceIPBy.LOADBALANCERIP, "100", Optional.empty());
+    Optional<String> host = awaitHost("node-a");
+    say("\n   applied: EgressService %s/%s {sourceIPBy: LoadBalancerIP, network: \"100\"}; the allocator chose "
+        + "status.host: %s", ApiServer.NAMESPACE, SERVICE, host.orElse("(none within " + STEP_LIMIT.toSeconds() + " s)"));
+    ok &= host.isPresent();
+    ok &= step("2. LoadBalancerIP + network 100: the pod on the host leaves through table 100 with the LB IP",
+        () -> rules(a).contains("from " + podA.ip(IpFamily.V4) + " lookup 100") && snat(a, podA), podA, a.uplink(2),
+        LB_IP);
+    ok &= step("3. the pod on node-b is steered to the host node-a and leaves there with the LB IP",
+        () -> snat(a, podB), podB, a.uplink(2), LB_IP);
 
-    client.resources(EgressService.class).resource(egressService(EgressServiceSpec.SourceIPBy.NETWORK, "100", "ALL"))
-        .update();
-    say("\n   applied: EgressService %s/%s {sourceIPBy: Network, network: \"100\"}, status.host: ALL", NS, SERVICE);
-    ok &= step("3. Network + network 100: leaves through table 100, no SNAT to the LB IP",
-        () -> rules().contains("from " + DemoTopology.POD_IP + " lookup 100") && !snatInstalled(),
-        "uplink-2 saw " + DemoTopology.POD_IP);
+    cluster.api().applyEgressService(SERVICE, SourceIPBy.NETWORK, "100", Optional.empty());
+    say("\n   applied: EgressService %s/%s {sourceIPBy: Network, network: \"100\"} (status.host: ALL)",
+        ApiServer.NAMESPACE, SERVICE);
+    ok &= step("4. Network + network 100: leaves through table 100 with the node's address there, no SNAT to the LB IP",
+        () -> rules(a).contains("from " + podA.ip(IpFamily.V4) + " lookup 100") && !snat(a, podA), podA, a.uplink(2),
+        a.uplink(2).nodeIp(IpFamily.V4));
 
-    client.resources(EgressService.class).inNamespace(NS).withName(SERVICE).delete();
-    say("\n   deleted: EgressService %s/%s", NS, SERVICE);
-    ok &= step("7. EgressService deleted: back to the main table, nothing owned left",
-        () -> !rules().contains("proto 201") && !snatInstalled(), "uplink-1 saw " + DemoTopology.POD_IP);
+    cluster.api().deleteEgressService(SERVICE);
+    say("\n   deleted: EgressService %s/%s", ApiServer.NAMESPACE, SERVICE);
+    ok &= step("5. EgressService deleted: back to the main table on both nodes, nothing owned left",
+        () -> !ours(a) && !ours(b) && !snat(a, podA) && !snat(a, podB), podB, b.uplink(1),
+        b.uplink(1).nodeIp(IpFamily.V4));
 
     say("\n%s in %.1f s", ok ? "demo finished: every step saw what it should" : "demo FAILED: see the steps above",
         (System.nanoTime() - start) / 1e9);
     return ok;
   }
 
-  private void createCluster() {
-    client.nodes().resource(new NodeBuilder().withNewMetadata().withName(NODE).endMetadata()
-        .withNewSpec().withPodCIDRs(List.of("10.128.0.0/24")).endSpec()
-        .withNewStatus().addNewAddress().withType("InternalIP").withAddress("198.51.100.1").endAddress().endStatus()
-        .build()).create();
-    client.services().resource(new ServiceBuilder().withNewMetadata().withName(SERVICE).withNamespace(NS).endMetadata()
-        .withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").withClusterIPs("172.30.0.10").endSpec()
-        .withNewStatus().withNewLoadBalancer().addNewIngress().withIp(LB_IP).endIngress().endLoadBalancer().endStatus()
-        .build()).create();
-    client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder()
-        .withNewMetadata().withName(SERVICE + "-1").withNamespace(NS)
-          .addToLabels("kubernetes.io/service-name", SERVICE).endMetadata()
-        .withAddressType("IPv4")
-        .withEndpoints(new EndpointBuilder().withAddresses(DemoTopology.POD_IP).withNodeName(NODE).build())
-        .build()).create();
-    say("cluster: Node %s (podCIDR 10.128.0.0/24), LoadBalancer Service %s/%s (LB IP %s) with endpoint %s on %s",
-        NODE, NS, SERVICE, LB_IP, DemoTopology.POD_IP, NODE);
-  }
-
-  private static EgressService egressService(EgressServiceSpec.SourceIPBy mode, String network, String host) {
-    return EgressServices.of(NS, SERVICE, mode, network, host);
-  }
-
-  /** Waits (bounded) until the kernel shows the step's state, then sends a packet and checks what was seen. */
-  private boolean step(String title, BooleanSupplier kernelReady, String expected) {
+  /**
+   * Waits (at most {@link #STEP_LIMIT}) until the kernel shows the step's state and the external side sees what it
+   * should, printing our rules of both nodes and the last thing seen.
+   */
+  private boolean step(String title, BooleanSupplier kernelReady, Cluster.Pod pod, Cluster.Uplink where,
+      String source) {
     say("\n%s", title);
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-    boolean ready = kernelReady.getAsBoolean();
-    while (!ready && System.nanoTime() < deadline) {
-      pause(50);
+    String expected = name(where) + " saw " + source;
+    long deadline = System.nanoTime() + STEP_LIMIT.toNanos();
+    boolean ready;
+    String seen;
+    do {
       ready = kernelReady.getAsBoolean();
-    }
+      seen = ready ? probe(pod) : "";
+    } while (!(ready && seen.equals(expected)) && System.nanoTime() < deadline && pause(100));
     if (!ready) {
-      say("   the agent did not reach the expected kernel state within 10 s");
+      say("   the agents did not reach the expected kernel state within %d s", STEP_LIMIT.toSeconds());
+      seen = probe(pod);
     }
-    List<String> ours = rules().lines().filter(l -> l.contains("proto 201")).toList();
-    say("   ip rule (ours): %s", ours.isEmpty() ? "none" : "");
-    ours.forEach(l -> say("     %s", l.trim()));
-    String seen = topology.probeFromPod();
+    for (Cluster.Node n : cluster.nodes()) {
+      List<String> rules = rules(n).lines().filter(l -> l.contains("proto 201")).toList();
+      say("   ip rule on %s (ours): %s", n.name(), rules.isEmpty() ? "none" : "");
+      rules.forEach(l -> say("     %s", l.trim()));
+    }
     boolean ok = ready && seen.equals(expected);
-    say("   pod %s -> %s:%d over UDP: %s   [%s]", DemoTopology.POD_IP, DemoTopology.EXTERNAL, DemoTopology.PORT, seen,
-        ok ? "as expected" : "EXPECTED " + expected);
+    say("   %s %s (on %s) -> %s:%d over UDP: %s   [%s]", pod.name(), pod.ip(IpFamily.V4), pod.node(),
+        Addresses.EXTERNAL_V4, Traffic.ECHO_PORT, seen, ok ? "as expected" : "EXPECTED " + expected);
     return ok;
   }
 
-  private String rules() {
-    return Shell.in(topology.node, "ip", "rule", "show");
+  /** One UDP datagram from the pod (three tries); "uplink-2 of node-a saw 5.5.5.5", or why nothing was seen. */
+  private String probe(Cluster.Pod pod) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+      Traffic.Probe p = cluster.traffic().udp(pod.name(), Addresses.EXTERNAL_V4);
+      if (!p.seen().isEmpty()) {
+        Traffic.Seen s = p.seen().get(0);
+        return whereName(s.where()) + " saw " + s.source();
+      }
+    }
+    return "nobody saw it (3 datagrams)";
   }
 
-  private boolean snatInstalled() {
-    return dataplane.observe().nft().snat().stream().anyMatch(e -> e.source().toString().equals(DemoTopology.POD_IP));
+  private String name(Cluster.Uplink u) {
+    return "uplink-" + u.index() + " of " + u.node();
   }
 
-  private static void pause(long millis) {
+  private String whereName(String role) {
+    for (Cluster.Node n : cluster.nodes()) {
+      for (Cluster.Uplink u : n.uplinks()) {
+        if (u.where().equals(role)) {
+          return name(u);
+        }
+      }
+    }
+    return role;
+  }
+
+  private Optional<String> awaitHost(String expected) {
+    long deadline = System.nanoTime() + STEP_LIMIT.toNanos();
+    Optional<String> host = cluster.api().host(SERVICE);
+    while (!host.equals(Optional.of(expected)) && System.nanoTime() < deadline && pause(50)) {
+      host = cluster.api().host(SERVICE);
+    }
+    return host;
+  }
+
+  private static String rules(Cluster.Node n) {
+    return n.netns().exec("ip", "rule", "show");
+  }
+
+  private static boolean ours(Cluster.Node n) {
+    return rules(n).contains("proto 201");
+  }
+
+  /** Whether node {@code n}'s SNAT map sends {@code pod} to an LB IP. */
+  private static boolean snat(Cluster.Node n, Cluster.Pod pod) {
+    var r = n.netns().tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4");
+    // an element reads "10.128.1.5 comment \"shop/checkout\" : 5.5.5.5"
+    return r.exitCode() == 0 && java.util.regex.Pattern.compile("(^|[\\s{,])" + pod.ip(IpFamily.V4).replace(".", "\\.")
+        + "\\s").matcher(r.stdout()).find();
+  }
+
+  private static boolean pause(long millis) {
     try {
       Thread.sleep(millis);
+      return true;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      return false;
     }
   }
 
@@ -162,31 +181,17 @@ public final class Demo implements AutoCloseable {
     out.flush();
   }
 
-  /** Stops the agent, removes what it owns, the namespaces and the API server; safe to call twice. */
+  /** Stops the agents, removes the namespaces and the API server; safe to call twice. */
   @Override
   public synchronized void close() {
     if (closed) {
       return;
     }
     closed = true;
-    if (agent != null) {
-      agent.close();
+    if (cluster != null) {
+      int count = cluster.namespaces().size();
+      cluster.close();
+      say("cleaned up: agents stopped, %d namespaces (%s*) removed", count, cluster.namespacePrefix());
     }
-    if (dataplane != null) {
-      try {
-        dataplane.cleanup();
-      } catch (RuntimeException e) {
-        // the namespace goes away below anyway
-      }
-      dataplane.close();
-    }
-    if (client != null) {
-      client.close();
-    }
-    if (server != null) {
-      server.destroy();
-    }
-    topology.close();
-    say("cleaned up: namespaces %s, %s, %s, %s removed", topology.pod, topology.node, topology.up1, topology.up2);
   }
 }

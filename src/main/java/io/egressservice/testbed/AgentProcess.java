@@ -54,7 +54,7 @@ public final class AgentProcess {
 
   /** The command line the agent runs with (after {@code java}). */
   List<String> command() {
-    List<String> cmd = new ArrayList<>(List.of(javaBinary(), "-cp", System.getProperty("java.class.path"),
+    List<String> cmd = new ArrayList<>(List.of(javaBinary(), "-cp", classPath(),
         "io.egressservice.cli.Main", "run", "--node-name", node, "--netns", netns, "--kubeconfig",
         kubeconfig.toString(), "--metrics-port", Integer.toString(metricsPort)));
     cmd.addAll(extraArgs);
@@ -200,6 +200,17 @@ public final class AgentProcess {
     } catch (IOException e) {
       return "(no log: " + e.getMessage() + ")";
     }
+  }
+
+  /** This JVM's class path, absolute (the full jar when the demo runs, the test class path in tests). */
+  private static String classPath() {
+    List<String> entries = new ArrayList<>();
+    for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+      if (!e.isEmpty()) {
+        entries.add(Path.of(e).toAbsolutePath().toString());
+      }
+    }
+    return String.join(java.io.File.pathSeparator, entries);
   }
 
   private static String javaBinary() {

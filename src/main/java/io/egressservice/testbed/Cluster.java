@@ -361,6 +361,11 @@ public final class Cluster implements AutoCloseable {
         + (remote ? " meta mark set mark | 0x4000" : "") + " dnat " + ip + " to " + target + "\n");
   }
 
+  /** Removes the kube-proxy stand-in of {@code node} (all its DNATs). */
+  public void removeKubeProxy(String node) {
+    node(node).netns().tryExec("nft", "delete", "table", "inet", "esa_testbed_kube_proxy");
+  }
+
   /** The client reaches the LB IPs through {@code node}'s uplink {@code k} (ext-a1 at first). */
   public void routeClientVia(String node, int k) {
     Node n = node(node);

@@ -23,12 +23,17 @@ class DemoTest {
 
     assertThat(ok).as(text.toString()).isTrue();
     assertThat(text.toString())
-        .contains("uplink-1 saw 10.128.0.5   [as expected]")
-        .contains("uplink-2 saw 5.5.5.5   [as expected]")
-        .contains("uplink-2 saw 10.128.0.5   [as expected]")
-        .contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201")
+        .contains("pod-a1 10.128.1.5 (on node-a) -> 203.0.113.10:7000 over UDP: uplink-1 of node-a saw 172.16.11.1   [as expected]")
+        .contains("pod-a1 10.128.1.5 (on node-a) -> 203.0.113.10:7000 over UDP: uplink-2 of node-a saw 5.5.5.5   [as expected]")
+        .contains("pod-b1 10.128.2.5 (on node-b) -> 203.0.113.10:7000 over UDP: uplink-2 of node-a saw 5.5.5.5   [as expected]")
+        .as("Network mode: the node's address on the service's network (the CNI's masquerade), not the pod's")
+        .contains("pod-a1 10.128.1.5 (on node-a) -> 203.0.113.10:7000 over UDP: uplink-2 of node-a saw 172.16.12.1   [as expected]")
+        .contains("pod-b1 10.128.2.5 (on node-b) -> 203.0.113.10:7000 over UDP: uplink-1 of node-b saw 172.16.21.1   [as expected]")
+        .contains("5000:\tfrom 10.128.1.5 lookup 100 proto 201")
         .doesNotContain("EXPECTED");
-    assertThat((System.nanoTime() - start) / 1e9).isLessThan(60);
-    assertThat(Netns.run(List.of("ip", "netns", "list"))).doesNotContain("esa-demo-");
+    assertThat(text.toString().lines().filter(l -> l.matches("\\d+\\. .*")).map(l -> l.substring(0, 2)).toList())
+        .as("the steps are numbered in order").containsExactly("1.", "2.", "3.", "4.", "5.");
+    assertThat((System.nanoTime() - start) / 1e9).as("seconds").isLessThan(60);
+    assertThat(Netns.run(List.of("ip", "netns", "list"))).doesNotContain("esa-tb");
   }
 }
