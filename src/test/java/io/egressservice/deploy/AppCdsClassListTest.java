@@ -48,5 +48,7 @@ class AppCdsClassListTest {
     assertThat(classes).as("the node jar has no embedded API server: the list must not name its classes")
         .noneMatch(c -> c.startsWith("io/fabric8/mockwebserver/") || c.startsWith("io/vertx/")
             || c.startsWith("io/netty/") || c.startsWith("org/bouncycastle/"));
+    assertThat(classes).as("the agent never loads the demo or the namespace cluster (they need the mock API server)")
+        .noneMatch(c -> c.startsWith("io/egressservice/demo/") || c.startsWith("io/egressservice/testbed/"));
   }
 }
