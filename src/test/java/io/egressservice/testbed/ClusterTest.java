@@ -7,7 +7,14 @@ import io.egressservice.ip.IpFamily;
 import io.egressservice.testbed.Traffic.Probe;
 import io.egressservice.testbed.Traffic.Seen;
 import io.egressservice.testing.Privileges;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -43,6 +50,38 @@ class ClusterTest {
     }
     assertThat(c.anyNamespaceLeft()).isFalse();
     assertThat(pids).allSatisfy(p -> assertThat(ProcessHandle.of(p).map(ProcessHandle::isAlive)).isNotEqualTo(Optional.of(true)));
+  }
+
+  /** SIGKILL of the JVM that built a cluster: no hook runs, the watchdog kills the agent and deletes the namespaces. */
+  @Test
+  void aJvmKilledWithoutItsShutdownHooksLeavesNoNamespaceAndNoAgentBehind() throws Exception {
+    Privileges.assumeNetAdmin();
+    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process child = new ProcessBuilder(javaBin, "-cp", System.getProperty("java.class.path"), ClusterChild.class.getName())
+        .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+    String prefix;
+    List<Long> agents;
+    try {
+      CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+        try {
+          return new BufferedReader(new InputStreamReader(child.getInputStream())).readLine();
+        } catch (IOException e) {
+          return null;
+        }
+      });
+      String ready = line.get(90, TimeUnit.SECONDS);
+      assertThat(ready).as("the child's first line").startsWith("ready ");
+      prefix = ready.split(" ")[1];
+      agents = Arrays.stream(ready.split(" ")[2].split(",")).map(Long::parseLong).toList();
+      assertThat(Namespace.runOrThrow(List.of("ip", "netns", "list"))).contains(prefix);
+    } finally {
+      child.destroyForcibly(); // SIGKILL: no shutdown hook
+      child.waitFor(10, TimeUnit.SECONDS);
+    }
+    await().atMost(Duration.ofSeconds(15)).untilAsserted(() -> {
+      assertThat(Namespace.runOrThrow(List.of("ip", "netns", "list"))).doesNotContain(prefix);
+      assertThat(agents).allSatisfy(p -> assertThat(ProcessHandle.of(p).map(ProcessHandle::isAlive)).isNotEqualTo(Optional.of(true)));
+    });
   }
 
   static void expect(Cluster c, String protocol, String from, String dst, Seen seen) {
