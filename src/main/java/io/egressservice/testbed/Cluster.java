@@ -388,39 +388,36 @@ public final class Cluster implements AutoCloseable {
 
   // ---- building -------------------------------------------------------------------------------------
 
+  /**
+   * Few processes, since each costs much on a busy machine: every namespace in one {@code ip -batch}, sysctls
+   * written from a thread inside each namespace, one {@code ip -n <ns> -batch} per namespace, one {@code nft} per
+   * node. The agents start as soon as their namespaces and the API exist, so their JVMs boot while the rest is
+   * wired.
+   */
   private void build() {
     startWatchdog();
     spec.progress.accept("building the cluster's network namespaces (esa-tb" + id + "-*)");
-    lan = namespace("lan");
-    lan.ip("link add br0 type bridge", "link set br0 up");
-    client = namespace("client");
+    lan = model("lan");
+    client = model("client");
     int i = 0;
     for (NodeSpec ns : spec.nodes) {
       i++;
-      Node node = new Node(ns.name(), i, namespace(ns.name()));
+      Node node = new Node(ns.name(), i, model(ns.name()));
       nodes.put(ns.name(), node);
       String letter = ns.name().startsWith("node-") ? ns.name().substring(5) : "n" + i;
       for (int j = 1; j <= ns.pods(); j++) {
-        Pod pod = new Pod("pod-" + letter + j, ns.name(), i, j, namespace("pod-" + letter + j));
+        Pod pod = new Pod("pod-" + letter + j, ns.name(), i, j, model("pod-" + letter + j));
         node.pods.add(pod);
         pods.put(pod.name(), pod);
       }
       for (int k = 1; k <= ns.uplinks(); k++) {
-        Uplink u = new Uplink(ns.name(), i, k, namespace("ext-" + letter + k));
+        Uplink u = new Uplink(ns.name(), i, k, model("ext-" + letter + k));
         node.uplinks.add(u);
         uplinks.add(u);
       }
     }
-    for (Node node : nodes.values()) {
-      wireNode(node);
-    }
-    wireClient();
-    for (Uplink u : uplinks) {
-      traffic.serve(u.where(), List.of(Addresses.EXTERNAL_V4, Addresses.EXTERNAL_V6));
-    }
-    for (Pod p : pods.values()) {
-      traffic.serve(p.name(), List.of(p.ip(IpFamily.V4), p.ip(IpFamily.V6)));
-    }
+    createNamespaces();
+
     api = new ApiServer(dir);
     for (Node node : nodes.values()) {
       api.createNode(node.name(), node.index());
@@ -435,35 +432,86 @@ public final class Cluster implements AutoCloseable {
             dir.resolve("agent-" + node.name() + ".log"), spec.agentArgs, spec.agentEnv, this::writePids);
         node.agent.start();
       }
+    }
+
+    for (Node node : nodes.values()) {
+      wireNode(node);
+    }
+    wireClient();
+    for (Node node : nodes.values()) {
+      wirePodsAndRouters(node);
+    }
+    List<String> bridge = new ArrayList<>(List.of("link set lo up", "link add br0 type bridge", "link set br0 up"));
+    for (Node node : nodes.values()) {
+      bridge.add("link set " + node.name() + " master br0");
+      bridge.add("link set " + node.name() + " up");
+    }
+    lan.ip(bridge.toArray(String[]::new));
+    Uplink first = uplinks.get(0);
+    routeClientVia(first.node(), first.index());
+
+    for (Uplink u : uplinks) {
+      traffic.serve(u.where(), List.of(Addresses.EXTERNAL_V4, Addresses.EXTERNAL_V6));
+    }
+    for (Pod p : pods.values()) {
+      traffic.serve(p.name(), List.of(p.ip(IpFamily.V4), p.ip(IpFamily.V6)));
+    }
+    if (spec.agents) {
       for (Node node : nodes.values()) {
         node.agent.awaitReady();
       }
     }
   }
 
-  private Namespace namespace(String role) {
-    String name = "esa-tb" + id + "-" + role;
-    appendLine(dir.resolve("netns"), name);
-    Namespace.runOrThrow(List.of("ip", "netns", "add", name));
-    Namespace ns = new Namespace(name, role);
+  private Namespace model(String role) {
+    Namespace ns = new Namespace("esa-tb" + id + "-" + role, role);
     namespaces.put(role, ns);
     traffic.register(ns);
-    boolean node = nodes.containsKey(role) || spec.nodes.stream().anyMatch(n -> n.name().equals(role));
-    int rp = node ? spec.nodeRpFilter : 0;
-    // before any interface exists, so that every interface inherits it
-    ns.sysctl("net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=" + rp,
-        "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
-        "net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1",
-        "net.ipv6.conf.all.accept_ra=0", "net.ipv6.conf.default.accept_ra=0");
-    ns.ip("link set lo up");
     return ns;
+  }
+
+  /** Every namespace in one {@code ip -batch}, then its sysctls, before any interface exists (they inherit them). */
+  private void createNamespaces() {
+    StringBuilder batch = new StringBuilder();
+    for (Namespace ns : namespaces.values()) {
+      appendLine(dir.resolve("netns"), ns.name()); // first, so the watchdog knows it even if the batch fails midway
+      batch.append("netns add ").append(ns.name()).append('\n');
+    }
+    Namespace.Result r = Namespace.run(List.of("ip", "-batch", "-"), batch.toString());
+    if (r.exitCode() != 0) {
+      throw new IllegalStateException("ip netns add failed: " + r.stderr().trim());
+    }
+    for (Namespace ns : namespaces.values()) {
+      boolean node = nodes.containsKey(ns.role());
+      boolean router = node || ns.role().startsWith("ext-");
+      List<String> settings = new ArrayList<>(List.of("net.ipv4.conf.all.rp_filter=0",
+          "net.ipv4.conf.default.rp_filter=" + (node ? spec.nodeRpFilter : 0),
+          "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+          "net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1",
+          "net.ipv6.conf.all.accept_ra=0", "net.ipv6.conf.default.accept_ra=0"));
+      if (router) {
+        settings.addAll(List.of("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"));
+      }
+      sysctls(ns, settings);
+    }
+  }
+
+  /** Writes /proc/sys from a thread inside the namespace (no process; /proc/sys/net follows the thread's namespace). */
+  private void sysctls(Namespace ns, List<String> settings) {
+    traffic.thread(ns.role()).call(() -> {
+      for (String kv : settings) {
+        String[] p = kv.split("=", 2);
+        Files.writeString(Path.of("/proc/sys/" + p[0].replace('.', '/')), p[1]);
+      }
+      return null;
+    });
   }
 
   private void wireNode(Node node) {
     int i = node.index();
     Namespace ns = node.netns();
-    ns.sysctl("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
     List<String> lines = new ArrayList<>();
+    lines.add("link set lo up");
     lines.add("link add eth0 type veth peer name " + node.name() + " netns " + lan.name());
     lines.add("addr add " + node.ip(IpFamily.V4) + "/24 dev eth0");
     lines.add("addr add " + node.ip(IpFamily.V6) + "/64 dev eth0 nodad");
@@ -483,7 +531,6 @@ public final class Cluster implements AutoCloseable {
     }
     lines.addAll(nodeRoutes(node));
     ns.ip(lines.toArray(String[]::new));
-    lan.ip("link set " + node.name() + " master br0", "link set " + node.name() + " up");
     ns.nft("table inet esa_testbed_cni {\n"
         + "  chain postrouting {\n"
         + "    type nat hook postrouting priority srcnat; policy accept;\n"
@@ -491,8 +538,14 @@ public final class Cluster implements AutoCloseable {
         + "    ip6 saddr " + Addresses.CLUSTER_CIDR_V6 + " ip6 daddr != " + Addresses.CLUSTER_CIDR_V6 + " masquerade\n"
         + "  }\n"
         + "}\n");
+  }
+
+  /** The node's pods and the routers behind its uplinks (after the client, whose links end in the routers). */
+  private void wirePodsAndRouters(Node node) {
+    int i = node.index();
     for (Pod p : node.pods) {
       p.netns().ip(
+          "link set lo up",
           "addr add " + p.ip(IpFamily.V4) + "/32 dev eth0",
           "addr add " + p.ip(IpFamily.V6) + "/128 dev eth0 nodad",
           "link set eth0 up",
@@ -503,15 +556,21 @@ public final class Cluster implements AutoCloseable {
     }
     for (Uplink u : node.uplinks) {
       int k = u.index();
-      u.router().sysctl("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
       u.router().ip(
+          "link set lo up",
           "addr add " + Addresses.uplinkRouterIp(i, k, IpFamily.V4) + "/24 dev eth0",
           "addr add " + Addresses.uplinkRouterIp(i, k, IpFamily.V6) + "/64 dev eth0 nodad",
           "addr add " + Addresses.EXTERNAL_V4 + "/32 dev lo",
           "addr add " + Addresses.EXTERNAL_V6 + "/128 dev lo nodad",
           "link set eth0 up",
           "route add " + Addresses.LB_RANGE_V4 + " via " + u.nodeIp(IpFamily.V4) + " dev eth0",
-          "route add " + Addresses.LB_RANGE_V6 + " via " + u.nodeIp(IpFamily.V6) + " dev eth0");
+          "route add " + Addresses.LB_RANGE_V6 + " via " + u.nodeIp(IpFamily.V6) + " dev eth0",
+          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V4) + "/24 dev client",
+          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V6) + "/64 dev client nodad",
+          "link set client up",
+          "route add " + Addresses.CLIENT_V4 + "/32 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V4) + " dev client",
+          "route add " + Addresses.CLIENT_V6 + "/128 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V6)
+              + " dev client");
     }
   }
 
@@ -525,8 +584,7 @@ public final class Cluster implements AutoCloseable {
     for (Node other : nodes.values()) {
       if (other != node) {
         for (IpFamily f : IpFamily.values()) {
-          lines.add("route replace " + Addresses.podCidr(other.index(), f) + " via "
-              + other.ip(f) + " dev eth0");
+          lines.add("route replace " + Addresses.podCidr(other.index(), f) + " via " + other.ip(f) + " dev eth0");
         }
       }
     }
@@ -540,8 +598,10 @@ public final class Cluster implements AutoCloseable {
     return lines;
   }
 
+  /** The client's loopback addresses, one link to every external router, and its counters of LB replies. */
   private void wireClient() {
     List<String> lines = new ArrayList<>(List.of(
+        "link set lo up",
         "addr add " + Addresses.CLIENT_V4 + "/32 dev lo",
         "addr add " + Addresses.CLIENT_V6 + "/128 dev lo nodad"));
     StringBuilder probe = new StringBuilder("table inet esa_testbed_probe {\n");
@@ -561,20 +621,7 @@ public final class Cluster implements AutoCloseable {
           .append(" counter name \"").append(counterName(u)).append("\"\n");
     }
     client.ip(lines.toArray(String[]::new));
-    for (Uplink u : uplinks) {
-      int i = u.nodeIndex();
-      int k = u.index();
-      u.router().ip(
-          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V4) + "/24 dev client",
-          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V6) + "/64 dev client nodad",
-          "link set client up",
-          "route add " + Addresses.CLIENT_V4 + "/32 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V4) + " dev client",
-          "route add " + Addresses.CLIENT_V6 + "/128 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V6)
-              + " dev client");
-    }
     client.nft(probe.append(rules).append("  }\n}\n").toString());
-    Uplink first = uplinks.get(0);
-    routeClientVia(first.node(), first.index());
   }
 
   private static String counterName(Uplink u) {

@@ -62,9 +62,12 @@ public final class Namespace {
     return r.stdout();
   }
 
-  /** {@code ip -batch -}: one iproute2 command per line, in one process. */
+  /** {@code ip -n <name> -batch -}: one iproute2 command per line, in one process. */
   public void ip(String... lines) {
-    execWithInput(String.join("\n", lines) + "\n", "ip", "-batch", "-");
+    Result r = run(List.of("ip", "-n", name, "-batch", "-"), String.join("\n", lines) + "\n");
+    if (r.exitCode() != 0) {
+      throw new IllegalStateException(role + ": ip -batch failed (" + r.exitCode() + "): " + r.stderr().trim());
+    }
   }
 
   /** {@code nft -f -} with {@code script}. */
