@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 
@@ -416,14 +417,12 @@ public final class Cluster implements AutoCloseable {
         uplinks.add(u);
       }
     }
-    createNamespaces();
-
-    api = new ApiServer(dir);
-    for (Node node : nodes.values()) {
-      api.createNode(node.name(), node.index());
-      for (Pod p : node.pods) {
-        api.createPod(p);
-      }
+    // the in-process API server takes seconds to start: meanwhile, the namespaces
+    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir));
+    try {
+      createNamespaces();
+    } finally {
+      api = join(apiStarting);
     }
     if (spec.agents) {
       spec.progress.accept("starting " + nodes.size() + " agent processes (" + String.join(", ", nodes.keySet()) + ")");
@@ -431,6 +430,12 @@ public final class Cluster implements AutoCloseable {
         node.agent = new AgentProcess(node.name(), node.netns().name(), api.kubeconfig(),
             dir.resolve("agent-" + node.name() + ".log"), spec.agentArgs, spec.agentEnv, this::writePids);
         node.agent.start();
+      }
+    }
+    for (Node node : nodes.values()) {
+      api.createNode(node.name(), node.index());
+      for (Pod p : node.pods) {
+        api.createPod(p);
       }
     }
 
@@ -460,6 +465,14 @@ public final class Cluster implements AutoCloseable {
       for (Node node : nodes.values()) {
         node.agent.awaitReady();
       }
+    }
+  }
+
+  private static ApiServer join(CompletableFuture<ApiServer> starting) {
+    try {
+      return starting.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      throw e.getCause() instanceof RuntimeException r ? r : e;
     }
   }
 
