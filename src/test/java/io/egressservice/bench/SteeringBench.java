@@ -43,7 +43,7 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  *       (64 bytes, TCP_NODELAY) to the external host's echo; p50 and p99 in µs, alternating as above.
  *   <li>per-packet cost for traffic that did not opt in (pod-a2 on the host node, pod-b2 on the other node, each
  *       leaving by its own node's main uplink): the same UDP round trip before the EgressService exists (no agent
- *       state) and with it in force.
+ *       state) and with it in force (each: a warm-up pass, then the median of three runs alternating the pods).
  * </ul>
  *
  * <p>Arguments: {@code [seconds per throughput run (3)] [repeats (3)] [round trips (10000)] [rule mode (source)]}.
@@ -69,11 +69,7 @@ public final class SteeringBench {
     try (Cluster c = Cluster.builder().node("node-a", 2, 2).node("node-b", 1, 2).agentArgs("--rule-mode", mode)
         .progress(s -> System.out.println("  " + s)).start()) {
       String ext = Addresses.EXTERNAL_V4;
-      Map<String, Latency> before = new LinkedHashMap<>();
-      for (String pod : List.of("pod-a2", "pod-b2")) {
-        udpRtt(c, pod, ext, rounds / 5); // warm-up
-        before.put(pod, udpRtt(c, pod, ext, rounds));
-      }
+      Map<String, Latency> before = notOptedIn(c, ext, rounds);
 
       c.api().createLoadBalancer(SERVICE, "172.30.0.10", "fd02::10",
           List.of(Addresses.lbIp(5, IpFamily.V4), Addresses.lbIp(5, IpFamily.V6)), List.of(c.pod("pod-a1"), c.pod("pod-b1")));
@@ -89,7 +85,8 @@ public final class SteeringBench {
         mbps.put(pod, new ArrayList<>());
         udp.put(pod, new ArrayList<>());
         tcp.put(pod, new ArrayList<>());
-        udpRtt(c, pod, ext, rounds / 5); // warm-up
+        udpRtt(c, pod, ext, rounds); // warm-up
+        throughput(c, pod, ext, Duration.ofSeconds(1));
       }
       for (int r = 0; r < repeats; r++) {
         for (String pod : List.of("pod-a1", "pod-b1")) {
@@ -103,11 +100,7 @@ public final class SteeringBench {
               r + 1, pod, m, u.p50Us(), u.p99Us(), t.p50Us(), t.p99Us());
         }
       }
-      Map<String, Latency> after = new LinkedHashMap<>();
-      for (String pod : List.of("pod-a2", "pod-b2")) {
-        udpRtt(c, pod, ext, rounds / 5);
-        after.put(pod, udpRtt(c, pod, ext, rounds));
-      }
+      Map<String, Latency> after = notOptedIn(c, ext, rounds);
 
       System.out.println();
       System.out.println("| pod | path | throughput Mbit/s (median of " + repeats + ") | UDP RTT p50 / p99 µs | TCP RTT p50 / p99 µs |");
@@ -125,8 +118,14 @@ public final class SteeringBench {
           - median(udp.get("pod-a1").stream().map(Latency::p50Us).toList());
       double addedTcp = median(tcp.get("pod-b1").stream().map(Latency::p50Us).toList())
           - median(tcp.get("pod-a1").stream().map(Latency::p50Us).toList());
-      System.out.printf(Locale.ROOT, "steered / host throughput: %.2f; added latency (p50): UDP %+.1f µs, TCP %+.1f µs%n",
-          ratio, addedUdp, addedTcp);
+      List<Double> pairs = new ArrayList<>();
+      for (int r = 0; r < repeats; r++) {
+        pairs.add(mbps.get("pod-b1").get(r) / mbps.get("pod-a1").get(r));
+      }
+      System.out.printf(Locale.ROOT, "steered / host throughput: %.2f (ratio of the medians), %.2f (median of the %d"
+          + " back-to-back pairs, min %.2f, max %.2f); added latency (p50): UDP %+.1f µs, TCP %+.1f µs%n", ratio,
+          median(pairs), repeats, pairs.stream().mapToDouble(Double::doubleValue).min().orElse(0),
+          pairs.stream().mapToDouble(Double::doubleValue).max().orElse(0), addedUdp, addedTcp);
       System.out.println();
       System.out.println("| pod that did not opt in | node | UDP RTT p50 / p99 µs, no agent state | with the service in force | p50 change |");
       System.out.println("|---|---|---:|---:|---:|");
@@ -138,6 +137,24 @@ public final class SteeringBench {
       }
     }
     System.exit(0);
+  }
+
+  /** pod-a2 and pod-b2: a warm-up pass, then three measurements alternating between them; the median p50 and p99. */
+  static Map<String, Latency> notOptedIn(Cluster c, String ext, int rounds) throws IOException {
+    Map<String, List<Latency>> runs = new LinkedHashMap<>();
+    for (String pod : List.of("pod-a2", "pod-b2")) {
+      udpRtt(c, pod, ext, rounds);
+      runs.put(pod, new ArrayList<>());
+    }
+    for (int r = 0; r < 3; r++) {
+      for (String pod : runs.keySet()) {
+        runs.get(pod).add(udpRtt(c, pod, ext, rounds));
+      }
+    }
+    Map<String, Latency> out = new LinkedHashMap<>();
+    runs.forEach((pod, list) -> out.put(pod, new Latency(list.get(0).count(), list.stream().mapToInt(Latency::lost).sum(),
+        median(list.stream().map(Latency::p50Us).toList()), median(list.stream().map(Latency::p99Us).toList()))));
+    return out;
   }
 
   static void awaitSeen(Cluster c, String pod, String where) throws InterruptedException {
