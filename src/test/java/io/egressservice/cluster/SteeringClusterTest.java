@@ -110,8 +110,21 @@ abstract class SteeringClusterTest {
    * Cluster). The connections work, and their replies leave through the service's network (ext-a2), not back
    * through ext-a1.
    */
+  /** The agents of node-b and node-c say what they steer: one endpoint per family each; the host steers nothing. */
   @Test
   @Order(2)
+  void theMetricOfEveryAgentCountsTheEndpointsItSteers() {
+    createWebOn("node-a");
+    await().atMost(PATIENCE).untilAsserted(() -> {
+      for (String node : List.of("node-b", "node-c")) {
+        assertThat(cluster.node(node).agent().metric("egress_service_agent_steered_endpoints")).as(node).isEqualTo(2.0);
+      }
+      assertThat(cluster.node("node-a").agent().metric("egress_service_agent_steered_endpoints")).as("node-a").isZero();
+    });
+  }
+
+  @Test
+  @Order(3)
   void inboundLoadBalancerConnectionsWorkAndTheirRepliesLeaveThroughTheHostsNetwork() {
     createWebOn("node-a");
     Cluster.Node a = cluster.node("node-a");
@@ -131,7 +144,7 @@ abstract class SteeringClusterTest {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void theHostMovesFromNodeAToNodeCAndTrafficFollows() {
     createWebOn("node-a");
     for (IpFamily f : IpFamily.values()) {
@@ -155,7 +168,7 @@ abstract class SteeringClusterTest {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void deletingTheEgressServiceLeavesNoSteeringStateOnAnyNode() {
     createWebOn("node-a");
     for (IpFamily f : IpFamily.values()) {

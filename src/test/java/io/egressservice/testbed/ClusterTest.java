@@ -22,16 +22,16 @@ import org.junit.jupiter.api.Test;
 /**
  * The namespace cluster itself, before any EgressService: wired as a CNI would (pod-to-pod keeps the pod's
  * address across nodes, traffic leaving the cluster is masqueraded to the uplink's address), the real agents run
- * and elect one allocator, and {@link Cluster#close()} leaves no namespace and no process behind.
+ * and elect one allocator, a node powers off (agent SIGKILLed, links down) and back on, and {@link Cluster#close()}
+ * leaves no namespace and no process behind.
  */
 class ClusterTest {
   @Test
   void podsReachEachOtherAndTheOutsideAsUnderACniAndCloseRemovesEverything() {
     Privileges.assumeNetAdmin();
     Cluster c = Cluster.standard().start();
-    List<Long> pids;
+    List<Long> pids = List.of();
     try {
-      pids = c.nodes().stream().map(n -> n.agent().pid().orElseThrow()).toList();
       for (IpFamily f : IpFamily.values()) {
         String ext = Addresses.external(f);
         Cluster.Node b = c.node("node-b");
@@ -42,9 +42,23 @@ class ClusterTest {
         expect(c, "tcp", "pod-c1", c.pod("pod-b2").ip(f), new Seen("pod-b2", "tcp", c.pod("pod-c1").ip(f)));
         assertThat(c.traffic().transfer("pod-b1", ext, 1 << 20, Duration.ofSeconds(10)).complete()).isTrue();
       }
+      // issue 18's power-off: the agent SIGKILLed and the links down; back on, traffic and the agent return
+      Cluster.Node b = c.node("node-b");
+      long killed = b.agent().pid().orElseThrow();
+      b.powerOff();
+      assertThat(b.agent().running()).isFalse();
+      assertThat(c.traffic().udp("pod-b2", Addresses.EXTERNAL_V4).seen()).as("pod-b2 while node-b is off").isEmpty();
+      assertThat(b.netns().exec("ip", "-o", "link", "show", "eth0")).contains("state DOWN");
+      b.powerOn();
+      assertThat(b.agent().pid()).isPresent().isNotEqualTo(Optional.of(killed));
+      for (IpFamily f : IpFamily.values()) {
+        expect(c, "udp", "pod-b2", Addresses.external(f), new Seen("ext-b1", "udp", b.uplink(1).nodeIp(f)));
+        expect(c, "tcp", "pod-a1", c.pod("pod-b1").ip(f), new Seen("pod-b1", "tcp", c.pod("pod-a1").ip(f)));
+      }
       await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(c.api().client().leases()
           .inNamespace(AgentProcess.LEASE_NAMESPACE).list().getItems())
           .singleElement().satisfies(l -> assertThat(l.getSpec().getHolderIdentity()).startsWith("egress-service-agent-node-")));
+      pids = c.nodes().stream().map(n -> n.agent().pid().orElseThrow()).toList();
     } finally {
       c.close();
     }
