@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -163,7 +162,7 @@ public final class Cluster implements AutoCloseable {
       List<String> lines = new ArrayList<>(List.of("link set eth0 up"));
       uplinks.forEach(u -> lines.add("link set " + u.device() + " up"));
       pods.forEach(p -> lines.add("link set p" + p.index() + " up"));
-      lines.addAll(nodeRoutes(this));
+      lines.addAll(Wiring.nodeRoutes(this, nodes.values()));
       netns.ip(lines.toArray(String[]::new));
       if (agent != null) {
         agent.start();
@@ -378,13 +377,13 @@ public final class Cluster implements AutoCloseable {
 
   /** Packets from the LB range that reached the client through the router behind {@code uplink} (both families). */
   public long lbPacketsToClientVia(Uplink uplink) {
-    var counter = client.json("nft", "-j", "list", "counter", "inet", "esa_testbed_probe", counterName(uplink));
+    var counter = client.json("nft", "-j", "list", "counter", "inet", "esa_testbed_probe", Wiring.counterName(uplink));
     for (var item : counter.path("nftables")) {
       if (item.has("counter")) {
         return item.path("counter").path("packets").asLong();
       }
     }
-    throw new IllegalStateException("no counter " + counterName(uplink) + " in the client");
+    throw new IllegalStateException("no counter " + Wiring.counterName(uplink) + " in the client");
   }
 
   // ---- building -------------------------------------------------------------------------------------
@@ -420,7 +419,7 @@ public final class Cluster implements AutoCloseable {
     // the in-process API server takes seconds to start: meanwhile, the namespaces
     CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir));
     try {
-      createNamespaces();
+      Wiring.createNamespaces(namespaces.values(), dir.resolve("netns"), nodes.keySet(), spec.nodeRpFilter, traffic);
     } finally {
       api = join(apiStarting);
     }
@@ -440,11 +439,11 @@ public final class Cluster implements AutoCloseable {
     }
 
     for (Node node : nodes.values()) {
-      wireNode(node);
+      Wiring.wireNode(node, lan, nodes.values());
     }
-    wireClient();
+    Wiring.wireClient(client, uplinks);
     for (Node node : nodes.values()) {
-      wirePodsAndRouters(node);
+      Wiring.wirePodsAndRouters(node);
     }
     List<String> bridge = new ArrayList<>(List.of("link set lo up", "link add br0 type bridge", "link set br0 up"));
     for (Node node : nodes.values()) {
@@ -483,166 +482,6 @@ public final class Cluster implements AutoCloseable {
     return ns;
   }
 
-  /** Every namespace in one {@code ip -batch}, then its sysctls, before any interface exists (they inherit them). */
-  private void createNamespaces() {
-    StringBuilder batch = new StringBuilder();
-    for (Namespace ns : namespaces.values()) {
-      appendLine(dir.resolve("netns"), ns.name()); // first, so the watchdog knows it even if the batch fails midway
-      batch.append("netns add ").append(ns.name()).append('\n');
-    }
-    Namespace.Result r = Namespace.run(List.of("ip", "-batch", "-"), batch.toString());
-    if (r.exitCode() != 0) {
-      throw new IllegalStateException("ip netns add failed: " + r.stderr().trim());
-    }
-    for (Namespace ns : namespaces.values()) {
-      boolean node = nodes.containsKey(ns.role());
-      boolean router = node || ns.role().startsWith("ext-");
-      List<String> settings = new ArrayList<>(List.of("net.ipv4.conf.all.rp_filter=0",
-          "net.ipv4.conf.default.rp_filter=" + (node ? spec.nodeRpFilter : 0),
-          "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
-          "net.ipv6.conf.all.keep_addr_on_down=1", "net.ipv6.conf.default.keep_addr_on_down=1",
-          "net.ipv6.conf.all.accept_ra=0", "net.ipv6.conf.default.accept_ra=0"));
-      if (router) {
-        settings.addAll(List.of("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"));
-      }
-      sysctls(ns, settings);
-    }
-  }
-
-  /** Writes /proc/sys from a thread inside the namespace (no process; /proc/sys/net follows the thread's namespace). */
-  private void sysctls(Namespace ns, List<String> settings) {
-    traffic.thread(ns.role()).call(() -> {
-      for (String kv : settings) {
-        String[] p = kv.split("=", 2);
-        Files.writeString(Path.of("/proc/sys/" + p[0].replace('.', '/')), p[1]);
-      }
-      return null;
-    });
-  }
-
-  private void wireNode(Node node) {
-    int i = node.index();
-    Namespace ns = node.netns();
-    List<String> lines = new ArrayList<>();
-    lines.add("link set lo up");
-    lines.add("link add eth0 type veth peer name " + node.name() + " netns " + lan.name());
-    lines.add("addr add " + node.ip(IpFamily.V4) + "/24 dev eth0");
-    lines.add("addr add " + node.ip(IpFamily.V6) + "/64 dev eth0 nodad");
-    lines.add("link set eth0 up");
-    for (Pod p : node.pods) {
-      String dev = "p" + p.index();
-      lines.add("link add " + dev + " type veth peer name eth0 netns " + p.netns().name());
-      lines.add("addr add " + Addresses.podGateway(i, IpFamily.V4) + "/32 dev " + dev);
-      lines.add("addr add " + Addresses.podGateway(i, IpFamily.V6) + "/128 dev " + dev + " nodad");
-      lines.add("link set " + dev + " up");
-    }
-    for (Uplink u : node.uplinks) {
-      lines.add("link add " + u.device() + " type veth peer name eth0 netns " + u.router().name());
-      lines.add("addr add " + u.nodeIp(IpFamily.V4) + "/24 dev " + u.device());
-      lines.add("addr add " + u.nodeIp(IpFamily.V6) + "/64 dev " + u.device() + " nodad");
-      lines.add("link set " + u.device() + " up");
-    }
-    lines.addAll(nodeRoutes(node));
-    ns.ip(lines.toArray(String[]::new));
-    ns.nft("table inet esa_testbed_cni {\n"
-        + "  chain postrouting {\n"
-        + "    type nat hook postrouting priority srcnat; policy accept;\n"
-        + "    ip saddr " + Addresses.CLUSTER_CIDR_V4 + " ip daddr != " + Addresses.CLUSTER_CIDR_V4 + " masquerade\n"
-        + "    ip6 saddr " + Addresses.CLUSTER_CIDR_V6 + " ip6 daddr != " + Addresses.CLUSTER_CIDR_V6 + " masquerade\n"
-        + "  }\n"
-        + "}\n");
-  }
-
-  /** The node's pods and the routers behind its uplinks (after the client, whose links end in the routers). */
-  private void wirePodsAndRouters(Node node) {
-    int i = node.index();
-    for (Pod p : node.pods) {
-      p.netns().ip(
-          "link set lo up",
-          "addr add " + p.ip(IpFamily.V4) + "/32 dev eth0",
-          "addr add " + p.ip(IpFamily.V6) + "/128 dev eth0 nodad",
-          "link set eth0 up",
-          "route add " + Addresses.podGateway(i, IpFamily.V4) + "/32 dev eth0",
-          "route add default via " + Addresses.podGateway(i, IpFamily.V4) + " dev eth0",
-          "route add " + Addresses.podGateway(i, IpFamily.V6) + "/128 dev eth0",
-          "route add ::/0 via " + Addresses.podGateway(i, IpFamily.V6) + " dev eth0 onlink");
-    }
-    for (Uplink u : node.uplinks) {
-      int k = u.index();
-      u.router().ip(
-          "link set lo up",
-          "addr add " + Addresses.uplinkRouterIp(i, k, IpFamily.V4) + "/24 dev eth0",
-          "addr add " + Addresses.uplinkRouterIp(i, k, IpFamily.V6) + "/64 dev eth0 nodad",
-          "addr add " + Addresses.EXTERNAL_V4 + "/32 dev lo",
-          "addr add " + Addresses.EXTERNAL_V6 + "/128 dev lo nodad",
-          "link set eth0 up",
-          "route add " + Addresses.LB_RANGE_V4 + " via " + u.nodeIp(IpFamily.V4) + " dev eth0",
-          "route add " + Addresses.LB_RANGE_V6 + " via " + u.nodeIp(IpFamily.V6) + " dev eth0",
-          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V4) + "/24 dev client",
-          "addr add " + Addresses.clientLinkRouterIp(i, k, IpFamily.V6) + "/64 dev client nodad",
-          "link set client up",
-          "route add " + Addresses.CLIENT_V4 + "/32 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V4) + " dev client",
-          "route add " + Addresses.CLIENT_V6 + "/128 via " + Addresses.clientLinkClientIp(i, k, IpFamily.V6)
-              + " dev client");
-    }
-  }
-
-  /** The node's routes (idempotent: also what {@link Node#powerOn()} puts back). */
-  private List<String> nodeRoutes(Node node) {
-    List<String> lines = new ArrayList<>();
-    for (Pod p : node.pods) {
-      lines.add("route replace " + p.ip(IpFamily.V4) + "/32 dev p" + p.index());
-      lines.add("route replace " + p.ip(IpFamily.V6) + "/128 dev p" + p.index());
-    }
-    for (Node other : nodes.values()) {
-      if (other != node) {
-        for (IpFamily f : IpFamily.values()) {
-          lines.add("route replace " + Addresses.podCidr(other.index(), f) + " via " + other.ip(f) + " dev eth0");
-        }
-      }
-    }
-    for (Uplink u : node.uplinks) {
-      String table = u.table() == 0 ? "" : " table " + u.table();
-      lines.add("route replace default via " + Addresses.uplinkRouterIp(node.index(), u.index(), IpFamily.V4) + " dev "
-          + u.device() + table);
-      lines.add("route replace ::/0 via " + Addresses.uplinkRouterIp(node.index(), u.index(), IpFamily.V6)
-          + " dev " + u.device() + table);
-    }
-    return lines;
-  }
-
-  /** The client's loopback addresses, one link to every external router, and its counters of LB replies. */
-  private void wireClient() {
-    List<String> lines = new ArrayList<>(List.of(
-        "link set lo up",
-        "addr add " + Addresses.CLIENT_V4 + "/32 dev lo",
-        "addr add " + Addresses.CLIENT_V6 + "/128 dev lo nodad"));
-    StringBuilder probe = new StringBuilder("table inet esa_testbed_probe {\n");
-    StringBuilder rules = new StringBuilder("  chain input {\n    type filter hook input priority 0; policy accept;\n");
-    for (Uplink u : uplinks) {
-      int i = u.nodeIndex();
-      int k = u.index();
-      String dev = "to-" + u.where().substring(4);
-      lines.add("link add " + dev + " type veth peer name client netns " + u.router().name());
-      lines.add("addr add " + Addresses.clientLinkClientIp(i, k, IpFamily.V4) + "/24 dev " + dev);
-      lines.add("addr add " + Addresses.clientLinkClientIp(i, k, IpFamily.V6) + "/64 dev " + dev + " nodad");
-      lines.add("link set " + dev + " up");
-      probe.append("  counter ").append(counterName(u)).append(" {}\n");
-      rules.append("    iifname \"").append(dev).append("\" ip saddr ").append(Addresses.LB_RANGE_V4)
-          .append(" counter name \"").append(counterName(u)).append("\"\n");
-      rules.append("    iifname \"").append(dev).append("\" ip6 saddr ").append(Addresses.LB_RANGE_V6)
-          .append(" counter name \"").append(counterName(u)).append("\"\n");
-    }
-    client.ip(lines.toArray(String[]::new));
-    client.nft(probe.append(rules).append("  }\n}\n").toString());
-  }
-
-  private static String counterName(Uplink u) {
-    return "via_" + u.where().replace('-', '_');
-  }
-
-  // ---- cleanup --------------------------------------------------------------------------------------
-
   /**
    * A shell that outlives this JVM only to clean up after it: once this JVM's pid is gone (killed without running
    * its shutdown hooks), it SIGKILLs the agents listed in {@code <dir>/pids} and deletes the namespaces in {@code
@@ -673,14 +512,6 @@ public final class Cluster implements AutoCloseable {
       Files.writeString(dir.resolve("pids"), sb.toString());
     } catch (IOException e) {
       // the watchdog only misses this agent; close() still kills it
-    }
-  }
-
-  private static void appendLine(Path file, String line) {
-    try {
-      Files.writeString(file, line + "\n", StandardOpenOption.APPEND);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
   }
 
