@@ -34,6 +34,10 @@ class DemoTest {
     assertThat(text.toString().lines().filter(l -> l.matches("\\d+\\. .*")).map(l -> l.substring(0, 2)).toList())
         .as("the steps are numbered in order").containsExactly("1.", "2.", "3.", "4.", "5.");
     assertThat((System.nanoTime() - start) / 1e9).as("seconds").isLessThan(60);
-    assertThat(Netns.run(List.of("ip", "netns", "list"))).doesNotContain("esa-tb");
+    java.util.regex.Matcher prefix = java.util.regex.Pattern.compile("namespaces \\((esa-tb[0-9a-f]+-)\\*\\) removed")
+        .matcher(text.toString());
+    assertThat(prefix.find()).as("the demo names what it removed:%n%s", text).isTrue();
+    // other clusters (other tests, other sessions) may exist meanwhile: only the demo's own must be gone
+    assertThat(Netns.run(List.of("ip", "netns", "list"))).doesNotContain(prefix.group(1));
   }
 }
