@@ -36,7 +36,9 @@ import java.util.function.Consumer;
  * pod, routes to the other nodes' pod CIDRs via their node IPs over the node network, and a masquerade of pod
  * traffic that leaves the cluster CIDR in an nft table of its own ({@code inet esa_testbed_cni}, priority srcnat,
  * as Flannel's or Calico's natOutgoing). The main table leaves by uplink 1, table 100 by uplink 2. Reverse-path
- * filtering is loose on the nodes (systemd's default, {@code rp_filter=2}) and off elsewhere; IPv6 DAD is off.
+ * filtering on the nodes is loose for every interface, including the ones the agent creates ({@code
+ * conf.default.rp_filter=2}, {@code conf.all.rp_filter=0}: systemd's default; {@link Builder#nodeRpFilter} makes
+ * it strict), off elsewhere; IPv6 DAD is off. The agents' logs are in {@link #dir()}.
  *
  * <p>Every external router owns the same external address, so "which uplink" is "which namespace answered"; its
  * servers ({@link Traffic}) record the source they saw. Pods run the same servers on their own addresses.
