@@ -88,8 +88,28 @@ public final class AgentMetrics {
       .help("Current minimum time between reconcile starts: 0.025 s normally, longer while a burst of events lasts.")
       .register(registry);
 
+  private final Counter eventsWritten = Counter.builder()
+      .name("egress_service_agent_events_written_total")
+      .help("Kubernetes Events written: op=\"create\" a new Event, op=\"patch\" one more occurrence of an earlier one.")
+      .labelNames("op")
+      .register(registry);
+  private final Counter eventsDropped = Counter.builder()
+      .name("egress_service_agent_events_dropped_total")
+      .help("Events not written, by cause: superseded (a newer outcome of the same service and kind replaced it while"
+          + " it waited for the rate limit), queue_full, failed (the API server refused it 3 times), shutdown.")
+      .labelNames("cause")
+      .register(registry);
+
   public PrometheusRegistry registry() {
     return registry;
+  }
+
+  public void eventWritten(String op) {
+    eventsWritten.labelValues(op).inc();
+  }
+
+  public void eventDropped(String cause) {
+    eventsDropped.labelValues(cause).inc();
   }
 
   /** Counts one informer event, and whether it concerned the plan. */
