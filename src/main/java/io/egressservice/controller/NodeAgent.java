@@ -135,6 +135,7 @@ public final class NodeAgent implements AutoCloseable {
         s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s))));
     informers.nodes().addEventHandler(new RelevantChangeHandler<>(PlanInputs::node, n -> true));
     informers.start();
+    metrics.apiConnectivity(informers.connectivity());
     eventRecorder.start(reporter::seeded);
     try {
       kernelEvents = dataplane.netlink().subscribe(
