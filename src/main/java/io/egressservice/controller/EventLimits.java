@@ -22,6 +22,6 @@ public record EventLimits(int perServiceBurst, Duration perServiceRefill, int bu
    * start of 1,000 services writes its Events in about 90 s, like client-go's default 5 QPS would in 200 s).
    */
   public static EventLimits defaults() {
-    return new EventLimits(10, Duration.ofSeconds(30), 100, Duration.ofMillis(100), 4096);
+    return new EventLimits(10, Duration.ofSeconds(30), 100, Duration.ofMillis(100), 16384);
   }
 }
