@@ -100,6 +100,7 @@ final class ProbeHttpServer implements AutoCloseable {
   private final LinkedHashSet<Connection> open = new LinkedHashSet<>();
   private final Queue<Runnable> fromPool = new ConcurrentLinkedQueue<>();
   private volatile boolean running = true;
+  private long lastAcceptWarning = System.nanoTime() - TimeUnit.SECONDS.toNanos(10);
 
   private ProbeHttpServer(InetSocketAddress address, Limits limits, Function<String, Route> routes) throws IOException {
     this.limits = limits;
@@ -180,7 +181,17 @@ final class ProbeHttpServer implements AutoCloseable {
   /** A few per round, so that reads of connections already open interleave with a flood of new ones. */
   private void acceptSome() throws IOException {
     for (int i = 0; i < 16; i++) {
-      SocketChannel ch = server.accept();
+      SocketChannel ch;
+      try {
+        ch = server.accept();
+      } catch (IOException e) {
+        // e.g. out of file descriptors: the connections already open go on, and accepting is tried again
+        if (System.nanoTime() - lastAcceptWarning > TimeUnit.SECONDS.toNanos(10)) {
+          lastAcceptWarning = System.nanoTime();
+          LOG.warn("cannot accept a connection on the /metrics port: {}", e.getMessage());
+        }
+        return;
+      }
       if (ch == null) {
         return;
       }
