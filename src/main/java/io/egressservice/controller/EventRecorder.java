@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory;
  *       reporter ({@code onSeed}), which then reports only what changed since.
  * </ul>
  */
-final class EventRecorder implements AutoCloseable {
+final class EventRecorder implements OutcomeReporter.Recorder, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
   private static final Duration CLOSE_GRACE = Duration.ofSeconds(2);
   private static final int MAX_ATTEMPTS = 3;
@@ -90,7 +90,8 @@ final class EventRecorder implements AutoCloseable {
   }
 
   /** Queues an Event; returns at once. */
-  void record(OutcomeReporter.Channel channel, EventRecord e) {
+  @Override
+  public void record(OutcomeReporter.Channel channel, EventRecord e) {
     synchronized (lock) {
       Key key = new Key(e.object(), channel);
       if (!open) {

@@ -44,7 +44,12 @@ final class OutcomeReporter {
     }
   }
 
-  private final EventRecorder recorder;
+  /** Where the reporter's Events go: the {@link EventRecorder}, or straight to a sink. */
+  interface Recorder {
+    void record(Channel channel, EventRecord e);
+  }
+
+  private final Recorder recorder;
   private final String node;
   /** Per service, the outcome last seen (null: none yet) and what each channel last said. */
   private Map<ObjectRef, State> last = new HashMap<>();
@@ -54,9 +59,15 @@ final class OutcomeReporter {
 
   private record State(ServiceOutcome outcome, EnumMap<Channel, EventRecord> said) {}
 
-  OutcomeReporter(EventRecorder recorder, String node) {
+  OutcomeReporter(Recorder recorder, String node) {
     this.recorder = recorder;
     this.node = node;
+  }
+
+  /** Straight to {@code sink}, with nothing said before (for tests of what is said when). */
+  OutcomeReporter(EventSink sink, String node) {
+    this((ch, e) -> sink.emit(e.object(), e.type(), e.reason(), e.message()), node);
+    seeded(Map.of());
   }
 
   synchronized void report(DesiredState state) {
