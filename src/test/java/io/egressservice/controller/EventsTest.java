@@ -139,7 +139,8 @@ class EventsTest {
     }
     assertThat(events("EgressConfigured")).hasSize(200).allSatisfy(e -> assertThat(e.getCount()).isEqualTo(1));
 
-    // What changed while the agent was down is reported: s0's network is gone, s1 is another node's now.
+    // What changed while the agent was down is reported: s0's network is gone, s1 is another node's now
+    // (node-a steers its endpoint there).
     agent.close();
     setNetwork("s0", "no-such-net");
     client.resources(EgressService.class).inNamespace(NS).withName("s1").delete();
@@ -149,7 +150,7 @@ class EventsTest {
     settled(agent);
 
     assertThat(eventsOn("s0")).extracting(Event::getReason).containsExactlyInAnyOrder("EgressConfigured", "NetworkNotFound");
-    assertThat(eventsOn("s1")).extracting(Event::getReason).containsExactlyInAnyOrder("EgressConfigured", "EgressRemoved");
+    assertThat(eventsOn("s1")).extracting(Event::getReason).containsExactlyInAnyOrder("EgressConfigured", "EndpointsSteered");
     assertThat(events("EgressConfigured")).hasSize(200);
   }
 
