@@ -19,6 +19,7 @@ import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -54,6 +55,11 @@ public final class RunCommand implements Callable<Integer> {
       description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
   int metricsPort;
 
+  @Option(names = "--metrics-bind-address", defaultValue = "${env:EGRESS_AGENT_METRICS_BIND_ADDRESS:-}",
+      description = "IP address /metrics, /healthz and /readyz listen on (default: every address of the node, as the"
+          + " probes and Prometheus reach the pod's IP; e.g. the node's own address from status.hostIP, or 127.0.0.1).")
+  String metricsBindAddress;
+
   @Option(names = "--allocator", arity = "1", defaultValue = "${env:EGRESS_AGENT_ALLOCATOR:-true}",
       description = "Also choose status.host when leader (false where OVN-Kubernetes' cluster manager does it).")
   boolean allocator;
@@ -76,6 +82,13 @@ public final class RunCommand implements Callable<Integer> {
       throw new Main.UserError("--node-name (or EGRESS_AGENT_NODE_NAME) is required");
     }
     PlanConfig config = planOptions.toConfig();
+    InetSocketAddress listen;
+    try {
+      listen = metricsBindAddress == null || metricsBindAddress.isBlank() ? new InetSocketAddress(metricsPort)
+          : new InetSocketAddress(HealthServer.bindAddress(metricsBindAddress), metricsPort);
+    } catch (IllegalArgumentException e) {
+      throw new Main.UserError("--metrics-bind-address: " + e.getMessage());
+    }
     Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
     requirePrivileges(dataplane);
     KubernetesClient client;
@@ -96,10 +109,10 @@ public final class RunCommand implements Callable<Integer> {
         new KubernetesEvents(client, nodeName, Clock.systemUTC()), Clock.systemUTC());
     HealthServer health;
     try {
-      health = HealthServer.start(metricsPort, metrics.registry(), agent::liveness, agent::readiness);
+      health = HealthServer.start(listen, metrics.registry(), agent::liveness, agent::readiness);
     } catch (IOException e) {
       dataplane.close();
-      throw new Main.SystemError("cannot listen on port " + metricsPort + " for /metrics: " + e.getMessage(), e);
+      throw new Main.SystemError("cannot listen on " + listen + " for /metrics: " + e.getMessage(), e);
     }
     agent.start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
@@ -120,8 +133,9 @@ public final class RunCommand implements Callable<Integer> {
       client.close();
       done.countDown();
     }, "shutdown"));
-    LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on :{}, allocator {})",
-        nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync, health.port(),
+    LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on {}:{}, allocator {})",
+        nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync,
+        listen.getAddress().isAnyLocalAddress() ? "*" : listen.getAddress().getHostAddress(), health.port(),
         allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;

@@ -3,52 +3,166 @@ package io.egressservice.controller;
 import io.egressservice.plan.ObjectRef;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.EventList;
+import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
+import java.time.Instant;
 import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Writes core/v1 Events on the EgressService, reported by this node. Failures are logged, never thrown. */
+/**
+ * core/v1 Events on the EgressService, reported by this node. Each carries the label {@value #NODE_LABEL}
+ * (the node's name, or a hash of a name too long for a label value), so that a restarted agent lists
+ * only its own node's Events to go on from them; a repeat is a merge patch of count, last time and
+ * message (needs {@code list} and {@code patch} on events, besides {@code create}).
+ */
 public final class KubernetesEvents implements EventSink {
   private static final Logger LOG = LoggerFactory.getLogger(KubernetesEvents.class);
   static final String COMPONENT = "egress-service-agent";
+  static final String NODE_LABEL = "egress-service-agent/node";
+  private static final String KIND = "EgressService";
 
   private final KubernetesClient client;
   private final String node;
+  private final String nodeLabel;
   private final Clock clock;
 
   public KubernetesEvents(KubernetesClient client, String node, Clock clock) {
     this.client = client;
     this.node = node;
+    this.nodeLabel = labelValue(node);
     this.clock = clock;
+  }
+
+  /** The node name when it is a valid label value, else a stable hash of it. */
+  static String labelValue(String node) {
+    if (node.length() <= 63 && node.matches("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")) {
+      return node;
+    }
+    try {
+      byte[] d = MessageDigest.getInstance("SHA-256").digest(node.getBytes(StandardCharsets.UTF_8));
+      return "h-" + HexFormat.of().formatHex(d, 0, 20);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   @Override
   public void emit(ObjectRef es, String type, String reason, String message) {
-    String now = DateTimeFormatter.ISO_INSTANT.format(clock.instant().truncatedTo(java.time.temporal.ChronoUnit.SECONDS));
+    create(new EventRecord(es, type, reason, message));
+  }
+
+  /** Failures are thrown, for the caller to retry or count. */
+  @Override
+  public Written create(EventRecord e) {
+    Instant now = clock.instant().truncatedTo(ChronoUnit.SECONDS);
+    String ts = DateTimeFormatter.ISO_INSTANT.format(now);
+    ObjectRef es = e.object();
     String name = es.name() + "." + Long.toHexString(clock.millis()) + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 16));
     Event event = new EventBuilder()
-        .withNewMetadata().withName(name).withNamespace(es.namespace()).endMetadata()
+        .withNewMetadata().withName(name).withNamespace(es.namespace()).addToLabels(NODE_LABEL, nodeLabel).endMetadata()
         .withNewInvolvedObject()
-          .withApiVersion("k8s.ovn.org/v1").withKind("EgressService")
+          .withApiVersion("k8s.ovn.org/v1").withKind(KIND)
           .withNamespace(es.namespace()).withName(es.name())
         .endInvolvedObject()
-        .withType(type)
-        .withReason(reason)
-        .withMessage(message.length() > 1000 ? message.substring(0, 997) + "..." : message)
+        .withType(e.type())
+        .withReason(e.reason())
+        .withMessage(bounded(e.message()))
         .withNewSource().withComponent(COMPONENT).withHost(node).endSource()
         .withReportingComponent(COMPONENT)
         .withReportingInstance(node)
-        .withFirstTimestamp(now)
-        .withLastTimestamp(now)
+        .withFirstTimestamp(ts)
+        .withLastTimestamp(ts)
         .withCount(1)
         .build();
+    client.v1().events().inNamespace(es.namespace()).resource(event).create();
+    return new Written(e, name, 1, now);
+  }
+
+  @Override
+  public boolean repeat(Written earlier, EventRecord e, int count) {
+    String ts = DateTimeFormatter.ISO_INSTANT.format(clock.instant().truncatedTo(ChronoUnit.SECONDS));
+    var patch = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode()
+        .put("count", count).put("lastTimestamp", ts).put("message", bounded(e.message()));
     try {
-      client.v1().events().inNamespace(es.namespace()).resource(event).create();
-    } catch (RuntimeException e) {
-      LOG.warn("could not write Event {} on EgressService {}: {}", reason, es, e.getMessage());
+      client.v1().events().inNamespace(e.object().namespace()).withName(earlier.name())
+          .patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
+      return true;
+    } catch (KubernetesClientException ex) {
+      if (ex.getCode() == 404) {
+        return false; // expired (the API server's --event-ttl): a new one is written
+      }
+      throw ex;
     }
+  }
+
+  /**
+   * This node's Events on EgressServices, oldest first. Without permission to list Events (an older
+   * RBAC), none: outcomes are then reported once more after a restart, as before.
+   */
+  @Override
+  public List<Written> written() {
+    List<Written> out = new ArrayList<>();
+    String next = null;
+    try {
+      do {
+        EventList page = client.v1().events().inAnyNamespace().withLabel(NODE_LABEL, nodeLabel)
+            .list(new ListOptionsBuilder().withLimit(500L).withContinue(next).build());
+        for (Event ev : page.getItems()) {
+          written(ev).ifPresent(out::add);
+        }
+        next = page.getMetadata() == null ? null : page.getMetadata().getContinue();
+      } while (next != null && !next.isEmpty());
+    } catch (KubernetesClientException e) {
+      if (e.getCode() == 403) {
+        LOG.warn("cannot list this node's earlier Events ({}): outcomes already reported before this start are"
+            + " reported again; grant 'list' on events to the agent (deploy/rbac.yaml)", e.getMessage());
+        return List.of();
+      }
+      throw e;
+    }
+    out.sort(java.util.Comparator.comparing(Written::last).thenComparing(Written::name));
+    return out;
+  }
+
+  private Optional<Written> written(Event ev) {
+    var io = ev.getInvolvedObject();
+    if (io == null || !KIND.equals(io.getKind()) || !node.equals(ev.getReportingInstance())
+        || ev.getReason() == null || ev.getMessage() == null || ev.getMetadata() == null) {
+      return Optional.empty();
+    }
+    Instant last = Optional.ofNullable(ev.getLastTimestamp())
+        .or(() -> Optional.ofNullable(ev.getFirstTimestamp()))
+        .or(() -> Optional.ofNullable(ev.getMetadata().getCreationTimestamp()))
+        .map(KubernetesEvents::instant).orElse(Instant.EPOCH);
+    EventRecord record = new EventRecord(new ObjectRef(io.getNamespace(), io.getName()),
+        Optional.ofNullable(ev.getType()).orElse("Normal"), ev.getReason(), ev.getMessage());
+    return Optional.of(new Written(record, ev.getMetadata().getName(), Optional.ofNullable(ev.getCount()).orElse(1), last));
+  }
+
+  private static Instant instant(String ts) {
+    try {
+      return Instant.parse(ts);
+    } catch (RuntimeException e) {
+      return Instant.EPOCH;
+    }
+  }
+
+  private static String bounded(String message) {
+    return message.length() > 1000 ? message.substring(0, 997) + "..." : message;
   }
 }

@@ -49,12 +49,19 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_STARTUP = "startup";
   static final String TRIGGER_RETRY = "retry";
 
-  /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
-  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
+  /**
+   * @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms)
+   * @param events how many Events may be written, per service and overall
+   */
+  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff, EventLimits events) {
     public Settings {
       if (resync.isNegative() || resync.isZero()) {
         throw new IllegalArgumentException("resync must be positive, not " + resync);
       }
+    }
+
+    public Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
+      this(nodeName, config, resync, maxBackoff, EventLimits.defaults());
     }
   }
 
@@ -63,7 +70,7 @@ public final class NodeAgent implements AutoCloseable {
   private final Dataplane dataplane;
   private final Settings settings;
   private final AgentMetrics metrics;
-  private final EventQueue eventQueue;
+  private final EventRecorder eventRecorder;
   private final OutcomeReporter reporter;
   private final Clock clock;
 
@@ -113,8 +120,8 @@ public final class NodeAgent implements AutoCloseable {
     this.dataplane = dataplane;
     this.settings = settings;
     this.metrics = metrics;
-    this.eventQueue = new EventQueue(events, "events-" + settings.nodeName());
-    this.reporter = new OutcomeReporter(eventQueue, settings.nodeName());
+    this.eventRecorder = new EventRecorder(events, metrics, settings.events(), clock, "events-" + settings.nodeName());
+    this.reporter = new OutcomeReporter(eventRecorder, settings.nodeName());
     this.clock = clock;
   }
 
@@ -128,6 +135,8 @@ public final class NodeAgent implements AutoCloseable {
         s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s))));
     informers.nodes().addEventHandler(new RelevantChangeHandler<>(PlanInputs::node, n -> true));
     informers.start();
+    metrics.apiConnectivity(informers.connectivity());
+    eventRecorder.start(reporter::seeded);
     try {
       kernelEvents = dataplane.netlink().subscribe(
           EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.IPV4_ROUTE, ChangeGroup.IPV6_ROUTE,
@@ -435,6 +444,11 @@ public final class NodeAgent implements AutoCloseable {
     return new Probe(true, "synced and reconciled");
   }
 
+  /** Every outcome reported so far has been written as an Event, or dropped (counted). */
+  boolean eventsIdle() {
+    return eventRecorder.idle();
+  }
+
   public long reconcileCount() {
     return reconciles.get();
   }
@@ -467,6 +481,6 @@ public final class NodeAgent implements AutoCloseable {
     if (ownsInformers) {
       informers.close();
     }
-    eventQueue.close();
+    eventRecorder.close();
   }
 }

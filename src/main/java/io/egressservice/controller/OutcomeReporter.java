@@ -3,58 +3,118 @@ package io.egressservice.controller;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.ServiceOutcome;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
+import java.util.Optional;
 import java.util.stream.Collectors;
 
 /**
  * Turns the plan's outcomes into Events, only when an outcome on this node changes (never one per
- * resync). Cluster-wide reasons (no Service, not allocated, handled by another node) are not this
- * node's to report: every node would say the same; the allocator reports those.
+ * resync, nor one per restart). What this node says about a service is kept per {@link Channel}: its
+ * outcome, its refused endpoints, its endpoints off the host. An Event is written when what a channel
+ * says changes (counts aside). The memory starts from the API: until the {@link EventRecorder} has read
+ * this node's earlier Events ({@link #seeded}), outcomes are held, then reported against them.
+ *
+ * <p>Cluster-wide reasons (no Service, not allocated, handled by another node) are not this node's to
+ * report: every node would say the same; the allocator reports those. This node says only that it
+ * stopped ({@code EgressRemoved}) after it had said it was configured.
  */
 final class OutcomeReporter {
-  private final EventSink sink;
+  static final String CONFIGURED = "EgressConfigured";
+  static final String REMOVED = "EgressRemoved";
+  static final String NETWORK_NOT_FOUND = "NetworkNotFound";
+  static final String REFUSED = "EndpointsRefused";
+  static final String NOT_ON_HOST = "EndpointsNotOnHost";
+  static final String STEERED = "EndpointsSteered";
+  static final String STEERING_UNAVAILABLE = "SteeringUnavailable";
+
+  /** What the node says something about, one Event at a time. */
+  enum Channel {
+    OUTCOME, REFUSED_ENDPOINTS, REMOTE_ENDPOINTS;
+
+    static Optional<Channel> of(String reason) {
+      return switch (reason) {
+        case CONFIGURED, REMOVED, NETWORK_NOT_FOUND, STEERED, STEERING_UNAVAILABLE -> Optional.of(OUTCOME);
+        case REFUSED -> Optional.of(REFUSED_ENDPOINTS);
+        case NOT_ON_HOST -> Optional.of(REMOTE_ENDPOINTS);
+        default -> Optional.empty();
+      };
+    }
+  }
+
+  /** Where the reporter's Events go: the {@link EventRecorder}, or straight to a sink. */
+  interface Recorder {
+    void record(Channel channel, EventRecord e);
+  }
+
+  private final Recorder recorder;
   private final String node;
-  /**
-   * Per service, the last outcome and the snapshot made from it: an unchanged outcome (most of them,
-   * most times) is not re-derived.
-   */
-  private final Map<ObjectRef, Reported> last = new HashMap<>();
+  /** Per service, the outcome last seen (null: none yet) and what each channel last said. */
+  private Map<ObjectRef, State> last = new HashMap<>();
+  /** What the API showed this node had said, for services not seen since (null until read). */
+  private Map<ObjectRef, EnumMap<Channel, EventRecord>> earlier;
+  private List<ServiceOutcome> held;
 
-  /** What an Event depends on; equal snapshots emit nothing. */
-  private record Snapshot(boolean configured, String reason, List<String> skipped, List<String> remote,
-      List<String> steeredTo) {}
+  private record State(ServiceOutcome outcome, EnumMap<Channel, EventRecord> said) {}
 
-  private record Reported(ServiceOutcome outcome, Snapshot snapshot) {}
-
-  OutcomeReporter(EventSink sink, String node) {
-    this.sink = sink;
+  OutcomeReporter(Recorder recorder, String node) {
+    this.recorder = recorder;
     this.node = node;
   }
 
-  void report(DesiredState state) {
-    Map<ObjectRef, Reported> now = new HashMap<>();
-    for (ServiceOutcome o : state.services()) {
-      Reported before = last.get(o.service());
-      if (before != null && sameOutcome(before.outcome(), o)) {
-        now.put(o.service(), new Reported(o, before.snapshot()));
-        continue;
-      }
-      Snapshot s = new Snapshot(o.configured(), withoutCounts(o.reason()),
-          o.skippedEndpoints().stream().map(e -> e.address() + " (" + e.reason() + ")").sorted().toList(),
-          o.remoteEndpoints().stream().sorted().toList(),
-          o.steeredEndpoints().stream().map(e -> e.host() + " (" + e.hostAddress() + ")").distinct().sorted().toList());
-      now.put(o.service(), new Reported(o, s));
-      Snapshot previous = before == null ? null : before.snapshot();
-      if (Objects.equals(previous, s)) {
-        continue;
-      }
-      emitChange(o.service(), previous, s);
+  /** Straight to {@code sink}, with nothing said before (for tests of what is said when). */
+  OutcomeReporter(EventSink sink, String node) {
+    this((ch, e) -> sink.emit(e.object(), e.type(), e.reason(), e.message()), node);
+    seeded(Map.of());
+  }
+
+  synchronized void report(DesiredState state) {
+    if (earlier == null) {
+      held = state.services();
+      return;
     }
-    last.clear();
-    last.putAll(now);
+    process(state.services());
+  }
+
+  /** What this node's Events said last, per service and channel; reports what was held meanwhile. */
+  synchronized void seeded(Map<ObjectRef, EnumMap<Channel, EventRecord>> lastSaid) {
+    earlier = new HashMap<>(lastSaid);
+    if (held != null) {
+      process(held);
+      held = null;
+    }
+  }
+
+  private void process(List<ServiceOutcome> outcomes) {
+    Map<ObjectRef, State> now = new HashMap<>();
+    for (ServiceOutcome o : outcomes) {
+      State before = last.get(o.service());
+      if (before == null) {
+        EnumMap<Channel, EventRecord> said = earlier.remove(o.service());
+        before = new State(null, said == null ? new EnumMap<>(Channel.class) : said);
+      } else if (sameOutcome(before.outcome(), o)) {
+        now.put(o.service(), before);
+        continue;
+      }
+      EnumMap<Channel, EventRecord> said = new EnumMap<>(Channel.class);
+      for (Channel ch : Channel.values()) {
+        EventRecord previous = before.said().get(ch);
+        EventRecord wanted = wanted(ch, o, previous);
+        if (wanted == null) {
+          continue;
+        }
+        if (!wanted.sameAs(previous)) {
+          recorder.record(ch, wanted);
+          said.put(ch, wanted);
+        } else {
+          said.put(ch, previous);
+        }
+      }
+      now.put(o.service(), new State(o, said));
+    }
+    last = now;
   }
 
   private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {
@@ -63,44 +123,52 @@ final class OutcomeReporter {
         && a.steeredEndpoints().equals(b.steeredEndpoints());
   }
 
-  private void emitChange(ObjectRef es, Snapshot before, Snapshot now) {
-    boolean wasConfigured = before != null && before.configured();
-    boolean steering = !now.steeredTo().isEmpty();
-    if (steering && (before == null || !now.steeredTo().equals(before.steeredTo()))) {
-      // Once per change of where this node steers (host or its addresses), not per endpoint added or removed.
-      sink.emit(es, "Normal", "EndpointsSteered", "node " + node + " steers its endpoints of this service to host "
-          + String.join(", ", now.steeredTo()) + " over " + io.egressservice.plan.SteeringPlan.DEVICE
-          + ", where they leave with the LoadBalancer IP");
-    } else if (steering) {
-      // the same hosts: nothing new to say
-    } else if (now.configured() && (!wasConfigured || !now.reason().equals(before.reason()))) {
-      sink.emit(es, "Normal", "EgressConfigured", "configured on node " + node + ": " + now.reason());
-    } else if (!now.configured() && isSteeringFailure(now.reason())
-        && (before == null || !now.reason().equals(before.reason()))) {
-      sink.emit(es, "Warning", "SteeringUnavailable", "on node " + node + ": " + now.reason());
-    } else if (!now.configured() && wasConfigured) {
-      sink.emit(es, "Normal", "EgressRemoved", "no longer configured on node " + node + ": " + now.reason());
-    } else if (!now.configured() && isNodeLocalFailure(now.reason())
-        && (before == null || !now.reason().equals(before.reason()))) {
-      sink.emit(es, "Warning", "NetworkNotFound", "on node " + node + ": " + now.reason());
-    }
-    boolean acting = now.configured() || isNodeLocalFailure(now.reason()) || isSteeringFailure(now.reason());
-    if (acting && !now.skipped().isEmpty() && (before == null || !now.skipped().equals(before.skipped()))) {
-      sink.emit(es, "Warning", "EndpointsRefused", "node " + node + " refuses " + now.skipped().size()
-          + " endpoint(s): " + summarize(now.skipped()));
-    }
-    if (now.configured() && !now.remote().isEmpty() && (before == null || !now.remote().equals(before.remote()))) {
-      sink.emit(es, "Warning", "EndpointsNotOnHost", now.remote().size() + " endpoint(s) are not on host node "
-          + node + " and not steered here; their egress uses the service's SNAT and network only if the pod network"
-          + " brings it here: " + summarize(now.remote()));
-    }
-  }
-
-  private static final java.util.regex.Pattern COUNT = java.util.regex.Pattern.compile("\\b\\d+ (endpoint|source)");
-
-  /** Endpoint counts change with every scale event; they are not an outcome change worth an Event. */
-  private static String withoutCounts(String reason) {
-    return COUNT.matcher(reason).replaceAll("N $1"); // compiled once: this runs per service per reconcile
+  /** What {@code ch} should say now; null: nothing (a later change is then news again). */
+  private EventRecord wanted(Channel ch, ServiceOutcome o, EventRecord previous) {
+    ObjectRef es = o.service();
+    boolean networkMissing = isNodeLocalFailure(o.reason());
+    boolean steeringFailed = !o.configured() && isSteeringFailure(o.reason());
+    List<String> steeredTo = o.steeredEndpoints().stream().map(e -> e.host() + " (" + e.hostAddress() + ")")
+        .distinct().sorted().toList();
+    return switch (ch) {
+      case OUTCOME -> {
+        if (!steeredTo.isEmpty()) {
+          // once per change of where this node steers (host or its addresses), not per endpoint added or removed
+          yield new EventRecord(es, "Normal", STEERED, "node " + node + " steers its endpoints of this service to host "
+              + String.join(", ", steeredTo) + " over " + io.egressservice.plan.SteeringPlan.DEVICE
+              + ", where they leave with the LoadBalancer IP");
+        }
+        if (o.configured()) {
+          yield new EventRecord(es, "Normal", CONFIGURED, "configured on node " + node + ": " + o.reason());
+        }
+        if (networkMissing) {
+          // also when it was configured: the user's cue is the missing network, not that egress stopped
+          yield new EventRecord(es, "Warning", NETWORK_NOT_FOUND, "on node " + node + ": " + o.reason());
+        }
+        if (steeringFailed) {
+          yield new EventRecord(es, "Warning", STEERING_UNAVAILABLE, "on node " + node + ": " + o.reason());
+        }
+        if (previous != null && (previous.reason().equals(CONFIGURED) || previous.reason().equals(STEERED))) {
+          yield new EventRecord(es, "Normal", REMOVED, "no longer configured on node " + node + ": " + o.reason());
+        }
+        yield previous != null && previous.reason().equals(REMOVED) ? previous : null;
+      }
+      case REFUSED_ENDPOINTS -> {
+        List<String> skipped = o.skippedEndpoints().stream().map(e -> e.address() + " (" + e.reason() + ")").sorted().toList();
+        yield (o.configured() || networkMissing || steeringFailed) && !skipped.isEmpty()
+            ? new EventRecord(es, "Warning", REFUSED, "node " + node + " refuses " + skipped.size() + " endpoint(s): "
+                + summarize(skipped))
+            : null;
+      }
+      case REMOTE_ENDPOINTS -> {
+        List<String> remote = o.remoteEndpoints().stream().sorted().toList();
+        yield o.configured() && !remote.isEmpty()
+            ? new EventRecord(es, "Warning", NOT_ON_HOST, remote.size() + " endpoint(s) are not on host node " + node
+                + " and not steered here; their egress uses the service's SNAT and network only if the pod network"
+                + " brings it here: " + summarize(remote))
+            : null;
+      }
+    };
   }
 
   /** This node has endpoints it cannot steer (the host lacks an InternalIP of the family, no free table). */

@@ -346,7 +346,12 @@ public final class Dataplane implements AutoCloseable {
       steering.applyBefore(changes.steering(), failures, applied);
     }
     routeBatch(changes.routeAdds().stream().map(RouteChange::add).toList(), routeAddChanges, applied, failures);
-    batch(changes.ruleAdds().stream().map(RuleChange::add).toList(), ruleChanges, applied, failures);
+    // The kernel calls an added rule a duplicate of one that differs only in a family selector the new
+    // one leaves unset (tos, realms: fib4_rule_compare checks them only when the request has them). When
+    // such a stale rule is among the deletes, the exact rule goes in right after it is gone.
+    List<RuleChange> shadowed = new ArrayList<>();
+    batch(changes.ruleAdds().stream().map(RuleChange::add).toList(), ruleChanges, applied, failures,
+        changes.ruleDeletes().isEmpty() ? null : shadowed);
     kernel += System.nanoTime() - t;
 
     if (!changes.nft().isEmpty() || changes.ensureNftBase()) {
@@ -401,7 +406,8 @@ public final class Dataplane implements AutoCloseable {
     }
 
     t = System.nanoTime();
-    batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures);
+    batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null);
+    batch(shadowed, ruleChanges, applied, failures, null);
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);
     if (!changes.steering().isEmpty()) {
@@ -449,8 +455,12 @@ public final class Dataplane implements AutoCloseable {
     }
   }
 
+  /**
+   * @param alreadyExists where adds refused as duplicates go, to be tried again after the deletes; null:
+   *     such an add counts as done
+   */
   private void batch(List<RuleChange> requests, Map<Rule, Change> described, List<Change> applied,
-      List<String> failures) {
+      List<String> failures, List<RuleChange> alreadyExists) {
     if (requests.isEmpty()) {
       return;
     }
@@ -464,7 +474,11 @@ public final class Dataplane implements AutoCloseable {
         continue;
       }
       if (f.change().op() == RuleChange.Op.ADD && f.error() instanceof NetlinkException.AlreadyExists) {
-        applied.add(described.get(f.change().rule()));
+        if (alreadyExists != null) {
+          alreadyExists.add(f.change());
+        } else {
+          applied.add(described.get(f.change().rule()));
+        }
         continue;
       }
       if (f.error() instanceof NetlinkException.PermissionDenied) {
@@ -484,7 +498,7 @@ public final class Dataplane implements AutoCloseable {
     for (Rule r : observed.rules()) {
       described.put(r, new Change(Change.Op.DELETE, Change.Kind.RULE, Differ.UNKNOWN, "rule " + r));
     }
-    batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures);
+    batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures, null);
     List<Change> routeChanges = observed.routes().stream()
         .map(r -> new Change(Change.Op.DELETE, Change.Kind.ROUTE, Differ.IN_CLUSTER, "route " + r)).toList();
     routeBatch(observed.routes().stream().map(RouteChange::delete).toList(), routeChanges, applied, failures);

@@ -1,61 +1,172 @@
 package io.egressservice.health;
 
-import com.sun.net.httpserver.HttpExchange;
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import io.egressservice.health.ProbeHttpServer.Request;
+import io.egressservice.health.ProbeHttpServer.Response;
+import io.egressservice.health.ProbeHttpServer.Route;
+import io.prometheus.metrics.exporter.common.PrometheusHttpExchange;
+import io.prometheus.metrics.exporter.common.PrometheusHttpRequest;
+import io.prometheus.metrics.exporter.common.PrometheusHttpResponse;
+import io.prometheus.metrics.exporter.common.PrometheusScrapeHandler;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.Collections;
+import java.util.Enumeration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
 
 /**
  * One HTTP port for {@code /metrics} (Prometheus text), {@code /healthz} (the reconcile loop is alive)
- * and {@code /readyz} (informers synced and the first reconcile done).
+ * and {@code /readyz} (informers synced and the first reconcile done). The probes are answered whatever
+ * other clients do: slow or idle connections, many of them, or a slow scrape ({@link ProbeHttpServer}).
  */
 public final class HealthServer implements AutoCloseable {
-  private final HTTPServer server;
+  private final ProbeHttpServer server;
 
   /** A probe answer: OK or not, with a one-line reason for the body. */
   public record Probe(boolean ok, String detail) {}
 
-  private HealthServer(HTTPServer server) {
+  private HealthServer(ProbeHttpServer server) {
     this.server = server;
   }
 
-  /** Starts on {@code port} (0 picks a free one). */
+  /** Starts on {@code port} of every address (0 picks a free port). */
   public static HealthServer start(int port, PrometheusRegistry registry, Supplier<Probe> liveness,
       Supplier<Probe> readiness) throws IOException {
-    HTTPServer server = HTTPServer.builder()
-        .port(port)
-        .registry(registry)
-        .metricsHandlerPath("/metrics")
-        .defaultHandler(exchange -> {
-          String path = exchange.getRequestURI().getPath();
-          switch (path) {
-            case "/healthz" -> respond(exchange, liveness.get());
-            case "/readyz" -> respond(exchange, readiness.get());
-            default -> respond(exchange, 404, "not found: try /metrics, /healthz or /readyz\n");
-          }
-        })
-        .buildAndStart();
-    return new HealthServer(server);
+    return start(new InetSocketAddress(port), registry, liveness, readiness);
+  }
+
+  /** Starts on {@code address} (its port 0 picks a free one). */
+  public static HealthServer start(InetSocketAddress address, PrometheusRegistry registry, Supplier<Probe> liveness,
+      Supplier<Probe> readiness) throws IOException {
+    return start(address, ProbeHttpServer.Limits.defaults(), registry, liveness, readiness);
+  }
+
+  static HealthServer start(InetSocketAddress address, ProbeHttpServer.Limits limits, PrometheusRegistry registry,
+      Supplier<Probe> liveness, Supplier<Probe> readiness) throws IOException {
+    PrometheusScrapeHandler scrape = new PrometheusScrapeHandler(registry);
+    Route metrics = new Route(true, request -> scrape(scrape, request));
+    Route healthz = new Route(false, request -> answer(liveness.get()));
+    Route readyz = new Route(false, request -> answer(readiness.get()));
+    return new HealthServer(ProbeHttpServer.start(address, limits, path -> switch (path) {
+      case "/metrics" -> metrics;
+      case "/healthz" -> healthz;
+      case "/readyz" -> readyz;
+      default -> null;
+    }));
+  }
+
+  /**
+   * The address of {@code --metrics-bind-address}: an IP literal (no name lookup: the agent may start
+   * before DNS works), e.g. {@code 0.0.0.0}, {@code ::}, {@code 127.0.0.1} or the node's own address.
+   */
+  public static InetAddress bindAddress(String literal) {
+    String s = literal.trim();
+    if (s.startsWith("[") && s.endsWith("]")) {
+      s = s.substring(1, s.length() - 1);
+    }
+    boolean v4 = s.matches("\\d{1,3}(\\.\\d{1,3}){3}");
+    boolean v6 = s.contains(":") && s.matches("[0-9a-fA-F:.]+");
+    if (!v4 && !v6) {
+      throw new IllegalArgumentException("'" + literal + "' is not an IP address (e.g. 0.0.0.0, ::, 127.0.0.1)");
+    }
+    try {
+      return InetAddress.getByName(s); // a literal: parsed, never looked up
+    } catch (IOException e) {
+      throw new IllegalArgumentException("'" + literal + "' is not an IP address: " + e.getMessage());
+    }
   }
 
   public int port() {
-    return server.getPort();
+    return server.port();
   }
 
-  private static void respond(HttpExchange exchange, Probe probe) throws IOException {
-    respond(exchange, probe.ok() ? 200 : 503, (probe.ok() ? "ok" : "not ok") + ": " + probe.detail() + "\n");
+  private static Response answer(Probe probe) {
+    return Response.text(probe.ok() ? 200 : 503, (probe.ok() ? "ok" : "not ok") + ": " + probe.detail() + "\n");
   }
 
-  private static void respond(HttpExchange exchange, int code, String body) throws IOException {
-    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-    exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
-    exchange.sendResponseHeaders(code, bytes.length);
-    try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
+  /** The Prometheus library's own scrape handler (formats, name[] filters, gzip) over one parsed request. */
+  private static Response scrape(PrometheusScrapeHandler handler, Request request) {
+    Exchange exchange = new Exchange(request);
+    try {
+      handler.handleRequest(exchange);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
+    return new Response(exchange.status, exchange.headers, exchange.body.toByteArray());
+  }
+
+  private static final class Exchange implements PrometheusHttpExchange, PrometheusHttpRequest, PrometheusHttpResponse {
+    private final Request request;
+    private final Map<String, String> headers = new LinkedHashMap<>();
+    private final ByteArrayOutputStream body = new ByteArrayOutputStream();
+    private int status = 500;
+
+    Exchange(Request request) {
+      this.request = request;
+    }
+
+    @Override
+    public PrometheusHttpRequest getRequest() {
+      return this;
+    }
+
+    @Override
+    public PrometheusHttpResponse getResponse() {
+      return this;
+    }
+
+    @Override
+    public String getQueryString() {
+      return request.query();
+    }
+
+    @Override
+    public Enumeration<String> getHeaders(String name) {
+      return Collections.enumeration(request.headers().getOrDefault(name.toLowerCase(java.util.Locale.ROOT), List.of()));
+    }
+
+    @Override
+    public String getMethod() {
+      return request.method();
+    }
+
+    @Override
+    public String getRequestPath() {
+      return request.path();
+    }
+
+    @Override
+    public void setHeader(String name, String value) {
+      if (!name.equalsIgnoreCase("Content-Length")) {
+        headers.put(name, value);
+      }
+    }
+
+    @Override
+    public OutputStream sendHeadersAndGetBody(int statusCode, int contentLength) {
+      status = statusCode;
+      return body;
+    }
+
+    @Override
+    public void handleException(IOException e) throws IOException {
+      throw e;
+    }
+
+    @Override
+    public void handleException(RuntimeException e) {
+      throw e;
+    }
+
+    @Override
+    public void close() {}
   }
 
   @Override

@@ -15,8 +15,6 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.UnaryOperator;
 import org.ovn.k8s.v1.EgressService;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The four cluster-wide informers (EgressService, Service, EndpointSlice, Node) that the node agent
@@ -30,8 +28,6 @@ import org.slf4j.LoggerFactory;
  * conditions and node images, times every Service, slice and node of the cluster.
  */
 public final class ClusterInformers implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(ClusterInformers.class);
-
   /** The kinds watched, in the order of {@link #all()}. */
   public static final List<Class<? extends HasMetadata>> KINDS =
       List.of(EgressService.class, Service.class, EndpointSlice.class, Node.class);
@@ -41,6 +37,7 @@ public final class ClusterInformers implements AutoCloseable {
   private final SharedIndexInformer<EndpointSlice> slices;
   private final SharedIndexInformer<Node> nodes;
   private final AtomicBoolean started = new AtomicBoolean();
+  private final ApiConnectivity connectivity;
 
   private ClusterInformers(KubernetesClient client, long resyncMillis) {
     // runnableInformer + start() does not block on the initial list, so an unreachable API server
@@ -54,10 +51,10 @@ public final class ClusterInformers implements AutoCloseable {
     services.itemStore(new LeanItemStore<>(LeanObjects::service));
     slices.itemStore(new LeanItemStore<>(LeanObjects::endpointSlice));
     nodes.itemStore(new LeanItemStore<>(LeanObjects::node));
+    connectivity = new ApiConnectivity(all());
     for (SharedIndexInformer<? extends HasMetadata> i : all()) {
       i.exceptionHandler((isStarted, error) -> {
-        LOG.warn("{} informer: {} (retrying; what the agent applied is kept)", i.getApiTypeClass().getSimpleName(),
-            error.getMessage());
+        connectivity.failed(i.getApiTypeClass().getSimpleName(), error);
         return true;
       });
     }
@@ -124,7 +121,13 @@ public final class ClusterInformers implements AutoCloseable {
   public void start() {
     if (started.compareAndSet(false, true)) {
       all().forEach(SharedIndexInformer::start);
+      connectivity.start();
     }
+  }
+
+  /** Whether, and since when, each kind's watch hears from the API server. */
+  public ApiConnectivity connectivity() {
+    return connectivity;
   }
 
   public boolean hasSynced() {
@@ -145,6 +148,7 @@ public final class ClusterInformers implements AutoCloseable {
   /** Stops the watches; the caches stay readable. */
   @Override
   public void close() {
+    connectivity.close();
     all().forEach(SharedIndexInformer::close);
   }
 }

@@ -88,8 +88,53 @@ public final class AgentMetrics {
       .help("Current minimum time between reconcile starts: 0.025 s normally, longer while a burst of events lasts.")
       .register(registry);
 
+  private final Counter eventsWritten = Counter.builder()
+      .name("egress_service_agent_events_written_total")
+      .help("Kubernetes Events written: op=\"create\" a new Event, op=\"patch\" one more occurrence of an earlier one.")
+      .labelNames("op")
+      .register(registry);
+  private final Counter eventsDropped = Counter.builder()
+      .name("egress_service_agent_events_dropped_total")
+      .help("Events not written, by cause: superseded (a newer outcome of the same service and kind replaced it while"
+          + " it waited for the rate limit), queue_full, failed (the API server refused it 3 times), shutdown.")
+      .labelNames("cause")
+      .register(registry);
+
   public PrometheusRegistry registry() {
     return registry;
+  }
+
+  private final java.util.concurrent.atomic.AtomicBoolean apiWatched = new java.util.concurrent.atomic.AtomicBoolean();
+
+  /**
+   * The age of the last contact with the API server and whether the watch is up, per kind, read from
+   * {@code connectivity} at each scrape. Once per registry: later calls do nothing.
+   */
+  public void apiConnectivity(io.egressservice.informers.ApiConnectivity connectivity) {
+    if (!apiWatched.compareAndSet(false, true)) {
+      return;
+    }
+    io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+        .name("egress_service_agent_api_last_contact_age_seconds")
+        .help("Seconds since the watch of this kind was last seen established (polled twice a second); it grows"
+            + " while the API server is unreachable, from the start while it never was.")
+        .labelNames("kind")
+        .callback(cb -> connectivity.kinds().forEach(k -> cb.call(connectivity.lastContactAgeSeconds(k), k)))
+        .register(registry);
+    io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+        .name("egress_service_agent_api_watch_up")
+        .help("1 while the watch of this kind is established, 0 while the informer re-lists or cannot reach the API server.")
+        .labelNames("kind")
+        .callback(cb -> connectivity.kinds().forEach(k -> cb.call(connectivity.watching(k) ? 1 : 0, k)))
+        .register(registry);
+  }
+
+  public void eventWritten(String op) {
+    eventsWritten.labelValues(op).inc();
+  }
+
+  public void eventDropped(String cause) {
+    eventsDropped.labelValues(cause).inc();
   }
 
   /** Counts one informer event, and whether it concerned the plan. */

@@ -48,6 +48,22 @@ final class NetlinkAttributes {
     return a;
   }
 
+  /** Whether an attribute is present whose type is not among the bits of {@code types}. */
+  boolean hasAnyBut(long types) {
+    for (int t = 1; t < offset.length; t++) {
+      if (offset[t] > 0 && (t >= 64 || (types & (1L << t)) == 0)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The types present that are not among the bits of {@code types}, ascending. */
+  int[] typesBut(long types) {
+    return java.util.stream.IntStream.range(1, offset.length)
+        .filter(t -> offset[t] > 0 && (t >= 64 || (types & (1L << t)) == 0)).toArray();
+  }
+
   private int length(int type) {
     return Short.toUnsignedInt(buf.getShort(offset[type] - NetlinkConstants.NLA_HDRLEN)) - NetlinkConstants.NLA_HDRLEN;
   }

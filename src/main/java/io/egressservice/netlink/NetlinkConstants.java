@@ -123,12 +123,21 @@ final class NetlinkConstants {
   static final int FRA_GOTO = 4;
   static final int FRA_PRIORITY = 6;
   static final int FRA_FWMARK = 10;
+  static final int FRA_FLOW = 11;
+  static final int FRA_TUN_ID = 12;
+  static final int FRA_SUPPRESS_IFGROUP = 13;
   static final int FRA_SUPPRESS_PREFIXLEN = 14;
   static final int FRA_TABLE = 15;
   static final int FRA_FWMASK = 16;
   static final int FRA_OIFNAME = 17;
+  static final int FRA_L3MDEV = 19;
+  static final int FRA_UID_RANGE = 20;
   static final int FRA_PROTOCOL = 21;
+  static final int FRA_IP_PROTO = 22;
   static final int FRA_SPORT_RANGE = 23;
+  static final int FRA_DPORT_RANGE = 24;
+  static final int FRA_SPORT_MASK = 28;
+  static final int FRA_DPORT_MASK = 29;
 
   static final int FR_ACT_TO_TBL = 1;
   static final int FR_ACT_GOTO = 2;

@@ -26,6 +26,10 @@ import java.util.OptionalLong;
  *       FRA_TABLE; the one-byte header field then says RT_TABLE_COMPAT).
  * </ul>
  *
+ * <p>Every selector the kernel reports is kept: those the agent writes have fields, the tos byte too,
+ * and any other attribute is kept whole in {@code otherAttributes} ({@link RuleAttribute}), so a rule
+ * equals another only when the kernel would treat them as the same rule.
+ *
  * <p>{@code priority} and {@code table} are unsigned 32-bit in the kernel; values are kept as Java
  * ints and printed unsigned.
  */
@@ -44,7 +48,9 @@ public record Rule(
     Optional<String> oifName,
     OptionalInt gotoTarget,
     boolean invert,
-    Optional<PortRange> sourcePort) {
+    Optional<PortRange> sourcePort,
+    int tos,
+    java.util.List<RuleAttribute> otherAttributes) {
 
   private static final long U32_MAX = 0xffffffffL;
 
@@ -79,6 +85,16 @@ public record Rule(
       throw new IllegalArgumentException("a goto target is only valid with action GOTO, not " + action);
     }
     Objects.requireNonNull(sourcePort, "sourcePort");
+    if (tos < 0 || tos > 255) {
+      throw new IllegalArgumentException("tos " + tos + " is out of range 0..255");
+    }
+    otherAttributes = otherAttributes.isEmpty() ? java.util.List.of()
+        : otherAttributes.stream().sorted().toList();
+    for (RuleAttribute a : otherAttributes) {
+      if (RuleCodec.isModelled(a.type())) {
+        throw new IllegalArgumentException("attribute " + a.type() + " has a field of its own in Rule");
+      }
+    }
   }
 
   /** Without a source port (every rule before {@code sport} existed here). */
@@ -86,7 +102,7 @@ public record Rule(
       int protocol, RuleAction action, OptionalLong fwmark, OptionalLong fwmask, OptionalInt suppressPrefixLength,
       Optional<String> iifName, Optional<String> oifName, OptionalInt gotoTarget, boolean invert) {
     this(family, priority, source, destination, table, protocol, action, fwmark, fwmask, suppressPrefixLength,
-        iifName, oifName, gotoTarget, invert, Optional.empty());
+        iifName, oifName, gotoTarget, invert, Optional.empty(), 0, java.util.List.of());
   }
 
   /** {@code sport START[-END]} (FRA_SPORT_RANGE, {@code struct fib_rule_port_range}): an inclusive range. */
@@ -120,7 +136,8 @@ public record Rule(
         && source.equals(r.source) && destination.equals(r.destination)
         && fwmark.equals(r.fwmark) && fwmask.equals(r.fwmask)
         && suppressPrefixLength.equals(r.suppressPrefixLength) && gotoTarget.equals(r.gotoTarget)
-        && iifName.equals(r.iifName) && oifName.equals(r.oifName) && sourcePort.equals(r.sourcePort);
+        && iifName.equals(r.iifName) && oifName.equals(r.oifName) && sourcePort.equals(r.sourcePort)
+        && tos == r.tos && otherAttributes.equals(r.otherAttributes);
   }
 
   @Override
@@ -139,7 +156,9 @@ public record Rule(
     h = 31 * h + oifName.hashCode();
     h = 31 * h + gotoTarget.hashCode();
     h = 31 * h + sourcePort.hashCode();
-    return 31 * h + Boolean.hashCode(invert);
+    h = 31 * h + Boolean.hashCode(invert);
+    h = 31 * h + tos;
+    return 31 * h + otherAttributes.hashCode();
   }
 
   private static Optional<IpPrefix> normalise(IpFamily family, String what, Optional<IpPrefix> p) {
@@ -168,7 +187,7 @@ public record Rule(
   public static Rule lookup(IpFamily family, int priority, int table) {
     return new Rule(family, priority, Optional.empty(), Optional.empty(), table, 0, RuleAction.TO_TABLE,
         OptionalLong.empty(), OptionalLong.empty(), OptionalInt.empty(), Optional.empty(), Optional.empty(),
-        OptionalInt.empty(), false, Optional.empty());
+        OptionalInt.empty(), false, Optional.empty(), 0, java.util.List.of());
   }
 
   /** {@code ip rule add prio PRIORITY goto TARGET}. The kernel refuses a target at or below PRIORITY. */
@@ -186,79 +205,98 @@ public record Rule(
 
   private Rule withAction(RuleAction a, OptionalInt target) {
     return new Rule(family, priority, source, destination, table, protocol, a, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, target, invert, sourcePort);
+        suppressPrefixLength, iifName, oifName, target, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code from PREFIX}. */
   public Rule from(IpPrefix prefix) {
     return new Rule(family, priority, Optional.of(prefix), destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code to PREFIX}. */
   public Rule to(IpPrefix prefix) {
     return new Rule(family, priority, source, Optional.of(prefix), table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code prio N}. */
   public Rule priority(int p) {
     return new Rule(family, p, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code lookup N}. */
   public Rule table(int t) {
     return new Rule(family, priority, source, destination, t, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code proto N} (FRA_PROTOCOL): who owns the rule. */
   public Rule protocol(int p) {
     return new Rule(family, priority, source, destination, table, p, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code fwmark MARK} (the kernel's mask is then 0xffffffff). */
   public Rule fwmark(long mark) {
     return new Rule(family, priority, source, destination, table, protocol, action, OptionalLong.of(mark),
-        OptionalLong.empty(), suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        OptionalLong.empty(), suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code fwmark MARK/MASK}. */
   public Rule fwmark(long mark, long mask) {
     return new Rule(family, priority, source, destination, table, protocol, action, OptionalLong.of(mark),
-        OptionalLong.of(mask), suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort);
+        OptionalLong.of(mask), suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code suppress_prefixlength N}. */
   public Rule suppressPrefixLength(int n) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        OptionalInt.of(n), iifName, oifName, gotoTarget, invert, sourcePort);
+        OptionalInt.of(n), iifName, oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code iif NAME}. */
   public Rule iif(String name) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, Optional.of(name), oifName, gotoTarget, invert, sourcePort);
+        suppressPrefixLength, Optional.of(name), oifName, gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code oif NAME}. */
   public Rule oif(String name) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, Optional.of(name), gotoTarget, invert, sourcePort);
+        suppressPrefixLength, iifName, Optional.of(name), gotoTarget, invert, sourcePort, tos, otherAttributes);
   }
 
   /** {@code sport PORT}. */
   public Rule sourcePort(int port) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, invert, Optional.of(PortRange.of(port)));
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, Optional.of(PortRange.of(port)), tos, otherAttributes);
   }
 
   /** {@code not}: the selector is inverted (FIB_RULE_INVERT). */
   public Rule inverted(boolean not) {
     return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
-        suppressPrefixLength, iifName, oifName, gotoTarget, not, sourcePort);
+        suppressPrefixLength, iifName, oifName, gotoTarget, not, sourcePort, tos, otherAttributes);
+  }
+
+  /** {@code tos N} (the header's tos byte; 0 is none). */
+  public Rule tos(int t) {
+    return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, t, otherAttributes);
+  }
+
+  /** With one more attribute of a type {@link Rule} has no field for (e.g. FRA_IP_PROTO). */
+  public Rule withAttribute(RuleAttribute a) {
+    java.util.List<RuleAttribute> all = new java.util.ArrayList<>(otherAttributes);
+    all.add(a);
+    return new Rule(family, priority, source, destination, table, protocol, action, fwmark, fwmask,
+        suppressPrefixLength, iifName, oifName, gotoTarget, invert, sourcePort, tos, all);
+  }
+
+  /** Whether the rule selects by anything beyond what the agent writes (source, destination, fwmark, sport, iif, oif). */
+  public boolean hasOtherSelectors() {
+    return tos != 0 || !otherAttributes.isEmpty();
   }
 
   /** Prints like {@code ip rule show}, e.g. {@code 5000: from 10.0.0.5 lookup 100 proto 201}. */
@@ -271,23 +309,36 @@ public record Rule(
     }
     sb.append(" from ").append(source.map(IpPrefix::toString).orElse("all"));
     destination.ifPresent(d -> sb.append(" to ").append(d));
+    if (tos != 0) {
+      sb.append(" tos 0x").append(Integer.toHexString(tos));
+    }
     if (fwmark.isPresent()) {
       sb.append(" fwmark 0x").append(Long.toHexString(fwmark.getAsLong()));
       fwmask.ifPresent(m -> sb.append("/0x").append(Long.toHexString(m)));
     }
     iifName.ifPresent(n -> sb.append(" iif ").append(n));
     oifName.ifPresent(n -> sb.append(" oif ").append(n));
+    // in iproute2's order: uidrange, ipproto, sport, dport, tun_id before the action; ifgroup and realms after it
+    printOthers(sb, a -> !a.printsAfterAction() && !a.isL3mdev() && a.printRank() < RuleAttribute.SPORT_RANK);
     sourcePort.ifPresent(p -> sb.append(" sport ").append(p));
+    printOthers(sb, a -> !a.printsAfterAction() && !a.isL3mdev() && a.printRank() > RuleAttribute.SPORT_RANK);
+    boolean l3mdev = otherAttributes.stream().anyMatch(RuleAttribute::isL3mdev);
     switch (action) {
-      case TO_TABLE -> sb.append(" lookup ").append(tableName(table));
+      case TO_TABLE -> sb.append(" lookup ").append(l3mdev && table == 0 ? "[l3mdev-table]" : tableName(table));
       case GOTO -> sb.append(" goto ").append(Integer.toUnsignedString(gotoTarget.getAsInt()));
       default -> sb.append(' ').append(action.keyword());
     }
     suppressPrefixLength.ifPresent(n -> sb.append(" suppress_prefixlength ").append(n));
+    printOthers(sb, RuleAttribute::printsAfterAction);
     if (protocol != 0) {
       sb.append(" proto ").append(protocolName(protocol));
     }
     return sb.toString();
+  }
+
+  private void printOthers(StringBuilder sb, java.util.function.Predicate<RuleAttribute> which) {
+    otherAttributes.stream().filter(which).sorted(java.util.Comparator.comparingInt(RuleAttribute::printRank))
+        .map(RuleAttribute::toString).filter(t -> !t.isEmpty()).forEach(t -> sb.append(' ').append(t));
   }
 
   /** "main", "local", "default" or the number, like iproute2 without an rt_tables file. */

@@ -28,7 +28,7 @@ final class RuleCodec {
     w.u8(r.family().addressFamily())
         .u8(r.destination().map(IpPrefix::length).orElse(0))
         .u8(r.source().map(IpPrefix::length).orElse(0))
-        .u8(0) // tos
+        .u8(r.tos())
         .u8(smallTable ? r.table() : RT_TABLE_UNSPEC)
         .u8(0)
         .u8(0)
@@ -49,6 +49,9 @@ final class RuleCodec {
     r.sourcePort().ifPresent(sp -> w.attrBytes(FRA_SPORT_RANGE, portRange(sp)));
     if (r.protocol() != 0) {
       w.attrU8(FRA_PROTOCOL, r.protocol());
+    }
+    for (RuleAttribute a : r.otherAttributes()) {
+      w.attrBytes(a.type(), a.valueUnsafe());
     }
     w.end();
   }
@@ -75,6 +78,7 @@ final class RuleCodec {
     IpFamily family = IpFamily.fromAddressFamily(af);
     int dstLen = Byte.toUnsignedInt(p.get(1));
     int srcLen = Byte.toUnsignedInt(p.get(2));
+    int tos = Byte.toUnsignedInt(p.get(3));
     int hdrTable = Byte.toUnsignedInt(p.get(4));
     int actionCode = Byte.toUnsignedInt(p.get(7));
     int flags = p.getInt(8);
@@ -112,7 +116,38 @@ final class RuleCodec {
             a.string(FRA_OIFNAME),
             gotoTarget,
             (flags & FIB_RULE_INVERT) != 0,
-            a.bytes(FRA_SPORT_RANGE).flatMap(RuleCodec::portRange)));
+            a.bytes(FRA_SPORT_RANGE).flatMap(RuleCodec::portRange),
+            tos,
+            a.hasAnyBut(MODELLED) ? others(a) : java.util.List.of()));
+  }
+
+  /** The FRA_* types with a field of their own in {@link Rule} (as bits). */
+  private static final long MODELLED = bit(FRA_DST) | bit(FRA_SRC) | bit(FRA_IIFNAME) | bit(FRA_GOTO)
+      | bit(FRA_PRIORITY) | bit(FRA_FWMARK) | bit(FRA_SUPPRESS_PREFIXLEN) | bit(FRA_TABLE) | bit(FRA_FWMASK)
+      | bit(FRA_OIFNAME) | bit(FRA_PROTOCOL) | bit(FRA_SPORT_RANGE);
+
+  private static long bit(int type) {
+    return 1L << type;
+  }
+
+  private static boolean isFullPortMask(byte[] v) {
+    return v.length == 2 && v[0] == (byte) 0xff && v[1] == (byte) 0xff;
+  }
+
+  static boolean isModelled(int type) {
+    return type < 64 && (MODELLED & bit(type)) != 0;
+  }
+
+  private static java.util.List<RuleAttribute> others(NetlinkAttributes a) {
+    java.util.List<RuleAttribute> out = new java.util.ArrayList<>();
+    for (int type : a.typesBut(MODELLED)) {
+      byte[] value = a.bytes(type).orElseThrow();
+      if ((type == FRA_SPORT_MASK || type == FRA_DPORT_MASK) && isFullPortMask(value)) {
+        continue; // the kernel (6.15+) reports 0xffff for a single port, given or not: the same rule either way
+      }
+      out.add(new RuleAttribute(type, value));
+    }
+    return out;
   }
 
   /** {@code struct fib_rule_port_range}: start and end, u16 each in host order. */

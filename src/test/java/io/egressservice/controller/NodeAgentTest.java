@@ -130,6 +130,22 @@ class NodeAgentTest {
         .untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
   }
 
+  /** Issue 16 finding 8 end to end: the kernel's notification of the edited rule is drift, repaired at once. */
+  @Test
+  void finding8_aRuleOfOursEditedToCarryAnExtraSelectorIsRepairedWithoutWaitingForTheResync() {
+    NodeAgent agent = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+
+    ns.exec("ip", "rule", "add", "priority", "5000", "from", "10.128.0.5", "ipproto", "tcp", "dport", "9", "lookup", "100",
+        "protocol", "201");
+    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
+
+    await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> assertThat(rules())
+        .contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201").doesNotContain("dport"));
+  }
+
   @Test
   void aThrowRouteDeletedByHandIsBackAndAnAddressAddedToTheNodeIsExemptWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));

@@ -292,6 +292,62 @@ class DataplaneNetnsTest {
     assertThat(ns.exec("nft", "list", "table", "inet", "other")).contains("chain c").contains("set s");
   }
 
+  /**
+   * Issue 16 finding 8: a rule at our priority and protocol that carries a selector more than the one we
+   * want (ipproto and a port, tos, a uid range, the l3mdev flag, ...) matches only part of the pod's traffic;
+   * the rest left through main. It is someone's edit of our rule, not ours: it is replaced by the exact rule.
+   */
+  @Test
+  void finding8_aRuleOfOursWithAnExtraSelectorIsStaleAndReplacedByTheExactWantedRule() throws Exception {
+    DesiredState plan = planFor(examples());
+    dp.reconcile(plan);
+    Set<String> wanted = ipRuleLinesExact();
+    String[][] edits = {
+        {"ipproto", "tcp", "dport", "9"},
+        {"ipproto", "udp", "sport", "1000-2000"},
+        {"tos", "0x10"},
+        {"uidrange", "100-200"},
+        {"fwmark", "0x1"},
+        {"iif", "lo"},
+        {"oif", "lo"},
+        {"suppress_prefixlength", "8"},
+        {"suppress_ifgroup", "5"},
+        {"realms", "7"},
+        {"tun_id", "9"},
+    };
+    for (String[] extra : edits) {
+      // someone's version of our rule: our priority, source, table and protocol, plus a selector
+      ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
+      List<String> add = new java.util.ArrayList<>(List.of("ip", "rule", "add", "priority", "5000", "from", "10.128.0.5"));
+      add.addAll(List.of(extra));
+      add.addAll(List.of("lookup", "100", "protocol", "201"));
+      ns.exec(add.toArray(String[]::new));
+      assertThat(ipRuleLinesExact()).as("set up with %s", List.of(extra)).isNotEqualTo(wanted);
+
+      ApplyReport repair = dp.reconcile(plan);
+
+      assertThat(repair.succeeded()).isTrue();
+      assertThat(repair.applied()).extracting(Change::toString).as("with %s", List.of(extra))
+          .contains("+ rule 5000: from 10.128.0.5 lookup 100 proto 201")
+          .anyMatch(c -> c.startsWith("- rule 5000: from 10.128.0.5") && !c.equals("- rule 5000: from 10.128.0.5 lookup 100 proto 201"));
+      assertThat(ipRuleLinesExact()).as("after repairing %s", List.of(extra)).isEqualTo(wanted);
+      assertThat(dp.reconcile(plan).applied()).as("in sync after %s", List.of(extra)).isEmpty();
+    }
+  }
+
+  /** Every rule of ours as the whole JSON object iproute2 prints for it: no selector can hide. */
+  Set<String> ipRuleLinesExact() {
+    Set<String> out = new TreeSet<>();
+    for (String flag : List.of("-4", "-6")) {
+      for (JsonNode r : ns.json("ip", "-j", flag, "rule", "show")) {
+        if ("201".equals(r.path("protocol").asText())) {
+          out.add(flag + " " + r);
+        }
+      }
+    }
+    return out;
+  }
+
   @Test
   void aTamperedChainIsRepairedWithoutLosingElements() throws Exception {
     DesiredState plan = planFor(examples());

@@ -189,6 +189,49 @@ class RtNetlinkKernelTest {
         .containsExactlyElementsOf(ipLines);
   }
 
+  /**
+   * Issue 16 finding 8 at the wire: every selector the kernel reports survives decoding (iproute2 prints
+   * the same line), makes the rule differ from the one without it, and goes back into the delete request,
+   * so deleting it removes that rule and not ours at the same priority.
+   */
+  @Test
+  void finding8_everySelectorTheKernelReportsIsDecodedAndDeletedExactly() {
+    Rule ours = Rule.lookup(V4, 5000, 100).from(p("10.0.0.5")).protocol(201);
+    String[][] extras = {
+        {"ipproto", "tcp", "dport", "9"},
+        {"ipproto", "udp", "sport", "1000-2000"},
+        {"tos", "0x10"},
+        {"uidrange", "100-200"},
+        {"suppress_ifgroup", "5"},
+        {"realms", "7"},
+        {"tun_id", "9"},
+        {"fwmark", "0x1", "iif", "lo", "oif", "lo", "uidrange", "1-2", "ipproto", "tcp", "sport", "1", "dport", "2",
+            "tun_id", "3", "suppress_prefixlength", "8", "suppress_ifgroup", "4", "realms", "5", "tos", "0x10"},
+    };
+    nl.addRule(ours); // first: the kernel takes ours for a duplicate of a tos or realms rule (see Dataplane.apply)
+    for (String[] extra : extras) {
+      List<String> cmd = new ArrayList<>(List.of("ip", "rule", "add", "prio", "5000", "from", "10.0.0.5"));
+      cmd.addAll(List.of(extra));
+      cmd.addAll(List.of("lookup", "100", "proto", "201"));
+      ns.exec(cmd.toArray(String[]::new));
+    }
+    List<Rule> listed = nl.listRules(V4).stream().filter(r -> r.priority() == 5000 && !r.equals(ours)).toList();
+    List<String> ipLines = Arrays.stream(ns.exec("ip", "rule", "show").split("\n"))
+        .filter(l -> l.startsWith("5000:") && !l.equals("5000:\tfrom 10.0.0.5 lookup 100 proto 201"))
+        .map(l -> l.replace(":\t", ": ").trim()).toList();
+    assertThat(listed.stream().map(Rule::toString)).containsExactlyElementsOf(ipLines);
+    assertThat(listed).hasSize(extras.length).doesNotContain(ours).allMatch(Rule::hasOtherSelectors);
+
+    for (Rule stale : listed) {
+      nl.deleteRule(stale);
+    }
+
+    assertThat(ns.exec("ip", "rule", "show")).contains("5000:\tfrom 10.0.0.5 lookup 100 proto 201")
+        .doesNotContain("dport").doesNotContain("uidrange").doesNotContain("tos").doesNotContain("realms")
+        .doesNotContain("tun_id").doesNotContain("suppress_ifgroup");
+    assertThat(nl.listRules(V4)).filteredOn(r -> r.priority() == 5000).containsExactly(ours);
+  }
+
   @Test
   void deleteRemovesExactlyTheRuleWithItsProtocol() {
     Rule ours = Rule.lookup(V4, 5000, 100).from(p("10.0.0.5")).protocol(201);

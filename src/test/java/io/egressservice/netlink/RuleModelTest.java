@@ -37,4 +37,19 @@ class RuleModelTest {
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> Rule.lookup(IpFamily.V4, 1, 100).protocol(256)).isInstanceOf(IllegalArgumentException.class);
   }
+
+  /** Issue 16 finding 8 in the model: a selector the agent never writes still makes a different rule. */
+  @Test
+  void finding8_aSelectorTheAgentNeverWritesMakesADifferentRuleAndPrintsLikeIpRule() {
+    Rule ours = Rule.lookup(IpFamily.V4, 5000, 100).from(IpPrefix.parse("10.0.0.5")).protocol(201);
+    Rule tcp9 = ours.withAttribute(new RuleAttribute(NetlinkConstants.FRA_IP_PROTO, new byte[] {6}))
+        .withAttribute(new RuleAttribute(NetlinkConstants.FRA_DPORT_RANGE,
+            java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.nativeOrder()).putShort((short) 9).putShort((short) 9).array()));
+
+    assertThat(tcp9).isNotEqualTo(ours).hasToString("5000: from 10.0.0.5 ipproto tcp dport 9 lookup 100 proto 201");
+    assertThat(ours.tos(0x10)).isNotEqualTo(ours).hasToString("5000: from 10.0.0.5 tos 0x10 lookup 100 proto 201");
+    assertThat(tcp9.hasOtherSelectors()).isTrue();
+    assertThat(ours.hasOtherSelectors()).isFalse();
+    assertThat(tcp9).isEqualTo(ours.withAttribute(tcp9.otherAttributes().get(1)).withAttribute(tcp9.otherAttributes().get(0)));
+  }
 }
