@@ -3,7 +3,11 @@ package io.egressservice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.testing.Privileges;
+import static org.awaitility.Awaitility.await;
+
 import java.time.Duration;
+import java.util.Optional;
+import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -61,5 +65,19 @@ class FailoverClusterTest {
     // the goal is 3 s; a 2-core machine shared with other builds gets some slack in a test
     assertThat(o.max()).as("seconds from power-off to the streams arriving via the new host").isLessThan(6.0);
     assertThat(scenario.allocator().allocator().failoverSeconds()).hasSize(1);
+  }
+
+  @Test
+  @Order(3)
+  void withoutAnEligibleHostTheEndpointsAreDroppedAndCountedNotReSourced() {
+    scenario.awaitSteady(Duration.ofSeconds(30));
+    long t0 = System.nanoTime();
+    scenario.cluster().api().applyEgressService(FailoverScenario.SERVICE, SourceIPBy.LOADBALANCERIP, "",
+        Optional.of("no-such-node"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> scenario.host().isEmpty());
+    await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200)).until(() ->
+        scenario.cluster().nodes().stream().filter(n -> n.agent().running())
+            .mapToDouble(n -> n.agent().metric("egress_service_agent_no_host_dropped_packets_total")).sum() > 100);
+    assertThat(scenario.leakedSince(t0)).as("datagrams seen outside with another source while no node hosts").isZero();
   }
 }

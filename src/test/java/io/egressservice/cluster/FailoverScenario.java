@@ -159,6 +159,12 @@ public final class FailoverScenario implements AutoCloseable {
     return new Outcome(old, now, recovery, leaked, samples);
   }
 
+  /** Datagrams sent after {@code t0} (monotonic) that were seen outside with a source other than the LB IP. */
+  public long leakedSince(long t0) {
+    return streams.stream().flatMap(s -> s.arrivals().stream())
+        .filter(a -> a.sentNanos() > t0 && !a.source().equals(LB_IP)).count();
+  }
+
   /** Powers a node on again (its agent ready) and waits until it may host again. */
   public void powerOn(String node) {
     cluster.node(node).powerOn();
