@@ -39,7 +39,7 @@ public final class FailoverBench {
         List<Double> fs = s.allocator().allocator().failoverSeconds();
         double alloc = fs.isEmpty() ? Double.NaN : fs.get(fs.size() - 1);
         allocatorSide.add(alloc);
-        System.out.printf(Locale.ROOT, "run %d: %s -> %s, streams back after %s s (allocator: unreachable -> status "
+        System.out.printf(Locale.ROOT, "run %d: %s -> %s, streams back after %s s (allocator: last answer -> status "
             + "written %.3f s), leaked %d%s%n", i, o.oldHost(), o.newHost(), fmt(o.recoverySeconds()), alloc,
             o.leaked(), o.leakedSamples().isEmpty() ? "" : " " + o.leakedSamples());
         s.powerOn(o.oldHost());
@@ -47,7 +47,7 @@ public final class FailoverBench {
       System.out.printf(Locale.ROOT, "power-off -> streams via the new host with the LB IP: median %.2f s, max %.2f s "
           + "over %d streams in %d runs; leaked datagrams (source not the LB IP): %d%n", median(all),
           all.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN), all.size(), runs, leaked);
-      System.out.printf(Locale.ROOT, "allocator side (host unreachable -> new status.host written): median %.3f s%n",
+      System.out.printf(Locale.ROOT, "allocator side (host's last probe answer, up to one 500 ms interval before it went away, -> new status.host written): median %.3f s%n",
           median(allocatorSide));
 
       String host = s.awaitSteady(Duration.ofSeconds(60));
