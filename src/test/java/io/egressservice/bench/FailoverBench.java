@@ -47,7 +47,8 @@ public final class FailoverBench {
       System.out.printf(Locale.ROOT, "power-off -> streams via the new host with the LB IP: median %.2f s, max %.2f s "
           + "over %d streams in %d runs; leaked datagrams (source not the LB IP): %d%n", median(all),
           all.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN), all.size(), runs, leaked);
-      System.out.printf(Locale.ROOT, "allocator side (host's last probe answer, up to one 500 ms interval before it went away, -> new status.host written): median %.3f s%n",
+      System.out.printf(Locale.ROOT, "allocator side (host's last probe answer, up to one 500 ms interval before it went away, "
+          + "-> new status.host written): median %.3f s%n",
           median(allocatorSide));
 
       String host = s.awaitSteady(Duration.ofSeconds(60));
