@@ -197,7 +197,10 @@ public final class Dataplane implements AutoCloseable {
    */
   public List<IpPrefix> localAddresses() {
     try {
-      return netlink.listAddresses().stream().map(Address::local).distinct().toList();
+      // Not the steering device's own link-local address: the agent put it there, and counting it would make
+      // the plan differ before and after the device exists (no traffic ever goes to it).
+      return netlink.listAddresses().stream().map(Address::local)
+          .filter(a -> !a.equals(SteeringDataplane.DEVICE_ADDRESS)).distinct().toList();
     } catch (NetlinkException e) {
       throw new DataplaneException("cannot list addresses of " + describe() + ": " + e.getMessage(), e);
     }

@@ -1,7 +1,6 @@
 package io.egressservice.plan;
 
 import static io.egressservice.plan.Fixture.ep;
-import static io.egressservice.plan.Fixture.inClusterRules;
 import static io.egressservice.plan.Fixture.outcome;
 import static io.egressservice.plan.Fixture.skipped;
 import static io.egressservice.plan.Fixture.snat;
@@ -61,8 +60,9 @@ class SteeringPlannerTest {
     assertThat(sourceRules(s)).containsExactly(
         "5000: from 10.128.1.5 lookup 7000 default/web", "5000: from fd10:128:1::5 lookup 7000 default/web");
     assertThat(snat(s)).as("only the host SNATs").isEmpty();
-    assertThat(inClusterRules(s)).as("in-cluster traffic of steered pods keeps the main table")
-        .contains("4999: to 10.128.0.0/23 lookup main", "4999: to 10.128.2.0/24 lookup main", "4999: to 172.30.0.0/16 lookup main");
+    assertThat(Fixture.throwRoutes(s)).as("in-cluster traffic of steered pods is thrown back to the main table")
+        .contains("throw 10.128.0.0/23 table 7000", "throw 10.128.2.0/24 table 7000", "throw 172.30.0.0/16 table 7000",
+            "throw 192.168.1.10/31 table 7000");
     ServiceOutcome o = outcome(s, "web");
     assertThat(o.configured()).isTrue();
     assertThat(o.reason()).isEqualTo("steers 2 endpoint(s) of this node to host node-a (192.168.1.10, fd00::a) over"
