@@ -87,6 +87,14 @@ public final class Allocator implements AutoCloseable {
 
   private record Outcome(String uid, String host, Reason reason) {}
 
+  /** Which hosts are unreachable; written by probe threads, read by the worker. Guarded by itself. */
+  private final HostHealth health;
+  /** When each unreachable node was found unreachable (monotonic), for the failover time. Guarded by health. */
+  private final Map<String, Long> lostAtNanos = new HashMap<>();
+  private AgentProber prober;
+  private final List<Double> failoverSeconds = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final Map<ObjectRef, Long> lastHostChangeEpochSeconds = new java.util.concurrent.ConcurrentHashMap<>();
+
   private static final class NotLeadingException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
@@ -127,6 +135,7 @@ public final class Allocator implements AutoCloseable {
     this.client = Objects.requireNonNull(client);
     this.config = Objects.requireNonNull(config);
     this.identity = Objects.requireNonNull(identity);
+    this.health = new HostHealth(config.probes().health());
     this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "egress-allocator-" + identity);
       t.setDaemon(true);
@@ -141,7 +150,67 @@ public final class Allocator implements AutoCloseable {
     informer(informers.endpointSlices(), null);
     // Nodes change status every few seconds; only what the allocator reads matters.
     informer(informers.nodes(), AllocatorInputs::node);
+    if (config.probes().enabled()) {
+      prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
+          config.probes().netns(), this::probed);
+    }
     informers.start();
+  }
+
+  private void probed(String node, long seq, ProbeResult result) {
+    boolean changed;
+    boolean unreachable;
+    synchronized (health) {
+      changed = health.record(node, seq, result, System.nanoTime());
+      unreachable = health.isUnreachable(node);
+      if (changed && unreachable) {
+        lostAtNanos.put(node, health.lastAnswerNanos(node));
+      } else if (changed) {
+        lostAtNanos.remove(node);
+      }
+    }
+    if (changed) {
+      if (unreachable) {
+        LOG.warn("{}: node {} is unreachable ({}): drained, its services move", identity, node,
+            result == ProbeResult.NO_ANSWER ? "its agent's health port does not answer"
+                : "its agent has not been healthy for " + config.probes().health().agentDownGrace().toSeconds() + " s");
+      } else {
+        LOG.info("{}: node {} answers its health probes again: it may host services", identity, node);
+      }
+      requestPass();
+    }
+  }
+
+  /** Nodes the health probes hold unreachable now. */
+  public Set<String> unreachableNodes() {
+    synchronized (health) {
+      return health.unreachable();
+    }
+  }
+
+  /** Told about every failover and every host change this instance writes. */
+  public interface Listener {
+    /** A service left an unreachable host: seconds from the host's last answer to the new status.host written. */
+    void failover(ObjectRef service, String from, String to, double seconds);
+
+    /** A service's status.host changed (written by this instance), at {@code epochSeconds}. */
+    void hostChanged(ObjectRef service, String from, String to, long epochSeconds);
+  }
+
+  private final List<Listener> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  public void addListener(Listener l) {
+    listeners.add(Objects.requireNonNull(l));
+  }
+
+  /** Seconds from an unreachable host's last answer to each of its services' new status.host written, in order. */
+  public List<Double> failoverSeconds() {
+    return List.copyOf(failoverSeconds);
+  }
+
+  /** When this instance last wrote a different status.host of each service (epoch seconds). */
+  public Map<ObjectRef, Long> lastHostChange() {
+    return Map.copyOf(lastHostChangeEpochSeconds);
   }
 
   private <T extends HasMetadata> void informer(SharedIndexInformer<T> informer, Function<T, Object> relevant) {
@@ -192,6 +261,9 @@ public final class Allocator implements AutoCloseable {
     leading = false;
     metrics.leading(false);
     term.incrementAndGet();
+    if (prober != null) {
+      prober.probe(Map.of());
+    }
   }
 
   public boolean isLeading() {
@@ -298,7 +370,10 @@ public final class Allocator implements AutoCloseable {
     passes.incrementAndGet();
     List<EgressService> esList = informers.egressServices().getStore().list();
     List<EgressServiceState> states = esList.stream().map(AllocatorInputs::egressService).toList();
-    List<NodeState> nodes = informers.nodes().getStore().list().stream().map(AllocatorInputs::node).toList();
+    Set<String> unreachable = unreachableNodes();
+    List<io.fabric8.kubernetes.api.model.Node> nodeObjects = informers.nodes().getStore().list();
+    List<NodeState> nodes = nodeObjects.stream().map(AllocatorInputs::node)
+        .map(n -> n.withAgentUnreachable(unreachable.contains(n.name()))).toList();
     AllocationPass.Result result = AllocationPass.compute(
         states,
         informers.services().getStore().list().stream().map(PlanInputs::service).toList(),
@@ -313,20 +388,43 @@ public final class Allocator implements AutoCloseable {
 
     for (Decision d : result.decisions()) {
       EgressService es = byRef.get(d.ref());
+      String oldHost = es.getStatus() == null || es.getStatus().getHost() == null ? "" : es.getStatus().getHost();
       boolean statusOk = es.getStatus() != null && d.host().equals(es.getStatus().getHost());
+      String move = "";
       if (!statusOk && writeStatus(es, d.host())) {
         HostMoves.reason(stateByRef.get(d.ref()), d.host(), nodeByName).ifPresent(reason -> {
           metrics.hostMoved(reason);
           LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), stateByRef.get(d.ref()).statusHost(),
               d.host(), reason);
         });
+        long epoch = Instant.now().getEpochSecond();
+        lastHostChangeEpochSeconds.put(d.ref(), epoch);
+        for (Listener l : listeners) {
+          l.hostChanged(d.ref(), oldHost, d.host(), epoch);
+        }
+        if (!oldHost.isEmpty() && !oldHost.equals(io.egressservice.plan.EgressServiceInfo.HOST_ALL)) {
+          move = "moved from node " + oldHost + (unreachable.contains(oldHost)
+              ? " (" + HostChooser.AGENT_UNREACHABLE + ")" : " (no longer a candidate)") + ": ";
+          Long lost;
+          synchronized (health) {
+            lost = lostAtNanos.get(oldHost);
+          }
+          if (lost != null && d.reason() == Reason.HOST_ALLOCATED) {
+            double seconds = (System.nanoTime() - lost) / 1e9;
+            failoverSeconds.add(seconds);
+            for (Listener l : listeners) {
+              l.failover(d.ref(), oldHost, d.host(), seconds);
+            }
+          }
+        }
       }
       Outcome now = new Outcome(es.getMetadata().getUid(), d.host(), d.reason());
       Outcome before = reported.put(d.ref(), now);
       boolean report = before == null || !Objects.equals(before.uid(), now.uid()) ? !statusOk : !before.equals(now);
       if (report) {
-        LOG.info("{}: {} host \"{}\" ({}): {}", identity, d.ref(), d.host(), d.reason().eventReason(), d.message());
-        event(es, d.reason().allocated() ? "Normal" : "Warning", d.reason().eventReason(), d.message());
+        LOG.info("{}: {} host \"{}\" ({}): {}{}", identity, d.ref(), d.host(), d.reason().eventReason(), move,
+            d.message());
+        event(es, d.reason().allocated() ? "Normal" : "Warning", d.reason().eventReason(), move + d.message());
         d.labelProblem().ifPresent(p -> event(es, "Warning", Reason.LABEL_NOT_SET,
             "node " + d.host() + " is the host but cannot carry the host label: " + p));
       }
@@ -337,10 +435,62 @@ public final class Allocator implements AutoCloseable {
         .map(d -> new AllocatorMetrics.Allocation(d.ref().namespace(), d.ref().name(), d.host(),
             d.reason().eventReason()))
         .toList());
+    lastHostChangeEpochSeconds.keySet().retainAll(present);
+    if (prober != null) {
+      probeHosts(result, nodeObjects, unreachable);
+    }
 
     for (Map.Entry<String, Map<String, Boolean>> e : result.labelChanges().entrySet()) {
       patchLabels(e.getKey(), e.getValue());
     }
+  }
+
+  /**
+   * Probes the nodes that host a LoadBalancerIP service, and the unreachable ones (to see them return): O(hosts)
+   * TCP connections, no API request.
+   */
+  private void probeHosts(AllocationPass.Result result, List<io.fabric8.kubernetes.api.model.Node> nodeObjects,
+      Set<String> unreachable) {
+    Set<String> wanted = new java.util.TreeSet<>(unreachable);
+    for (Decision d : result.decisions()) {
+      if (d.reason() == Reason.HOST_ALLOCATED) {
+        wanted.add(d.host());
+      }
+    }
+    Map<String, java.net.InetSocketAddress> targets = new HashMap<>();
+    for (io.fabric8.kubernetes.api.model.Node n : nodeObjects) {
+      String name = n.getMetadata().getName();
+      if (wanted.contains(name)) {
+        internalIp(n).ifPresent(ip -> targets.put(name, new java.net.InetSocketAddress(ip, config.probes().port())));
+      }
+    }
+    synchronized (health) {
+      health.retain(targets.keySet());
+      long now = System.nanoTime();
+      targets.keySet().forEach(n -> health.track(n, now));
+      lostAtNanos.keySet().retainAll(health.unreachable());
+    }
+    prober.probe(targets);
+  }
+
+  /** The node's first InternalIP (where its hostNetwork agent listens). */
+  private static java.util.Optional<java.net.InetAddress> internalIp(io.fabric8.kubernetes.api.model.Node n) {
+    if (n.getStatus() == null || n.getStatus().getAddresses() == null) {
+      return java.util.Optional.empty();
+    }
+    return n.getStatus().getAddresses().stream()
+        .filter(a -> "InternalIP".equals(a.getType()) && a.getAddress() != null)
+        .map(a -> io.egressservice.ip.IpPrefix.tryParse(a.getAddress()))
+        .flatMap(java.util.Optional::stream)
+        .filter(io.egressservice.ip.IpPrefix::isHost)
+        .findFirst()
+        .map(p -> {
+          try {
+            return java.net.InetAddress.getByAddress(p.addressBytes());
+          } catch (java.net.UnknownHostException e) {
+            throw new IllegalStateException(e);
+          }
+        });
   }
 
   private void ensureLeading() {
@@ -450,6 +600,9 @@ public final class Allocator implements AutoCloseable {
   public void close() {
     closed = true;
     leading = false;
+    if (prober != null) {
+      prober.close();
+    }
     if (ownsInformers) {
       informers.close();
     }

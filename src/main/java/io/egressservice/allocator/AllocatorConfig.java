@@ -12,13 +12,22 @@ import java.util.Objects;
  *     so the old leader stops writing before anyone else can start)
  * @param retryPeriod interval of acquisition and renewal attempts
  * @param resyncPeriod informer resync; a resync recomputes everything but writes only differences
+ * @param probes health probes of the hosts' agents (failover within seconds instead of the Node's NotReady)
  */
 public record AllocatorConfig(
-    String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod) {
+    String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod,
+    HostProbes probes) {
   public static final String DEFAULT_LEASE_NAME = "egress-service-allocator";
+
+  /** Without host probes. */
+  public AllocatorConfig(
+      String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod) {
+    this(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, HostProbes.off());
+  }
 
   public AllocatorConfig {
     Objects.requireNonNull(leaseName);
+    Objects.requireNonNull(probes);
     if (renewDeadline.compareTo(leaseDuration) >= 0) {
       throw new IllegalArgumentException("renewDeadline must be shorter than leaseDuration");
     }
@@ -27,13 +36,17 @@ public record AllocatorConfig(
     }
   }
 
-  /** The client-go defaults: lease 15 s, renew 10 s, retry 2 s; resync 60 s. */
+  /** The client-go defaults: lease 15 s, renew 10 s, retry 2 s; resync 60 s; host probes on. */
   public static AllocatorConfig defaults() {
     return new AllocatorConfig(DEFAULT_LEASE_NAME, Duration.ofSeconds(15), Duration.ofSeconds(10),
-        Duration.ofSeconds(2), Duration.ofSeconds(60));
+        Duration.ofSeconds(2), Duration.ofSeconds(60), HostProbes.defaults());
   }
 
   public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {
-    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod);
+    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes);
+  }
+
+  public AllocatorConfig withProbes(HostProbes p) {
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, p);
   }
 }

@@ -22,8 +22,8 @@ import java.util.function.Predicate;
  * Chooses {@code status.host} for one EgressService. Pure: no API calls, no clock, no randomness.
  *
  * <p>{@code sourceIPBy: Network} gives {@code ALL}. Otherwise the Service must be a LoadBalancer with at least one
- * ingress IP, and the host is chosen among the <em>candidate</em> nodes: Ready, not cordoned
- * ({@code spec.unschedulable}), not being deleted, matching {@code spec.nodeSelector}, and hosting at least one
+ * ingress IP, and the host is chosen among the <em>candidate</em> nodes: Ready, reachable (its agent answers the
+ * allocator's health probes, {@link HostHealth}), not cordoned ({@code spec.unschedulable}), not being deleted, matching {@code spec.nodeSelector}, and hosting at least one
  * pod-network endpoint of the service ({@code endpoint.nodeName}; an address that is a Node address or lies outside
  * every node's pod CIDRs is a host-network endpoint and does not count). The current host is kept while it is a
  * candidate; otherwise the candidate with the most endpoints wins, then the one with the fewest services already
@@ -43,6 +43,8 @@ import java.util.function.Predicate;
  */
 public final class HostChooser {
   private static final int MAX_LISTED = 10;
+  /** Rejection of a node whose agent the allocator's probes cannot reach (see {@link HostHealth}). */
+  static final String AGENT_UNREACHABLE = "unreachable (agent not answering health probes)";
 
   private HostChooser() {}
 
@@ -83,7 +85,7 @@ public final class HostChooser {
 
     Map<String, Integer> endpoints = podEndpointsPerNode(slices, nodes);
     Map<String, List<String>> rejected = new LinkedHashMap<>();
-    for (String why : List.of("being deleted", "not Ready", "cordoned", "not matching nodeSelector",
+    for (String why : List.of("being deleted", "not Ready", AGENT_UNREACHABLE, "cordoned", "not matching nodeSelector",
         "without pod-network endpoints of the service")) {
       rejected.put(why, new ArrayList<>());
     }
@@ -91,6 +93,7 @@ public final class HostChooser {
     for (NodeState n : nodes.stream().sorted(Comparator.comparing(NodeState::name)).toList()) {
       String why = n.deleting() ? "being deleted"
           : !n.ready() ? "not Ready"
+          : n.agentUnreachable() ? AGENT_UNREACHABLE
           : n.unschedulable() ? "cordoned"
           : !selector.test(n.labels()) ? "not matching nodeSelector"
           : endpoints.getOrDefault(n.name(), 0) == 0 ? "without pod-network endpoints of the service"

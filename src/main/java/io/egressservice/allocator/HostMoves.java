@@ -28,6 +28,9 @@ final class HostMoves {
     if (!n.ready()) {
       return Optional.of("node_not_ready");
     }
+    if (n.agentUnreachable()) {
+      return Optional.of("agent_unreachable");
+    }
     if (n.unschedulable()) {
       return Optional.of("node_cordoned");
     }

@@ -13,6 +13,7 @@ import java.util.Map;
  * @param deleting {@code metadata.deletionTimestamp} is set
  * @param addresses {@code status.addresses} of type InternalIP and ExternalIP, raw text
  * @param podCidrs {@code spec.podCIDRs} (else {@code spec.podCIDR}), raw text
+ * @param agentUnreachable the allocator's probes of the node's agent say the node is gone (drained)
  */
 public record NodeState(
     String name,
@@ -21,7 +22,18 @@ public record NodeState(
     boolean unschedulable,
     boolean deleting,
     List<String> addresses,
-    List<String> podCidrs) {
+    List<String> podCidrs,
+    boolean agentUnreachable) {
+  /** A node whose agent is not known to be unreachable. */
+  public NodeState(String name, Map<String, String> labels, boolean ready, boolean unschedulable, boolean deleting,
+      List<String> addresses, List<String> podCidrs) {
+    this(name, labels, ready, unschedulable, deleting, addresses, podCidrs, false);
+  }
+
+  public NodeState withAgentUnreachable(boolean unreachable) {
+    return new NodeState(name, labels, ready, unschedulable, deleting, addresses, podCidrs, unreachable);
+  }
+
   public NodeState {
     Map<String, String> copy = new HashMap<>();
     if (labels != null) {

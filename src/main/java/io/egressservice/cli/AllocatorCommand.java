@@ -43,6 +43,8 @@ public final class AllocatorCommand implements Callable<Integer> {
       description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
   int metricsPort;
 
+  @picocli.CommandLine.Mixin HostProbeOptions hostProbes;
+
   @Override
   public Integer call() throws Exception {
     if (podName == null || podName.isBlank()) {
@@ -55,8 +57,9 @@ public final class AllocatorCommand implements Callable<Integer> {
     KubernetesClient client = KubeClients.create(kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
-    AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, AllocatorConfig.defaults(),
-        metrics);
+    AllocatorConfig config = AllocatorConfig.defaults().withProbes(hostProbes.toProbes());
+    AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, config, metrics);
+    runner.allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
     HealthServer health;
     try {
       // Alive while the process answers; ready once the caches are synced, so that a rollout waits for a

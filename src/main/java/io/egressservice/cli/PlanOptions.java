@@ -68,6 +68,13 @@ public final class PlanOptions {
           + " CNIs use. Default ${DEFAULT-VALUE}.")
   int steerPort;
 
+  @Option(names = "--no-host", defaultValue = "${env:EGRESS_AGENT_NO_HOST:-drop}",
+      description = "What happens to this node's endpoints of a LoadBalancerIP service without a host (status.host"
+          + " empty: the host died, or none is eligible): drop their traffic out of the cluster, counted per service"
+          + " (the pods never leave with another source), or pass it (it leaves as if not opted in). Default"
+          + " ${DEFAULT-VALUE}.")
+  String noHost;
+
   /** Validates the flags into a {@link PlanConfig}; a bad value is a {@link Main.UserError}. */
   public PlanConfig toConfig() {
     try {
@@ -81,7 +88,8 @@ public final class PlanOptions {
         throw new Main.UserError("--mark-mask '" + markMask + "' is not a number (e.g. 0x3f000000)");
       }
       SteeringConfig steering =
-          new SteeringConfig(RemoteEndpoints.fromFlag(remoteEndpoints.trim()), steerTable, steerPort);
+          new SteeringConfig(RemoteEndpoints.fromFlag(remoteEndpoints.trim()), steerTable, steerPort,
+              io.egressservice.plan.NoHost.fromFlag(noHost));
       return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
           mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps))

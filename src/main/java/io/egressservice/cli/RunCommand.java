@@ -74,7 +74,14 @@ public final class RunCommand implements Callable<Integer> {
 
   @Mixin NetnsOption netns;
 
+  @Option(names = "--netns-metrics-port", defaultValue = "${env:EGRESS_AGENT_NETNS_METRICS_PORT:-9464}", hidden = true,
+      description = "Tests: with --netns, /metrics, /healthz and /readyz also listen inside that namespace on this "
+          + "port (0: not), where a hostNetwork pod's port would be: on the node's addresses.")
+  int netnsMetricsPort;
+
   @Mixin PlanOptions planOptions;
+
+  @Mixin HostProbeOptions hostProbes;
 
   @Override
   public Integer call() throws Exception {
@@ -100,6 +107,7 @@ public final class RunCommand implements Callable<Integer> {
     }
     AgentMetrics metrics = new AgentMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
+    metrics.noHostDrops(dataplane::noHostDroppedPackets);
     // One set of informers for the node agent and the allocator: one watch per kind, one cache. Their
     // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
     ClusterInformers informers = ClusterInformers.create(client,
@@ -114,12 +122,26 @@ public final class RunCommand implements Callable<Integer> {
       dataplane.close();
       throw new Main.SystemError("cannot listen on " + listen + " for /metrics: " + e.getMessage(), e);
     }
+    Optional<HealthServer> nodeHealth = Optional.empty();
+    if (netns.value().isPresent() && netnsMetricsPort > 0) {
+      try {
+        nodeHealth = Optional.of(dataplane.thread().call(() ->
+            HealthServer.start(netnsMetricsPort, metrics.registry(), agent::liveness, agent::readiness)));
+      } catch (RuntimeException e) {
+        health.close();
+        dataplane.close();
+        throw new Main.SystemError("cannot listen on port " + netnsMetricsPort + " in netns " + netns.value().get()
+            + ": " + e.getMessage(), e);
+      }
+    }
+    Optional<HealthServer> inNetns = nodeHealth;
     agent.start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {
       String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
       allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
-          AllocatorConfig.defaults(), new AllocatorMetrics(metrics.registry())));
+          AllocatorConfig.defaults().withProbes(hostProbes.toProbes()), new AllocatorMetrics(metrics.registry())));
+      allocatorRunner.get().allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
     CountDownLatch done = new CountDownLatch(1);
@@ -129,6 +151,7 @@ public final class RunCommand implements Callable<Integer> {
       agent.close();
       informers.close();
       health.close();
+      inNetns.ifPresent(HealthServer::close);
       dataplane.close();
       client.close();
       done.countDown();

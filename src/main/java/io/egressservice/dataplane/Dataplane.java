@@ -17,6 +17,7 @@ import io.egressservice.netlink.RuleChange;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.GenerationSource;
 import io.egressservice.nft.MarkNftables;
+import io.egressservice.nft.NftClient;
 import io.egressservice.nft.NftException;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.objects.PlanInputs;
@@ -53,10 +54,17 @@ public final class Dataplane implements AutoCloseable {
   /** Throw routes the kernel refused because someone else's route has that destination (warned once each). */
   private final java.util.Set<Route> conflicts = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final SteeringDataplane steering;
+  private final NftClient noHostClient;
+  private final io.egressservice.nft.NoHostNftables noHost;
+  private long lastNoHostVerifyNanos = System.nanoTime() - NO_HOST_VERIFY_NANOS;
+  /** The no-host table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
+  private static final long NO_HOST_VERIFY_NANOS = 30_000_000_000L;
 
   private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
       GenerationSource generation, int priority, int protocol) {
     this.steering = new SteeringDataplane(netlink, thread, protocol);
+    this.noHostClient = NftClient.open(thread);
+    this.noHost = new io.egressservice.nft.NoHostNftables(noHostClient);
     this.thread = thread;
     this.netlink = netlink;
     this.nft = nft;
@@ -288,8 +296,69 @@ public final class Dataplane implements AutoCloseable {
 
   /** Diff the plan against the observation it was made with, and apply. */
   public ApplyReport reconcile(NodePlan plan) {
-    ApplyReport report = apply(diff(plan));
+    ApplyReport report = withHolds(apply(diff(plan)), plan.desired());
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
+  }
+
+  /** Writes the no-host table when the held endpoints changed (see {@link io.egressservice.nft.NoHostNftables}). */
+  private ApplyReport withHolds(ApplyReport report, DesiredState desired) {
+    long t = System.nanoTime();
+    boolean verify = t - lastNoHostVerifyNanos >= NO_HOST_VERIFY_NANOS;
+    List<String> failures = new ArrayList<>(report.failures());
+    try {
+      noHost.sync(desired.held().stream()
+          .map(h -> new io.egressservice.nft.NoHostNftables.Hold(h.service().toString(), h.source())).toList(),
+          desired.inCluster(), desired.snat().stream().map(e -> e.to()).distinct().toList(),
+          java.util.stream.Stream.concat(desired.snat().stream().map(e -> e.source()),
+              desired.steering().endpoints().stream().map(e -> e.source())).distinct().toList(),
+          !desired.snat().isEmpty() || desired.steering().receives() || !desired.steering().endpoints().isEmpty(), verify);
+      if (verify) {
+        lastNoHostVerifyNanos = t;
+      }
+    } catch (NftException | IllegalStateException e) {
+      failures.add("nft table inet " + io.egressservice.nft.NoHostNftables.TABLE + " (--no-host=drop): "
+          + e.getMessage());
+    }
+    if (report.succeeded()) {
+      restartChangedFlows(desired, failures);
+    }
+    return new ApplyReport(report.applied(), failures, report.kernelNanos() + System.nanoTime() - t);
+  }
+
+  /** How each local endpoint's traffic leaves, as last applied; null before the first reconcile. */
+  private Map<IpPrefix, String> lastTreatment;
+
+  /**
+   * Deletes the conntrack entries of the endpoints whose treatment changed since the last reconcile (not on the
+   * first one: a restarted agent leaves running flows alone), so their flows start over with the new one.
+   */
+  private void restartChangedFlows(DesiredState desired, List<String> failures) {
+    Map<IpPrefix, String> now = new HashMap<>();
+    desired.snat().forEach(e -> now.put(e.source(), "snat " + e.to()));
+    desired.steering().endpoints().forEach(e -> now.put(e.source(), "steer " + e.host()));
+    desired.held().forEach(h -> now.put(h.source(), "held"));
+    Map<IpPrefix, String> before = lastTreatment;
+    lastTreatment = now;
+    if (before == null) {
+      return;
+    }
+    TreeSet<IpPrefix> changed = new TreeSet<>();
+    now.forEach((k, v) -> {
+      if (!v.equals(before.get(k))) {
+        changed.add(k);
+      }
+    });
+    before.keySet().stream().filter(k -> !now.containsKey(k)).forEach(changed::add);
+    failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changed));
+  }
+
+  /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
+  public Map<String, Long> noHostDroppedPackets() {
+    try {
+      return noHost.droppedPackets();
+    } catch (NftException | IllegalStateException e) {
+      return Map.of();
+    }
   }
 
   /** What {@link #reconcile(NodePlan)} would change (for {@code --dry-run}). */
@@ -305,7 +374,8 @@ public final class Dataplane implements AutoCloseable {
       observed = withReversePath(desired, observed, links());
     }
     long observeNanos = System.nanoTime() - start;
-    ApplyReport report = apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)));
+    ApplyReport report = withHolds(
+        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired))), desired);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
 
@@ -512,6 +582,15 @@ public final class Dataplane implements AutoCloseable {
       }
     }
     steering.cleanup(failures, applied);
+    try {
+      if (noHostClient.listTableIfPresent("inet", io.egressservice.nft.NoHostNftables.TABLE).isPresent()) {
+        noHost.delete();
+        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
+            "nft table inet " + io.egressservice.nft.NoHostNftables.TABLE));
+      }
+    } catch (NftException e) {
+      failures.add("delete nft table inet " + io.egressservice.nft.NoHostNftables.TABLE + ": " + e.getMessage());
+    }
     return new ApplyReport(applied, failures, System.nanoTime() - start);
   }
 
@@ -520,6 +599,7 @@ public final class Dataplane implements AutoCloseable {
     try {
       generation.close();
       marks.close();
+      noHostClient.close();
       nft.close();
     } finally {
       try {

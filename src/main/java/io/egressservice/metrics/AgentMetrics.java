@@ -138,6 +138,22 @@ public final class AgentMetrics {
   }
 
   /** Counts one informer event, and whether it concerned the plan. */
+  /**
+   * {@code egress_service_agent_no_host_dropped_packets_total{service_namespace,service}}: packets of this node's
+   * endpoints of services without a host dropped under {@code --no-host=drop}, read from the nft counters on scrape.
+   */
+  public void noHostDrops(java.util.function.Supplier<Map<String, Long>> perService) {
+    io.prometheus.metrics.core.metrics.CounterWithCallback.builder()
+        .name("egress_service_agent_no_host_dropped_packets_total")
+        .help("Packets of local endpoints of LoadBalancerIP services without a host, dropped (--no-host=drop)")
+        .labelNames("service_namespace", "service")
+        .callback(cb -> perService.get().forEach((svc, packets) -> {
+          int slash = svc.indexOf('/');
+          cb.call(packets, svc.substring(0, Math.max(0, slash)), svc.substring(slash + 1));
+        }))
+        .register(registry);
+  }
+
   public void apiEvent(boolean relevant) {
     apiEvents.labelValues(Boolean.toString(relevant)).inc();
   }

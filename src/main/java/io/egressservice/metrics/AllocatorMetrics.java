@@ -15,7 +15,8 @@ import java.util.Set;
 public final class AllocatorMetrics {
   /** The reasons a service's host moves, one per test the old host failed ({@code HostChooser}'s order). */
   public static final List<String> MOVE_REASONS = List.of(
-      "node_gone", "node_deleting", "node_not_ready", "node_cordoned", "node_selector", "no_endpoints");
+      "node_gone", "node_deleting", "node_not_ready", "agent_unreachable", "node_cordoned", "node_selector",
+      "no_endpoints");
 
   private final PrometheusRegistry registry;
   private final Counter hostMoves;
@@ -43,7 +44,7 @@ public final class AllocatorMetrics {
     hostMoves = Counter.builder()
         .name("egress_service_agent_host_moves_total")
         .help("status.host changes from one node to another (failovers), by why the old host no longer qualified:"
-            + " node_gone, node_deleting, node_not_ready, node_cordoned, node_selector, no_endpoints.")
+            + " node_gone, node_deleting, node_not_ready, agent_unreachable, node_cordoned, node_selector, no_endpoints.")
         .labelNames("reason")
         .register(registry);
     leader = Gauge.builder()

@@ -98,6 +98,33 @@ public final class NftClient implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs a script in nft's own syntax as one atomic transaction (libnftables reads it when it is not JSON), for a
+   * table written whole; returns the output parsed as JSON.
+   */
+  public JsonNode runScript(String script) {
+    String[] result =
+        thread.call(
+            () -> {
+              if (ctx == null) {
+                throw new IllegalStateException("NftClient is closed");
+              }
+              int rc = lib.nft_run_cmd_from_buffer(ctx, script);
+              String out = lib.nft_ctx_get_output_buffer(ctx);
+              String err = lib.nft_ctx_get_error_buffer(ctx);
+              return new String[] {Integer.toString(rc), out == null ? "" : out, err == null ? "" : err};
+            });
+    if (!result[0].equals("0")) {
+      throw failure(result[2], abbreviate(script), thread.describe());
+    }
+    String out = result[1].trim();
+    try {
+      return out.isEmpty() ? JSON.createObjectNode().set("nftables", JSON.createArrayNode()) : JSON.readTree(out);
+    } catch (JsonProcessingException e) {
+      throw new NftException("nft printed output that is not JSON: " + abbreviate(out), e);
+    }
+  }
+
   /** {@code nft -j list table FAMILY NAME}; throws {@link NftException} (isNotFound) when absent. */
   public JsonNode listTable(String family, String name) {
     ObjectNode doc = JSON.createObjectNode();

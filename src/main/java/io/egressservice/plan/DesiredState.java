@@ -16,6 +16,8 @@ import java.util.Map;
  * @param refusedInputs inputs the plan refused for the whole node (not one service), each with why, e.g.
  *     a Node pod CIDR that covers a whole address family
  * @param steering the endpoints steered to their host, the steering routes, and whether the device is needed
+ * @param held {@code --no-host=drop}: local endpoints of LoadBalancerIP services without a host, whose traffic out
+ *     of the cluster is dropped
  */
 public record DesiredState(
     String node,
@@ -31,7 +33,17 @@ public record DesiredState(
     Map<Long, Long> networkMarks,
     List<RouteSpec> routes,
     List<String> refusedInputs,
-    SteeringPlan steering) {
+    SteeringPlan steering,
+    List<HeldEndpoint> held) {
+  /** A state that holds no endpoint. */
+  public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
+      List<IpPrefix> inCluster, List<ServiceOutcome> services, RuleMode ruleMode, long markMask,
+      List<MarkEntry> marks, Map<Long, Long> networkMarks, List<RouteSpec> routes, List<String> refusedInputs,
+      SteeringPlan steering) {
+    this(node, priority, ruleProtocol, rules, snat, inCluster, services, ruleMode, markMask, marks, networkMarks,
+        routes, refusedInputs, steering, List.of());
+  }
+
   /** A state without steering. */
   public DesiredState(String node, int priority, int ruleProtocol, List<RuleSpec> rules, List<SnatEntry> snat,
       List<IpPrefix> inCluster, List<ServiceOutcome> services, RuleMode ruleMode, long markMask,
@@ -65,5 +77,6 @@ public record DesiredState(
     routes = List.copyOf(routes);
     refusedInputs = List.copyOf(refusedInputs);
     java.util.Objects.requireNonNull(steering, "steering");
+    held = List.copyOf(held);
   }
 }

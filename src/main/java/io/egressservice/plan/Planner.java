@@ -50,6 +50,7 @@ public final class Planner {
     private final Map<String, NodeInfo> nodesByName = new HashMap<>();
     private final SteerTables steerTables;
     private final List<SteeredEndpoint> steered = new ArrayList<>();
+    private final List<HeldEndpoint> held = new ArrayList<>();
     private boolean receivesSteered;
 
     Run(NodeInputs in) {
@@ -134,7 +135,12 @@ public final class Planner {
       for (EgressServiceInfo es : ordered) {
         Evaluation ev = evaluate(es);
         if (ev.notConfiguredReason().isPresent()) {
-          outcomes.put(es.ref(), notConfigured(es.ref(), ev.notConfiguredReason().get(), ev.skipped()));
+          String reason = ev.notConfiguredReason().get();
+          int holds = hold(es, ev.endpoints(), claims);
+          if (holds > 0) {
+            reason += "; " + holdDescription(holds);
+          }
+          outcomes.put(es.ref(), notConfigured(es.ref(), reason, ev.skipped()));
           continue;
         }
         List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
@@ -174,9 +180,33 @@ public final class Planner {
       List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
       outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
       steered.sort(SteeredEndpoint.ORDER);
+      held.sort(HeldEndpoint.ORDER);
       return new DesiredState(in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
           outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, refusedInputs,
-          steeringPlan());
+          steeringPlan(), held);
+    }
+
+    /**
+     * {@code --no-host=drop}: this node's endpoints (not owned by an older service) of a service without a host
+     * are held; returns how many.
+     */
+    private int hold(EgressServiceInfo es, List<CandidateEndpoint> endpoints, Map<IpPrefix, ObjectRef> claims) {
+      if (config.steering().noHost() != NoHost.DROP) {
+        return 0;
+      }
+      int n = 0;
+      for (CandidateEndpoint c : endpoints) {
+        if (isSteerLocal(c) && claims.putIfAbsent(c.address(), es.ref()) == null) {
+          held.add(new HeldEndpoint(es.ref(), c.address()));
+          n++;
+        }
+      }
+      return n;
+    }
+
+    private static String holdDescription(int holds) {
+      return holds + " local endpoint(s) held: their traffic out of the cluster is dropped until the service has a "
+          + "host (--no-host=drop)";
     }
 
     private SteeringPlan steeringPlan() {
@@ -280,7 +310,9 @@ public final class Planner {
       }
       String host = es.statusHost();
       if (host.isEmpty()) {
-        return Evaluation.refused("not allocated: status.host is empty (no node chosen yet)");
+        String why = "not allocated: status.host is empty (no node chosen yet)";
+        return lbMode ? Evaluation.held(why, svc, lbIps, endpointsOf(es.ref(), skipped), skipped)
+            : Evaluation.refused(why);
       }
       if (lbMode && host.equals(EgressServiceInfo.HOST_ALL)) {
         return Evaluation.refused(
@@ -690,6 +722,12 @@ public final class Planner {
       Map<IpFamily, IpPrefix> lbIps,
       List<CandidateEndpoint> endpoints,
       List<SkippedEndpoint> skipped) {
+    /** Refused, but with the service's endpoints: a node may have to hold its own ones. */
+    static Evaluation held(String reason, ServiceInfo service, Map<IpFamily, IpPrefix> lbIps,
+        List<CandidateEndpoint> endpoints, List<SkippedEndpoint> skipped) {
+      return new Evaluation(Optional.of(reason), service, lbIps, endpoints, skipped);
+    }
+
     static Evaluation refused(String reason) {
       return new Evaluation(Optional.of(reason), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
           Map.of(), List.of(), List.of());

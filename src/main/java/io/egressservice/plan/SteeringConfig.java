@@ -2,9 +2,10 @@ package io.egressservice.plan;
 
 /**
  * How endpoints are steered to the host node: the mode, the routing tables the agent owns for it
- * (one per host node, {@code firstTable} to {@code firstTable + TABLES - 1}) and the device's UDP port.
+ * (one per host node, {@code firstTable} to {@code firstTable + TABLES - 1}), the device's UDP port, and what
+ * happens to the endpoints of a service without a host ({@link NoHost}).
  */
-public record SteeringConfig(RemoteEndpoints mode, long firstTable, int port) {
+public record SteeringConfig(RemoteEndpoints mode, long firstTable, int port, NoHost noHost) {
   /** Tables 7000-7255 by default: clear of the ones CNIs and cloud agents are known to use (see README). */
   public static final long DEFAULT_FIRST_TABLE = 7000;
   /** One table per host node steered to; 256 hosts is far beyond any real egress layout. */
@@ -12,7 +13,15 @@ public record SteeringConfig(RemoteEndpoints mode, long firstTable, int port) {
   /** Not VXLAN's 4789 (Calico, Flannel on Windows, NSX), not 8472 (Linux VXLAN default, Flannel, Cilium), not 6081 (Geneve). */
   public static final int DEFAULT_PORT = 4799;
 
+  /** With {@code --no-host=drop}. */
+  public SteeringConfig(RemoteEndpoints mode, long firstTable, int port) {
+    this(mode, firstTable, port, NoHost.DROP);
+  }
+
   public SteeringConfig {
+    if (noHost == null) {
+      throw new IllegalArgumentException("a --no-host mode is required");
+    }
     if (mode == null) {
       throw new IllegalArgumentException("a steering mode is required");
     }

@@ -57,6 +57,14 @@ public final class Addresses {
   }
 
   /** Node {@code i}'s InternalIP on the node network. */
+  /**
+   * The control plane's address on the node network (on the lan bridge): where the allocator's health probes of
+   * the agents come from ({@code --host-probe-netns} is the lan namespace).
+   */
+  public static String controlPlaneIp(IpFamily f) {
+    return f == IpFamily.V4 ? "192.168.50.2" : "fd00:50::2";
+  }
+
   public static String nodeIp(int i, IpFamily f) {
     return f == IpFamily.V4 ? "192.168.50." + (10 + i) : "fd00:50::" + (10 + i);
   }

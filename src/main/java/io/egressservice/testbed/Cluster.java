@@ -47,6 +47,10 @@ import java.util.function.Consumer;
  * InternalIPs and pod CIDRs of both families, label {@code kubernetes.io/hostname}) and one Pod per pod. Every
  * node runs the real agent process ({@link AgentProcess}: {@code run --node-name N --netns <node> --kubeconfig F
  * --metrics-port P}, allocator on, so the agents elect a leader among themselves and it writes {@code status.host}).
+ * Each agent's /healthz also listens inside its node's namespace on port 9464 (as a hostNetwork pod's port is on
+ * the node's addresses), and the allocator probes it from the lan namespace, which has the control plane's address
+ * on the bridge ({@link Addresses#controlPlaneIp}): a powered-off node does not answer, a restarting agent's node
+ * refuses the connection.
  *
  * <p>Use:
  * <pre>{@code
@@ -428,8 +432,10 @@ public final class Cluster implements AutoCloseable {
     if (spec.agents) {
       spec.progress.accept("starting " + nodes.size() + " agent processes (" + String.join(", ", nodes.keySet()) + ")");
       for (Node node : nodes.values()) {
+        List<String> args = new ArrayList<>(List.of("--host-probe-netns", lan.name()));
+        args.addAll(spec.agentArgs);
         node.agent = new AgentProcess(node.name(), node.netns().name(), api.kubeconfig(),
-            dir.resolve("agent-" + node.name() + ".log"), spec.agentArgs, spec.agentEnv, this::writePids);
+            dir.resolve("agent-" + node.name() + ".log"), args, spec.agentEnv, this::writePids);
         node.agent.start();
       }
     }
@@ -447,7 +453,9 @@ public final class Cluster implements AutoCloseable {
     for (Node node : nodes.values()) {
       Wiring.wirePodsAndRouters(node);
     }
-    List<String> bridge = new ArrayList<>(List.of("link set lo up", "link add br0 type bridge", "link set br0 up"));
+    List<String> bridge = new ArrayList<>(List.of("link set lo up", "link add br0 type bridge", "link set br0 up",
+        "addr add " + Addresses.controlPlaneIp(IpFamily.V4) + "/24 dev br0",
+        "addr add " + Addresses.controlPlaneIp(IpFamily.V6) + "/64 dev br0 nodad"));
     for (Node node : nodes.values()) {
       bridge.add("link set " + node.name() + " master br0");
       bridge.add("link set " + node.name() + " up");

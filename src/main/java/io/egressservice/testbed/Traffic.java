@@ -295,6 +295,76 @@ public final class Traffic implements AutoCloseable {
     return new Transfer(bytes, reply, seen(token), Duration.ofNanos(System.nanoTime() - start));
   }
 
+  /** A datagram of a {@link #stream}, as a server saw it: when it was sent (monotonic), where, from which source. */
+  public record Arrival(long sentNanos, long seq, String where, String source) {}
+
+  /** A steady UDP stream from one socket (one conntrack entry, as an application's). */
+  public final class Stream implements AutoCloseable {
+    private final String id;
+    private final Thread sender;
+    private volatile boolean stopped;
+
+    private Stream(String from, String dst, Duration interval) {
+      this.id = "stream-" + UUID.randomUUID().toString().substring(0, 8) + "-" + from;
+      DatagramSocket socket = thread(from).call(() -> {
+        DatagramSocket s = new DatagramSocket(new InetSocketAddress(InetAddress.getByName(anyOf(dst)), 0));
+        s.connect(InetAddress.getByName(dst), ECHO_PORT);
+        return s;
+      });
+      synchronized (Traffic.this) {
+        servers.add(socket);
+      }
+      sender = new Thread(() -> {
+        long seq = 0;
+        long next = System.nanoTime();
+        while (!stopped && !closed) {
+          byte[] out = (id + " " + seq++ + " " + System.nanoTime()).getBytes(StandardCharsets.UTF_8);
+          try {
+            socket.send(new DatagramPacket(out, out.length));
+          } catch (IOException e) {
+            // no route for now (a node down): the stream goes on
+          }
+          next += interval.toNanos();
+          long wait = next - System.nanoTime();
+          if (wait > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(wait);
+          }
+        }
+        socket.close();
+      }, id);
+      sender.setDaemon(true);
+      sender.start();
+    }
+
+    /** Every datagram of this stream the servers saw so far, in the order they saw them. */
+    public List<Arrival> arrivals() {
+      List<Arrival> out = new ArrayList<>();
+      String prefix = id + " ";
+      for (String[] e : log) {
+        if (e[0].startsWith(prefix)) {
+          String[] f = e[0].split(" ");
+          out.add(new Arrival(Long.parseLong(f[2]), Long.parseLong(f[1]), e[1], e[3]));
+        }
+      }
+      return out;
+    }
+
+    @Override
+    public void close() {
+      stopped = true;
+      try {
+        sender.join(2000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Starts a UDP stream from {@code from} to {@code dst}:{@link #ECHO_PORT}, one datagram every {@code interval}. */
+  public Stream stream(String from, String dst, Duration interval) {
+    return new Stream(from, dst, interval);
+  }
+
   /** What the servers recorded for {@code token}. */
   private List<Seen> seen(String token) {
     List<Seen> out = new ArrayList<>();

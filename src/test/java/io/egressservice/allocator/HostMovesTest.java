@@ -53,7 +53,8 @@ class HostMovesTest {
         Optional.of(new LabelSelectorBuilder().addToMatchLabels("zone", "b").build()), "gone-not", true);
     assertThat(HostMoves.reason(selective, "other", nodes)).contains("node_selector");
     assertThat(AllocatorMetrics.MOVE_REASONS)
-        .containsExactly("node_gone", "node_deleting", "node_not_ready", "node_cordoned", "node_selector", "no_endpoints");
+        .containsExactly("node_gone", "node_deleting", "node_not_ready", "agent_unreachable", "node_cordoned",
+            "node_selector", "no_endpoints");
   }
 
   @Test
