@@ -1,6 +1,7 @@
 package io.egressservice.allocator;
 
 import io.egressservice.plan.EndpointSliceInfo;
+import io.egressservice.plan.EndpointTrust;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
@@ -46,11 +47,25 @@ public final class AllocationPass {
     }
   }
 
+  /** Trusting the EndpointSlice controller only. */
   public static Result compute(
       List<EgressServiceState> egressServices,
       List<ServiceInfo> services,
       List<EndpointSliceInfo> slices,
       List<NodeState> nodes) {
+    return compute(egressServices, services, slices, nodes, EndpointTrust.kubernetesOnly());
+  }
+
+  /**
+   * @param trust whose slices count: a host is chosen for the endpoints the nodes will act for, so an untrusted
+   *     slice cannot draw the service to the node of another namespace's pod
+   */
+  public static Result compute(
+      List<EgressServiceState> egressServices,
+      List<ServiceInfo> services,
+      List<EndpointSliceInfo> slices,
+      List<NodeState> nodes,
+      EndpointTrust trust) {
     Map<ObjectRef, ServiceInfo> serviceByRef =
         services.stream().collect(Collectors.toMap(ServiceInfo::ref, Function.identity(), (a, b) -> a));
     Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
@@ -76,8 +91,9 @@ public final class AllocationPass {
       if (counted) {
         load.merge(es.statusHost(), -1, Integer::sum);
       }
-      Decision d = HostChooser.choose(es, Optional.ofNullable(serviceByRef.get(es.ref())),
-          slicesByService.getOrDefault(es.ref(), List.of()), nodes, load);
+      Optional<ServiceInfo> service = Optional.ofNullable(serviceByRef.get(es.ref()));
+      Decision d = HostChooser.choose(es, service,
+          trust.trusted(slicesByService.getOrDefault(es.ref(), List.of()), service), nodes, load);
       if (d.reason() == Reason.HOST_ALLOCATED) {
         load.merge(d.host(), 1, Integer::sum);
       }

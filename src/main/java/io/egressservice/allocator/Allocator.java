@@ -303,7 +303,7 @@ public final class Allocator implements AutoCloseable {
         states,
         informers.services().getStore().list().stream().map(PlanInputs::service).toList(),
         informers.endpointSlices().getStore().list().stream().map(PlanInputs::slice).toList(),
-        nodes);
+        nodes, config.endpointTrust());
     Map<ObjectRef, EgressService> byRef =
         esList.stream().collect(Collectors.toMap(PlanInputs::ref, Function.identity(), (a, b) -> a));
     Map<ObjectRef, EgressServiceState> stateByRef =
@@ -313,7 +313,10 @@ public final class Allocator implements AutoCloseable {
 
     for (Decision d : result.decisions()) {
       EgressService es = byRef.get(d.ref());
-      boolean statusOk = es.getStatus() != null && d.host().equals(es.getStatus().getHost());
+      // A malformed object's spec was never read: writing it back (the status update sends the whole object)
+      // could only lose it. It is reported, not written.
+      boolean statusOk = d.reason() == Reason.MALFORMED
+          || es.getStatus() != null && d.host().equals(es.getStatus().getHost());
       if (!statusOk && writeStatus(es, d.host())) {
         HostMoves.reason(stateByRef.get(d.ref()), d.host(), nodeByName).ifPresent(reason -> {
           metrics.hostMoved(reason);
@@ -323,7 +326,8 @@ public final class Allocator implements AutoCloseable {
       }
       Outcome now = new Outcome(es.getMetadata().getUid(), d.host(), d.reason());
       Outcome before = reported.put(d.ref(), now);
-      boolean report = before == null || !Objects.equals(before.uid(), now.uid()) ? !statusOk : !before.equals(now);
+      boolean report = before == null || !Objects.equals(before.uid(), now.uid())
+          ? !statusOk || d.reason() == Reason.MALFORMED : !before.equals(now);
       if (report) {
         LOG.info("{}: {} host \"{}\" ({}): {}", identity, d.ref(), d.host(), d.reason().eventReason(), d.message());
         event(es, d.reason().allocated() ? "Normal" : "Warning", d.reason().eventReason(), d.message());

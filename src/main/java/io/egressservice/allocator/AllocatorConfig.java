@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.plan.EndpointTrust;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -12,13 +13,17 @@ import java.util.Objects;
  *     so the old leader stops writing before anyone else can start)
  * @param retryPeriod interval of acquisition and renewal attempts
  * @param resyncPeriod informer resync; a resync recomputes everything but writes only differences
+ * @param endpointTrust whose EndpointSlices count when choosing a host (the node agents' {@code
+ *     --trusted-endpoint-managers})
  */
 public record AllocatorConfig(
-    String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod) {
+    String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod,
+    EndpointTrust endpointTrust) {
   public static final String DEFAULT_LEASE_NAME = "egress-service-allocator";
 
   public AllocatorConfig {
     Objects.requireNonNull(leaseName);
+    Objects.requireNonNull(endpointTrust);
     if (renewDeadline.compareTo(leaseDuration) >= 0) {
       throw new IllegalArgumentException("renewDeadline must be shorter than leaseDuration");
     }
@@ -33,7 +38,17 @@ public record AllocatorConfig(
         Duration.ofSeconds(2), Duration.ofSeconds(60));
   }
 
+  /** Trusting the EndpointSlice controller only. */
+  public AllocatorConfig(String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod,
+      Duration resyncPeriod) {
+    this(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, EndpointTrust.kubernetesOnly());
+  }
+
   public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {
-    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod);
+    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, endpointTrust);
+  }
+
+  public AllocatorConfig withEndpointTrust(EndpointTrust trust) {
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, trust);
   }
 }

@@ -106,7 +106,8 @@ public final class RunCommand implements Callable<Integer> {
     if (allocator) {
       String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
       allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
-          AllocatorConfig.defaults(), new AllocatorMetrics(metrics.registry())));
+          AllocatorConfig.defaults().withEndpointTrust(config.endpointTrust()),
+          new AllocatorMetrics(metrics.registry())));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
     CountDownLatch done = new CountDownLatch(1);

@@ -14,13 +14,20 @@ import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.MalformedEgressService;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
@@ -247,7 +254,10 @@ public final class NodeAgent implements AutoCloseable {
           while (running) {
             long now = System.nanoTime();
             long settledAt = lastReconcileStartNanos + pacing.intervalNanos();
-            if (dirty && now >= notBefore && now >= settledAt) {
+            // The backoff holds retries of the same inputs; an API change may be what fixes the failure (the
+            // offending object deleted), so it is reconciled at the normal pace.
+            long retryAt = apiDirty ? 0 : notBefore;
+            if (dirty && now >= retryAt && now >= settledAt) {
               break;
             }
             if (now >= nextResync) {
@@ -255,7 +265,7 @@ public final class NodeAgent implements AutoCloseable {
               pendingTrigger = TRIGGER_RESYNC;
               break;
             }
-            long until = dirty ? Math.min(Math.max(notBefore, settledAt), nextResync) : nextResync;
+            long until = dirty ? Math.min(Math.max(retryAt, settledAt), nextResync) : nextResync;
             // Wake at least every second: /healthz sees a live loop, and a changed nftables generation
             // (someone edited nft; there is no rtnetlink notification for that) triggers a repair.
             long waitMillis = Math.max(1, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(until - now)));
@@ -366,7 +376,10 @@ public final class NodeAgent implements AutoCloseable {
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
     try {
-      NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config(), planInputs);
+      ClusterObjects objects = informers.snapshot();
+      metrics.malformedObjects("EgressService",
+          objects.egressServices().stream().filter(MalformedEgressService.class::isInstance).count());
+      NodePlan plan = dataplane.plan(objects, settings.nodeName(), settings.config(), planInputs);
       DesiredState desired = plan.desired();
       expectedRules = plan.wantedRules().keySet();
       expectedRoutes = desired.routes().stream()
@@ -424,7 +437,10 @@ public final class NodeAgent implements AutoCloseable {
     return new Probe(alive, alive ? "reconcile loop alive" : "reconcile loop stuck or dead (idle " + idle + " s)");
   }
 
-  /** /readyz: informers synced and the first reconcile applied. */
+  /**
+   * /readyz: informers synced, the first reconcile applied, and every watch running (or back within
+   * {@link #WATCH_DOWN_GRACE}: a watch is re-established now and then, which is no reason to be unready).
+   */
   public Probe readiness() {
     if (!synced) {
       return new Probe(false, "informers not synced yet");
@@ -432,7 +448,33 @@ public final class NodeAgent implements AutoCloseable {
     if (!firstReconcileDone) {
       return new Probe(false, "first reconcile not done yet");
     }
+    List<String> down = watchesDownTooLong();
+    if (!down.isEmpty()) {
+      return new Probe(false, "watch not running for more than " + WATCH_DOWN_GRACE.toSeconds() + " s: "
+          + String.join(", ", down) + " (the kernel keeps what was applied; changes of those kinds are not seen)");
+    }
     return new Probe(true, "synced and reconciled");
+  }
+
+  static final Duration WATCH_DOWN_GRACE = Duration.ofSeconds(30);
+  /** Per informer kind, since when (nanoTime) its watch was seen down; probes update it. */
+  private final Map<String, Long> watchDownSince = new ConcurrentHashMap<>();
+
+  private List<String> watchesDownTooLong() {
+    long now = System.nanoTime();
+    List<String> down = new ArrayList<>();
+    for (SharedIndexInformer<?> i : informers.all()) {
+      String kind = i.getApiTypeClass().getSimpleName();
+      if (i.isWatching()) {
+        watchDownSince.remove(kind);
+        continue;
+      }
+      long since = watchDownSince.computeIfAbsent(kind, k -> now);
+      if (now - since >= WATCH_DOWN_GRACE.toNanos()) {
+        down.add(kind);
+      }
+    }
+    return down;
   }
 
   public long reconcileCount() {

@@ -82,7 +82,7 @@ final class OutcomeReporter {
       sink.emit(es, "Normal", "EgressRemoved", "no longer configured on node " + node + ": " + now.reason());
     } else if (!now.configured() && isNodeLocalFailure(now.reason())
         && (before == null || !now.reason().equals(before.reason()))) {
-      sink.emit(es, "Warning", "NetworkNotFound", "on node " + node + ": " + now.reason());
+      sink.emit(es, "Warning", failureReason(now.reason()), "on node " + node + ": " + now.reason());
     }
     boolean acting = now.configured() || isNodeLocalFailure(now.reason()) || isSteeringFailure(now.reason());
     if (acting && !now.skipped().isEmpty() && (before == null || !now.skipped().equals(before.skipped()))) {
@@ -108,8 +108,20 @@ final class OutcomeReporter {
     return reason.startsWith(io.egressservice.plan.Planner.NOT_STEERED);
   }
 
+  /**
+   * Failures only the node acting for the service states (its network, the LB IP it would SNAT to, a plan
+   * that failed for this service), so each is reported once, by that node.
+   */
   private static boolean isNodeLocalFailure(String reason) {
-    return reason.startsWith("network '");
+    return reason.startsWith("network '") || reason.startsWith(LB_IP_REFUSED) || reason.startsWith(PLAN_FAILED);
+  }
+
+  private static final String LB_IP_REFUSED = "LoadBalancer ingress IP ";
+  private static final String PLAN_FAILED = "planning this service failed";
+
+  private static String failureReason(String reason) {
+    return reason.startsWith(LB_IP_REFUSED) ? "LoadBalancerIPRefused"
+        : reason.startsWith(PLAN_FAILED) ? "PlanFailed" : "NetworkNotFound";
   }
 
   private static String summarize(List<String> items) {

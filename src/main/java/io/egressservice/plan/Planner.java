@@ -51,6 +51,8 @@ public final class Planner {
     private final SteerTables steerTables;
     private final List<SteeredEndpoint> steered = new ArrayList<>();
     private boolean receivesSteered;
+    private final Set<IpPrefix> ownNodeAddresses = new HashSet<>();
+    private final LoadBalancerIps loadBalancerIps;
 
     Run(NodeInputs in) {
       this.in = in;
@@ -73,6 +75,9 @@ public final class Planner {
         nodesByName.putIfAbsent(node.name(), node);
         for (String a : node.addresses()) {
           IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeAddresses::add);
+          if (node.name().equals(in.nodeName())) {
+            IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(ownNodeAddresses::add);
+          }
         }
         for (String c : node.podCidrs()) {
           IpPrefix.tryParse(c).filter(p -> usableInClusterPrefix(p, "Node " + node.name() + " pod CIDR")).ifPresent(p -> {
@@ -103,6 +108,7 @@ public final class Planner {
           localAddresses.add(a);
         }
       }
+      loadBalancerIps = new LoadBalancerIps(in.services());
     }
 
     /**
@@ -132,24 +138,12 @@ public final class Planner {
       List<SnatEntry> snat = new ArrayList<>();
 
       for (EgressServiceInfo es : ordered) {
-        Evaluation ev = evaluate(es);
-        if (ev.notConfiguredReason().isPresent()) {
-          outcomes.put(es.ref(), notConfigured(es.ref(), ev.notConfiguredReason().get(), ev.skipped()));
-          continue;
+        try {
+          outcomes.put(es.ref(), planService(es, claims, rules, snat));
+        } catch (RuntimeException e) {
+          // One object must not fail the node's plan: whatever this service's inputs hold, it is refused alone.
+          outcomes.put(es.ref(), notConfigured(es.ref(), "planning this service failed: " + e, List.of()));
         }
-        List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
-        List<CandidateEndpoint> owned = new ArrayList<>();
-        for (CandidateEndpoint c : ev.endpoints()) {
-          ObjectRef owner = claims.putIfAbsent(c.address(), es.ref());
-          if (owner == null) {
-            owned.add(c);
-          } else {
-            skipped.add(new SkippedEndpoint(
-                c.address().toString(),
-                "also an endpoint of " + owner + ", whose EgressService is older and owns it"));
-          }
-        }
-        outcomes.put(es.ref(), actOnNode(es, ev, owned, skipped, rules, snat));
       }
 
       List<MarkEntry> marks = new ArrayList<>();
@@ -187,6 +181,35 @@ public final class Planner {
       List<SteerRoute> sorted = new ArrayList<>(routes.values());
       sorted.sort(SteerRoute.ORDER);
       return new SteeringPlan(steered, sorted, receivesSteered, config.steering().port());
+    }
+
+    /** One EgressService's outcome; its rules and SNAT entries are added to {@code rules} and {@code snat}. */
+    private ServiceOutcome planService(EgressServiceInfo es, Map<IpPrefix, ObjectRef> claims, List<RuleSpec> rules,
+        List<SnatEntry> snat) {
+      Evaluation ev = evaluate(es);
+      if (ev.notConfiguredReason().isPresent()) {
+        return notConfigured(es.ref(), ev.notConfiguredReason().get(), ev.skipped());
+      }
+      if (ev.lbIpRefusal().isPresent()) {
+        // Only the host says why (and reports it): every other node just leaves the service to it. Its
+        // endpoints claim nothing, so a refused service never keeps another from its own pods.
+        return es.statusHost().equals(in.nodeName())
+            ? notConfigured(es.ref(), ev.lbIpRefusal().get(), ev.skipped())
+            : notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", ev.skipped());
+      }
+      List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
+      List<CandidateEndpoint> owned = new ArrayList<>();
+      for (CandidateEndpoint c : ev.endpoints()) {
+        ObjectRef owner = claims.putIfAbsent(c.address(), es.ref());
+        if (owner == null) {
+          owned.add(c);
+        } else {
+          skipped.add(new SkippedEndpoint(
+              c.address().toString(),
+              "also an endpoint of " + owner + ", whose EgressService is older and owns it"));
+        }
+      }
+      return actOnNode(es, ev, owned, skipped, rules, snat);
     }
 
     /**
@@ -248,6 +271,10 @@ public final class Planner {
 
     /** Cluster-wide checks (the same on every node) and the service's usable endpoints. */
     private Evaluation evaluate(EgressServiceInfo es) {
+      if (es.malformed().isPresent()) {
+        return Evaluation.refused("the EgressService is malformed (" + es.malformed().get() + "): nothing is applied"
+            + " for it until it is fixed");
+      }
       ServiceInfo svc = services.get(es.ref());
       if (svc == null) {
         return Evaluation.refused(
@@ -258,6 +285,8 @@ public final class Planner {
       }
       List<SkippedEndpoint> skipped = new ArrayList<>();
       Map<IpFamily, IpPrefix> lbIps = new EnumMap<>(IpFamily.class);
+      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
+      List<String> refusedLbIps = new ArrayList<>();
       for (ServiceInfo.Ingress ing : svc.ingress()) {
         if (ing.ip().isEmpty()) {
           continue;
@@ -267,10 +296,17 @@ public final class Planner {
           skipped.add(new SkippedEndpoint(ing.ip(), "LoadBalancer ingress IP is not a valid address; ignored"));
           continue;
         }
+        if (lbMode && !lbIps.containsKey(ip.get().family())) {
+          Optional<String> problem = lbIpProblem(svc, ip.get());
+          if (problem.isPresent()) {
+            refusedLbIps.add(problem.get());
+            skipped.add(new SkippedEndpoint(ing.ip(), problem.get()));
+            continue;
+          }
+        }
         lbIps.putIfAbsent(ip.get().family(), ip.get());
       }
-      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
-      if (lbMode && lbIps.isEmpty()) {
+      if (lbMode && lbIps.isEmpty() && refusedLbIps.isEmpty()) {
         String hostnames =
             svc.ingress().stream().map(ServiceInfo.Ingress::hostname).filter(h -> !h.isEmpty())
                 .collect(Collectors.joining(", "));
@@ -293,14 +329,31 @@ public final class Planner {
       if (!lbMode && es.network().isEmpty()) {
         return Evaluation.refused("sourceIPBy: Network without spec.network: nothing to do");
       }
-      List<CandidateEndpoint> endpoints = endpointsOf(es.ref(), skipped);
-      return new Evaluation(Optional.empty(), svc, lbIps, endpoints, skipped);
+      if (lbMode && lbIps.isEmpty()) {
+        return new Evaluation(Optional.empty(), Optional.of(String.join("; ", refusedLbIps)), svc, lbIps, List.of(),
+            skipped);
+      }
+      List<CandidateEndpoint> endpoints = endpointsOf(svc, skipped);
+      return new Evaluation(Optional.empty(), Optional.empty(), svc, lbIps, endpoints, skipped);
+    }
+
+    /**
+     * Why {@code ip} cannot be the service's egress source. The host's own Node address can: it is what the
+     * node masquerades to anyway (k3s' servicelb gives Services the node addresses), and every Service on
+     * the node may share it.
+     */
+    private Optional<String> lbIpProblem(ServiceInfo svc, IpPrefix ip) {
+      if (ownNodeAddresses.contains(ip)) {
+        return Optional.empty();
+      }
+      return loadBalancerIps.problem(svc, ip, nodeAddresses, inClusterPrefixes(ip.family()));
     }
 
     /** The pod-network endpoints of the service, deduplicated; everything else refused with a reason. */
-    private List<CandidateEndpoint> endpointsOf(ObjectRef service, List<SkippedEndpoint> skipped) {
+    private List<CandidateEndpoint> endpointsOf(ServiceInfo service, List<SkippedEndpoint> skipped) {
       Map<IpPrefix, CandidateEndpoint> byAddress = new LinkedHashMap<>();
-      List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service, List.of()));
+      EndpointTrust trust = config.endpointTrust();
+      List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service.ref(), List.of()));
       slices.sort((a, b) -> a.ref().compareTo(b.ref()));
       for (EndpointSliceInfo slice : slices) {
         Optional<IpFamily> sliceFamily =
@@ -316,7 +369,18 @@ public final class Planner {
                   + " is not supported: only IPv4 and IPv6 endpoints are handled"));
           continue;
         }
+        // Refused before anything else, so an untrusted address claims nothing (see the oldest-wins rule).
+        Optional<String> distrust = trust.sliceProblem(slice, Optional.of(service));
+        if (distrust.isPresent()) {
+          slice.endpoints().forEach(ep -> ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, distrust.get()))));
+          continue;
+        }
         for (Endpoint ep : slice.endpoints()) {
+          Optional<String> foreign = trust.endpointProblem(slice, ep);
+          if (foreign.isPresent()) {
+            ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, foreign.get())));
+            continue;
+          }
           for (String raw : ep.addresses()) {
             Optional<IpPrefix> parsed = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
             if (parsed.isEmpty()) {
@@ -562,23 +626,32 @@ public final class Planner {
     }
 
     private TableOrFailure resolveNetwork(String network) {
-      if (network.chars().allMatch(Character::isDigit)) {
+      if (NetworkNames.isTableNumber(network)) {
         long id;
         try {
           id = Long.parseLong(network);
         } catch (NumberFormatException e) {
           id = -1;
         }
-        if (id <= 0 || id > 0xFFFFFFFFL) {
+        if (id < 0 || id > 0xFFFFFFFFL) {
           return TableOrFailure.failed("network '" + network + "' is not a usable routing table id (1 to 4294967295)");
         }
-        if (id == 255) {
-          return TableOrFailure.failed("network '255' is the kernel's local table, not an egress network");
+        Optional<String> reserved = NetworkNames.reservedTable(id);
+        if (reserved.isPresent()) {
+          return TableOrFailure.failed("network '" + network + "': " + reserved.get());
         }
         return TableOrFailure.of(TableRef.of(id));
       }
+      Optional<String> reservedName = NetworkNames.reservedName(network);
+      if (reservedName.isPresent()) {
+        return TableOrFailure.failed(reservedName.get());
+      }
       OptionalLong id = in.networks().table(network);
       if (id.isPresent()) {
+        Optional<String> reserved = NetworkNames.reservedTable(id.getAsLong());
+        if (reserved.isPresent()) {
+          return TableOrFailure.failed("network '" + network + "' names " + reserved.get());
+        }
         return TableOrFailure.of(new TableRef(id, network));
       }
       Optional<String> failure = in.networks().failure(network);
@@ -684,14 +757,16 @@ public final class Planner {
 
   private record CandidateEndpoint(IpPrefix address, Optional<String> nodeName) {}
 
+  /** @param lbIpRefusal LoadBalancerIP mode: why none of the ingress IPs may be the source (the host reports it) */
   private record Evaluation(
       Optional<String> notConfiguredReason,
+      Optional<String> lbIpRefusal,
       ServiceInfo service,
       Map<IpFamily, IpPrefix> lbIps,
       List<CandidateEndpoint> endpoints,
       List<SkippedEndpoint> skipped) {
     static Evaluation refused(String reason) {
-      return new Evaluation(Optional.of(reason), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
+      return new Evaluation(Optional.of(reason), Optional.empty(), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
           Map.of(), List.of(), List.of());
     }
   }
