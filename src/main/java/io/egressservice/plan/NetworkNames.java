@@ -31,22 +31,20 @@ public final class NetworkNames {
     return true;
   }
 
-  /** Why table {@code id} cannot be an egress network, or empty. */
+  /** "the kernel's 'main' table (254)" when {@code id} is reserved, else empty. */
   public static Optional<String> reservedTable(long id) {
     String name = RESERVED.get(id);
-    return name == null ? Optional.empty()
-        : Optional.of("table " + id + " is the kernel's '" + name + "' table, not an egress network");
+    return name == null ? Optional.empty() : Optional.of("the kernel's '" + name + "' table (" + id + ")");
   }
 
   /**
-   * Why the name {@code network} cannot be an egress network (a reserved name; as in rt_tables, names are
-   * case-sensitive), or empty. Refused before any lookup, so also in an offline plan.
+   * "the kernel's 'main' table (254)" when {@code network} is a reserved name (case-sensitive, as in rt_tables),
+   * else empty. Checked before any lookup, so also in an offline plan.
    */
   public static Optional<String> reservedName(String network) {
     for (Map.Entry<Long, String> e : RESERVED.entrySet()) {
       if (e.getValue().equals(network)) {
-        return Optional.of("network '" + network + "' is the kernel's '" + e.getValue() + "' table (" + e.getKey()
-            + "), not an egress network");
+        return reservedTable(e.getKey());
       }
     }
     return Optional.empty();

@@ -638,19 +638,20 @@ public final class Planner {
         }
         Optional<String> reserved = NetworkNames.reservedTable(id);
         if (reserved.isPresent()) {
-          return TableOrFailure.failed("network '" + network + "': " + reserved.get());
+          return TableOrFailure.failed("network '" + network + "' is " + reserved.get() + ", not an egress network");
         }
         return TableOrFailure.of(TableRef.of(id));
       }
       Optional<String> reservedName = NetworkNames.reservedName(network);
       if (reservedName.isPresent()) {
-        return TableOrFailure.failed(reservedName.get());
+        return TableOrFailure.failed("network '" + network + "' is " + reservedName.get() + ", not an egress network");
       }
       OptionalLong id = in.networks().table(network);
       if (id.isPresent()) {
         Optional<String> reserved = NetworkNames.reservedTable(id.getAsLong());
         if (reserved.isPresent()) {
-          return TableOrFailure.failed("network '" + network + "' names " + reserved.get());
+          return TableOrFailure.failed(
+              "network '" + network + "' resolves to " + reserved.get() + ", not an egress network");
         }
         return TableOrFailure.of(new TableRef(id, network));
       }
