@@ -286,7 +286,7 @@ public final class Planner {
       List<SkippedEndpoint> skipped = new ArrayList<>();
       Map<IpFamily, IpPrefix> lbIps = new EnumMap<>(IpFamily.class);
       boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
-      List<String> refusedLbIps = new ArrayList<>();
+      List<SkippedEndpoint> refusedLbIps = new ArrayList<>();
       for (ServiceInfo.Ingress ing : svc.ingress()) {
         if (ing.ip().isEmpty()) {
           continue;
@@ -299,8 +299,7 @@ public final class Planner {
         if (lbMode && !lbIps.containsKey(ip.get().family())) {
           Optional<String> problem = lbIpProblem(svc, ip.get());
           if (problem.isPresent()) {
-            refusedLbIps.add(problem.get());
-            skipped.add(new SkippedEndpoint(ing.ip(), problem.get()));
+            refusedLbIps.add(new SkippedEndpoint(ing.ip(), problem.get()));
             continue;
           }
         }
@@ -330,9 +329,11 @@ public final class Planner {
         return Evaluation.refused("sourceIPBy: Network without spec.network: nothing to do");
       }
       if (lbMode && lbIps.isEmpty()) {
-        return new Evaluation(Optional.empty(), Optional.of(String.join("; ", refusedLbIps)), svc, lbIps, List.of(),
-            skipped);
+        String reasons = refusedLbIps.stream().map(SkippedEndpoint::reason).collect(Collectors.joining("; "));
+        return new Evaluation(Optional.empty(), Optional.of(reasons), svc, lbIps, List.of(), skipped);
       }
+      // Another IP of the family is the source: the refused one is told among the skipped addresses.
+      skipped.addAll(refusedLbIps);
       List<CandidateEndpoint> endpoints = endpointsOf(svc, skipped);
       return new Evaluation(Optional.empty(), Optional.empty(), svc, lbIps, endpoints, skipped);
     }
