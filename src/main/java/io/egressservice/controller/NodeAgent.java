@@ -56,12 +56,23 @@ public final class NodeAgent implements AutoCloseable {
   static final String TRIGGER_STARTUP = "startup";
   static final String TRIGGER_RETRY = "retry";
 
-  /** @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms) */
-  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
+  /**
+   * @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms)
+   * @param watchDownGrace how long an informer's watch may be down (being re-established) before /readyz says so
+   */
+  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff,
+      Duration watchDownGrace) {
+    /** The default grace for a watch that is down: 30 s. */
+    public static final Duration WATCH_DOWN_GRACE = Duration.ofSeconds(30);
+
     public Settings {
       if (resync.isNegative() || resync.isZero()) {
         throw new IllegalArgumentException("resync must be positive, not " + resync);
       }
+    }
+
+    public Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
+      this(nodeName, config, resync, maxBackoff, WATCH_DOWN_GRACE);
     }
   }
 
@@ -439,7 +450,7 @@ public final class NodeAgent implements AutoCloseable {
 
   /**
    * /readyz: informers synced, the first reconcile applied, and every watch running (or back within
-   * {@link #WATCH_DOWN_GRACE}: a watch is re-established now and then, which is no reason to be unready).
+   * {@link Settings#watchDownGrace()}: a watch is re-established now and then, which is no reason to be unready).
    */
   public Probe readiness() {
     if (!synced) {
@@ -450,13 +461,12 @@ public final class NodeAgent implements AutoCloseable {
     }
     List<String> down = watchesDownTooLong();
     if (!down.isEmpty()) {
-      return new Probe(false, "watch not running for more than " + WATCH_DOWN_GRACE.toSeconds() + " s: "
+      return new Probe(false, "watch not running for more than " + settings.watchDownGrace().toMillis() + " ms: "
           + String.join(", ", down) + " (the kernel keeps what was applied; changes of those kinds are not seen)");
     }
     return new Probe(true, "synced and reconciled");
   }
 
-  static final Duration WATCH_DOWN_GRACE = Duration.ofSeconds(30);
   /** Per informer kind, since when (nanoTime) its watch was seen down; probes update it. */
   private final Map<String, Long> watchDownSince = new ConcurrentHashMap<>();
 
@@ -470,7 +480,7 @@ public final class NodeAgent implements AutoCloseable {
         continue;
       }
       long since = watchDownSince.computeIfAbsent(kind, k -> now);
-      if (now - since >= WATCH_DOWN_GRACE.toNanos()) {
+      if (now - since >= settings.watchDownGrace().toNanos()) {
         down.add(kind);
       }
     }

@@ -171,6 +171,24 @@ class Finding5MalformedEgressServiceTest {
     assertThat(stored.getAdditionalProperties().get("spec")).isEqualTo(Map.of("sourceIPBy", "Bogus"));
   }
 
+  @Test
+  void finding5_readinessSaysSoWhenAWatchStaysDown() {
+    NodeAgent agent = new NodeAgent(agentClient, dataplane,
+        new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2),
+            Duration.ofMillis(500)), new AgentMetrics(), (es, type, reason, message) -> {}, Clock.systemUTC());
+    agent.start();
+    toClose.add(agent);
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+
+    server.destroy();
+
+    await().atMost(WAIT).untilAsserted(() -> assertThat(agent.readiness()).satisfies(p -> {
+      assertThat(p.ok()).isFalse();
+      assertThat(p.detail()).startsWith("watch not running for more than 500 ms: EgressService, Service,");
+    }));
+    assertThat(agent.liveness().ok()).isTrue();
+  }
+
   List<Event> events(String reason) {
     return client.v1().events().inNamespace(NS).list().getItems().stream()
         .filter(e -> reason.equals(e.getReason())).toList();
