@@ -48,6 +48,20 @@ public final class AllocationPass {
   }
 
   /** Trusting the EndpointSlice controller only. */
+  /** A decision without a host also says which slices were not trusted: the usual cause when all of them are. */
+  private static Decision withDistrust(Decision d, List<EndpointSliceInfo> slices, Optional<ServiceInfo> service,
+      EndpointTrust trust) {
+    List<String> problems = slices.stream().map(s -> trust.sliceProblem(s, service)).flatMap(Optional::stream)
+        .sorted().toList();
+    if (problems.isEmpty()) {
+      return d;
+    }
+    String listed = String.join("; ", problems.subList(0, Math.min(3, problems.size())))
+        + (problems.size() > 3 ? "; and " + (problems.size() - 3) + " more" : "");
+    return new Decision(d.ref(), d.host(), d.reason(), d.message() + " (refused: " + listed + ")", d.labelKey(),
+        d.labelProblem());
+  }
+
   public static Result compute(
       List<EgressServiceState> egressServices,
       List<ServiceInfo> services,
@@ -92,8 +106,11 @@ public final class AllocationPass {
         load.merge(es.statusHost(), -1, Integer::sum);
       }
       Optional<ServiceInfo> service = Optional.ofNullable(serviceByRef.get(es.ref()));
-      Decision d = HostChooser.choose(es, service,
-          trust.trusted(slicesByService.getOrDefault(es.ref(), List.of()), service), nodes, load);
+      List<EndpointSliceInfo> own = slicesByService.getOrDefault(es.ref(), List.of());
+      Decision d = HostChooser.choose(es, service, trust.trusted(own, service), nodes, load);
+      if (d.reason() == Reason.NO_HOST_AVAILABLE) {
+        d = withDistrust(d, own, service, trust);
+      }
       if (d.reason() == Reason.HOST_ALLOCATED) {
         load.merge(d.host(), 1, Integer::sum);
       }

@@ -47,7 +47,8 @@ class Finding1AllocatorTrustTest {
 
     assertThat(d.reason()).isEqualTo(Reason.NO_HOST_AVAILABLE);
     assertThat(d.host()).isEmpty();
-    assertThat(d.message()).contains("no pod-network endpoints");
+    assertThat(d.message()).contains("no pod-network endpoints")
+        .contains("(refused: EndpointSlice evil/grab-1 is managed by 'evil-controller'");
   }
 
   @Test
