@@ -9,6 +9,8 @@ import io.egressservice.metrics.RuntimeMetrics;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -43,6 +45,12 @@ public final class AllocatorCommand implements Callable<Integer> {
       description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
   int metricsPort;
 
+  @Option(names = "--trusted-endpoint-managers", split = ",",
+      defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
+      description = "EndpointSlice managers trusted besides Kubernetes' EndpointSlice controller, as the node agents'"
+          + " flag of the same name (set both alike): only trusted endpoints make a node a candidate host.")
+  List<String> trustedEndpointManagers = new ArrayList<>();
+
   @Override
   public Integer call() throws Exception {
     if (podName == null || podName.isBlank()) {
@@ -52,11 +60,12 @@ public final class AllocatorCommand implements Callable<Integer> {
     if (leaseNamespace == null || leaseNamespace.isBlank()) {
       throw new Main.UserError("--lease-namespace must not be empty");
     }
+    AllocatorConfig config = AllocatorConfig.defaults()
+        .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers));
     KubernetesClient client = KubeClients.create(kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
-    AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, AllocatorConfig.defaults(),
-        metrics);
+    AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, config, metrics);
     HealthServer health;
     try {
       // Alive while the process answers; ready once the caches are synced, so that a rollout waits for a

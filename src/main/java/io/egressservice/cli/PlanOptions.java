@@ -101,6 +101,11 @@ public final class PlanOptions {
   }
 
   private EndpointTrust endpointTrust() {
+    return endpointTrust(trustedEndpointManagers);
+  }
+
+  /** {@code --trusted-endpoint-managers} (also the allocator's): label values; a bad one is a user error. */
+  static EndpointTrust endpointTrust(List<String> trustedEndpointManagers) {
     java.util.Set<String> managers = new java.util.TreeSet<>();
     for (String m : trustedEndpointManagers) {
       if (m == null || m.isBlank()) {
