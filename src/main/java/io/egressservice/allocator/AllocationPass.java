@@ -1,6 +1,7 @@
 package io.egressservice.allocator;
 
 import io.egressservice.plan.EndpointSliceInfo;
+import io.egressservice.plan.EndpointTrust;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
@@ -46,11 +47,39 @@ public final class AllocationPass {
     }
   }
 
+  /** Trusting the EndpointSlice controller only. */
+  /** A decision without a host also says which slices were not trusted: the usual cause when all of them are. */
+  private static Decision withDistrust(Decision d, List<EndpointSliceInfo> slices, Optional<ServiceInfo> service,
+      EndpointTrust trust) {
+    List<String> problems = slices.stream().map(s -> trust.sliceProblem(s, service)).flatMap(Optional::stream)
+        .sorted().toList();
+    if (problems.isEmpty()) {
+      return d;
+    }
+    String listed = String.join("; ", problems.subList(0, Math.min(3, problems.size())))
+        + (problems.size() > 3 ? "; and " + (problems.size() - 3) + " more" : "");
+    return new Decision(d.ref(), d.host(), d.reason(), d.message() + " (refused: " + listed + ")", d.labelKey(),
+        d.labelProblem());
+  }
+
   public static Result compute(
       List<EgressServiceState> egressServices,
       List<ServiceInfo> services,
       List<EndpointSliceInfo> slices,
       List<NodeState> nodes) {
+    return compute(egressServices, services, slices, nodes, EndpointTrust.kubernetesOnly());
+  }
+
+  /**
+   * @param trust whose slices count: a host is chosen for the endpoints the nodes will act for, so an untrusted
+   *     slice cannot draw the service to the node of another namespace's pod
+   */
+  public static Result compute(
+      List<EgressServiceState> egressServices,
+      List<ServiceInfo> services,
+      List<EndpointSliceInfo> slices,
+      List<NodeState> nodes,
+      EndpointTrust trust) {
     Map<ObjectRef, ServiceInfo> serviceByRef =
         services.stream().collect(Collectors.toMap(ServiceInfo::ref, Function.identity(), (a, b) -> a));
     Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
@@ -76,8 +105,12 @@ public final class AllocationPass {
       if (counted) {
         load.merge(es.statusHost(), -1, Integer::sum);
       }
-      Decision d = HostChooser.choose(es, Optional.ofNullable(serviceByRef.get(es.ref())),
-          slicesByService.getOrDefault(es.ref(), List.of()), nodes, load);
+      Optional<ServiceInfo> service = Optional.ofNullable(serviceByRef.get(es.ref()));
+      List<EndpointSliceInfo> own = slicesByService.getOrDefault(es.ref(), List.of());
+      Decision d = HostChooser.choose(es, service, trust.trusted(own, service), nodes, load);
+      if (d.reason() == Reason.NO_HOST_AVAILABLE) {
+        d = withDistrust(d, own, service, trust);
+      }
       if (d.reason() == Reason.HOST_ALLOCATED) {
         load.merge(d.host(), 1, Integer::sum);
       }

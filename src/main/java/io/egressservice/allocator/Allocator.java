@@ -378,7 +378,7 @@ public final class Allocator implements AutoCloseable {
         states,
         informers.services().getStore().list().stream().map(PlanInputs::service).toList(),
         informers.endpointSlices().getStore().list().stream().map(PlanInputs::slice).toList(),
-        nodes);
+        nodes, config.endpointTrust());
     Map<ObjectRef, EgressService> byRef =
         esList.stream().collect(Collectors.toMap(PlanInputs::ref, Function.identity(), (a, b) -> a));
     Map<ObjectRef, EgressServiceState> stateByRef =
@@ -389,7 +389,10 @@ public final class Allocator implements AutoCloseable {
     for (Decision d : result.decisions()) {
       EgressService es = byRef.get(d.ref());
       String oldHost = es.getStatus() == null || es.getStatus().getHost() == null ? "" : es.getStatus().getHost();
-      boolean statusOk = es.getStatus() != null && d.host().equals(es.getStatus().getHost());
+      // A malformed object's spec was never read: writing it back (the status update sends the whole object)
+      // could only lose it. It is reported, not written.
+      boolean statusOk = d.reason() == Reason.MALFORMED
+          || es.getStatus() != null && d.host().equals(es.getStatus().getHost());
       String move = "";
       if (!statusOk && writeStatus(es, d.host())) {
         HostMoves.reason(stateByRef.get(d.ref()), d.host(), nodeByName).ifPresent(reason -> {
@@ -420,7 +423,8 @@ public final class Allocator implements AutoCloseable {
       }
       Outcome now = new Outcome(es.getMetadata().getUid(), d.host(), d.reason());
       Outcome before = reported.put(d.ref(), now);
-      boolean report = before == null || !Objects.equals(before.uid(), now.uid()) ? !statusOk : !before.equals(now);
+      boolean report = before == null || !Objects.equals(before.uid(), now.uid())
+          ? !statusOk || d.reason() == Reason.MALFORMED : !before.equals(now);
       if (report) {
         LOG.info("{}: {} host \"{}\" ({}): {}{}", identity, d.ref(), d.host(), d.reason().eventReason(), move,
             d.message());

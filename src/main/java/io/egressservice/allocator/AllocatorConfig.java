@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.plan.EndpointTrust;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -13,21 +14,25 @@ import java.util.Objects;
  * @param retryPeriod interval of acquisition and renewal attempts
  * @param resyncPeriod informer resync; a resync recomputes everything but writes only differences
  * @param probes health probes of the hosts' agents (failover within seconds instead of the Node's NotReady)
+ * @param endpointTrust whose EndpointSlices count when choosing a host (the node agents' {@code
+ *     --trusted-endpoint-managers})
  */
 public record AllocatorConfig(
     String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod,
-    HostProbes probes) {
+    HostProbes probes, EndpointTrust endpointTrust) {
   public static final String DEFAULT_LEASE_NAME = "egress-service-allocator";
 
-  /** Without host probes. */
+  /** Without host probes, trusting the EndpointSlice controller only. */
   public AllocatorConfig(
       String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod) {
-    this(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, HostProbes.off());
+    this(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, HostProbes.off(),
+        EndpointTrust.kubernetesOnly());
   }
 
   public AllocatorConfig {
     Objects.requireNonNull(leaseName);
     Objects.requireNonNull(probes);
+    Objects.requireNonNull(endpointTrust);
     if (renewDeadline.compareTo(leaseDuration) >= 0) {
       throw new IllegalArgumentException("renewDeadline must be shorter than leaseDuration");
     }
@@ -39,14 +44,18 @@ public record AllocatorConfig(
   /** The client-go defaults: lease 15 s, renew 10 s, retry 2 s; resync 60 s; host probes on. */
   public static AllocatorConfig defaults() {
     return new AllocatorConfig(DEFAULT_LEASE_NAME, Duration.ofSeconds(15), Duration.ofSeconds(10),
-        Duration.ofSeconds(2), Duration.ofSeconds(60), HostProbes.defaults());
+        Duration.ofSeconds(2), Duration.ofSeconds(60), HostProbes.defaults(), EndpointTrust.kubernetesOnly());
   }
 
   public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {
-    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes);
+    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes, endpointTrust);
   }
 
   public AllocatorConfig withProbes(HostProbes p) {
-    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, p);
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, p, endpointTrust);
+  }
+
+  public AllocatorConfig withEndpointTrust(EndpointTrust trust) {
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes, trust);
   }
 }

@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.objects.MalformedEgressService;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.SourceIpBy;
 import io.fabric8.kubernetes.api.model.Node;
@@ -16,6 +17,11 @@ public final class AllocatorInputs {
   private AllocatorInputs() {}
 
   public static EgressServiceState egressService(EgressService es) {
+    if (es instanceof MalformedEgressService malformed) {
+      String host = es.getStatus() == null ? "" : es.getStatus().getHost();
+      return new EgressServiceState(PlanInputs.ref(es), SourceIpBy.LOAD_BALANCER_IP, Optional.empty(), host,
+          es.getStatus() != null, Optional.of(malformed.problem()));
+    }
     EgressServiceSpec spec = es.getSpec() == null ? new EgressServiceSpec() : es.getSpec();
     SourceIpBy mode = spec.getSourceIPBy() == EgressServiceSpec.SourceIPBy.NETWORK
         ? SourceIpBy.NETWORK : SourceIpBy.LOAD_BALANCER_IP;

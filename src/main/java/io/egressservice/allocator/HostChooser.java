@@ -50,7 +50,8 @@ public final class HostChooser {
 
   /**
    * @param service the Service with the EgressService's namespace and name, if any
-   * @param slices the EndpointSlices labelled {@code kubernetes.io/service-name} = the service, in its namespace
+   * @param slices the EndpointSlices labelled {@code kubernetes.io/service-name} = the service, in its namespace,
+   *     with only their trusted endpoints ({@link io.egressservice.plan.EndpointTrust#trusted})
    * @param nodes every Node
    * @param allocations number of other services currently allocated to each node
    */
@@ -60,6 +61,10 @@ public final class HostChooser {
       List<EndpointSliceInfo> slices,
       List<NodeState> nodes,
       Map<String, Integer> allocations) {
+    if (es.malformed().isPresent()) {
+      return Decision.unallocated(es.ref(), Reason.MALFORMED,
+          "the EgressService is malformed (" + es.malformed().get() + "): refused until it is fixed");
+    }
     if (es.sourceIpBy() == SourceIpBy.NETWORK) {
       return new Decision(es.ref(), EgressServiceInfo.HOST_ALL, Reason.ALL_NODES,
           "sourceIPBy is Network: every node handles its own endpoints", Optional.empty(), Optional.empty());

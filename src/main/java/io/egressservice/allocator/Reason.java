@@ -15,7 +15,9 @@ public enum Reason {
   /** {@code spec.nodeSelector} cannot be evaluated. */
   INVALID_NODE_SELECTOR("InvalidNodeSelector", false),
   /** No node passes every test. */
-  NO_HOST_AVAILABLE("NoHostAvailable", false);
+  NO_HOST_AVAILABLE("NoHostAvailable", false),
+  /** The EgressService's spec cannot be read (it fails the CRD's schema): refused, its status left alone. */
+  MALFORMED("MalformedEgressService", false);
 
   /** Event reason written when the host label cannot be set. */
   public static final String LABEL_NOT_SET = "LabelNotSet";

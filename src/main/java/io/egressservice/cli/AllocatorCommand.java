@@ -9,6 +9,8 @@ import io.egressservice.metrics.RuntimeMetrics;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -44,6 +46,11 @@ public final class AllocatorCommand implements Callable<Integer> {
   int metricsPort;
 
   @picocli.CommandLine.Mixin HostProbeOptions hostProbes;
+  @Option(names = "--trusted-endpoint-managers", split = ",",
+      defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
+      description = "EndpointSlice managers trusted besides Kubernetes' EndpointSlice controller, as the node agents'"
+          + " flag of the same name (set both alike): only trusted endpoints make a node a candidate host.")
+  List<String> trustedEndpointManagers = new ArrayList<>();
 
   @Override
   public Integer call() throws Exception {
@@ -54,10 +61,12 @@ public final class AllocatorCommand implements Callable<Integer> {
     if (leaseNamespace == null || leaseNamespace.isBlank()) {
       throw new Main.UserError("--lease-namespace must not be empty");
     }
+    AllocatorConfig config = AllocatorConfig.defaults()
+        .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
+        .withProbes(hostProbes.toProbes());
     KubernetesClient client = KubeClients.create(kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
-    AllocatorConfig config = AllocatorConfig.defaults().withProbes(hostProbes.toProbes());
     AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, config, metrics);
     runner.allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
     HealthServer health;

@@ -1,6 +1,7 @@
 package io.egressservice.cli;
 
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.plan.EndpointTrust;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.RemoteEndpoints;
 import io.egressservice.plan.RuleMode;
@@ -74,6 +75,13 @@ public final class PlanOptions {
           + " (the pods never leave with another source), or pass it (it leaves as if not opted in). Default"
           + " ${DEFAULT-VALUE}.")
   String noHost;
+  @Option(names = "--trusted-endpoint-managers", split = ",",
+      defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
+      description = "EndpointSlice managers (label endpointslice.kubernetes.io/managed-by) whose endpoints are taken,"
+          + " in addition to Kubernetes' EndpointSlice controller for Services with a selector: e.g."
+          + " endpointslicemirroring-controller.k8s.io (hand-written Endpoints of selector-less Services) or a load"
+          + " balancer's controller. Repeatable.")
+  List<String> trustedEndpointManagers = new ArrayList<>();
 
   /** Validates the flags into a {@link PlanConfig}; a bad value is a {@link Main.UserError}. */
   public PlanConfig toConfig() {
@@ -93,10 +101,32 @@ public final class PlanOptions {
       return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
           mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps))
-          .withSteering(steering);
+          .withSteering(steering).withEndpointTrust(endpointTrust());
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());
     }
+  }
+
+  private EndpointTrust endpointTrust() {
+    return endpointTrust(trustedEndpointManagers);
+  }
+
+  /** {@code --trusted-endpoint-managers} (also the allocator's): label values; a bad one is a user error. */
+  static EndpointTrust endpointTrust(List<String> trustedEndpointManagers) {
+    java.util.Set<String> managers = new java.util.TreeSet<>();
+    for (String m : trustedEndpointManagers) {
+      if (m == null || m.isBlank()) {
+        continue;
+      }
+      String name = m.trim();
+      if (!name.matches("[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?") || name.length() > 63) {
+        throw new Main.UserError("--trusted-endpoint-managers: '" + name + "' is not a label value (the"
+            + " endpointslice.kubernetes.io/managed-by of the slices to trust, e.g."
+            + " endpointslicemirroring-controller.k8s.io)");
+      }
+      managers.add(name);
+    }
+    return new EndpointTrust(managers);
   }
 
   private static List<IpPrefix> prefixes(String flag, List<String> values) {

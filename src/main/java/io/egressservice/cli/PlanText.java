@@ -1,5 +1,6 @@
 package io.egressservice.cli;
 
+import io.egressservice.nft.ServiceComments;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.MarkEntry;
@@ -140,7 +141,7 @@ public final class PlanText {
       sb.append("  map snat_").append(suffix(f)).append(" { type ").append(type).append(" : ").append(type).append(';');
       if (!entries.isEmpty()) {
         sb.append(" elements = { ").append(entries.stream()
-            .map(e -> e.source() + " comment \"" + e.service() + "\" : " + e.to())
+            .map(e -> e.source() + " comment \"" + ServiceComments.of(e.service()) + "\" : " + e.to())
             .collect(Collectors.joining(", "))).append(" }");
       }
       sb.append(" }\n");
@@ -168,7 +169,7 @@ public final class PlanText {
         sb.append("  map mark_").append(suffix(f)).append(" {\n    type ").append(type).append(" : verdict\n");
         if (!entries.isEmpty()) {
           sb.append("    elements = { ").append(entries.stream()
-              .map(m -> m.source() + " comment \"" + m.service() + "\" : jump mark_t" + m.table())
+              .map(m -> m.source() + " comment \"" + ServiceComments.of(m.service()) + "\" : jump mark_t" + m.table())
               .collect(Collectors.joining(", "))).append(" }\n");
         }
         sb.append("  }\n");

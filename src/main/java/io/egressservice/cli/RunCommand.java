@@ -140,7 +140,8 @@ public final class RunCommand implements Callable<Integer> {
     if (allocator) {
       String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
       allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
-          AllocatorConfig.defaults().withProbes(hostProbes.toProbes()), new AllocatorMetrics(metrics.registry())));
+          AllocatorConfig.defaults().withProbes(hostProbes.toProbes()).withEndpointTrust(config.endpointTrust()),
+          new AllocatorMetrics(metrics.registry())));
       allocatorRunner.get().allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;

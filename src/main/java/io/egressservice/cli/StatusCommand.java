@@ -12,6 +12,7 @@ import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.nft.MarkNftables.MarkElement;
+import io.egressservice.nft.ServiceComments;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
@@ -75,6 +76,9 @@ public final class StatusCommand implements Callable<Integer> {
       ObservedState observed = dp.observe();
       Map<IpPrefix, String> names = new HashMap<>();
       Map<IpPrefix, String> hosts = new HashMap<>();
+      // A comment is the service's name unless that is too long for nft (ServiceComments); the plan's
+      // services map such comments back to their names.
+      Map<String, String> serviceByComment = new HashMap<>();
       if (loaded != null) {
         DesiredState plan = dp.plan(loaded, node, config).desired();
         for (RuleSpec r : plan.rules()) {
@@ -83,9 +87,10 @@ public final class StatusCommand implements Callable<Integer> {
           }
         }
         plan.steering().routes().forEach(r -> hosts.put(r.hostAddress(), r.host()));
+        plan.services().forEach(o -> serviceByComment.put(ServiceComments.of(o.service()), o.service().toString()));
       }
-      observed.nft().snat().forEach(e -> names.put(e.source(), e.comment()));
-      Map<String, Group> groups = group(observed, names);
+      observed.nft().snat().forEach(e -> names.put(e.source(), serviceByComment.getOrDefault(e.comment(), e.comment())));
+      Map<String, Group> groups = group(observed, names, serviceByComment);
       Steered steered = new Steered(config, observed, hosts);
       if (output.equals("json")) {
         out.println(PlanJson.write(json(dp, config, observed, groups, steered)));
@@ -166,7 +171,8 @@ public final class StatusCommand implements Callable<Integer> {
     }
   }
 
-  private static Map<String, Group> group(ObservedState observed, Map<IpPrefix, String> names) {
+  private static Map<String, Group> group(ObservedState observed, Map<IpPrefix, String> names,
+      Map<String, String> serviceByComment) {
     Map<String, Group> groups = new TreeMap<>();
     List<Rule> rules = new ArrayList<>(observed.rules());
     rules.sort(Comparator.comparing(Rule::family).thenComparingInt(Rule::priority)
@@ -195,12 +201,14 @@ public final class StatusCommand implements Callable<Integer> {
     List<MarkElement> marks = new ArrayList<>(observed.marks().elements().values());
     marks.sort(Comparator.comparing(MarkElement::source));
     for (MarkElement m : marks) {
-      groups.computeIfAbsent(m.comment(), k -> Group.forService()).marks().add(m);
+      groups.computeIfAbsent(serviceByComment.getOrDefault(m.comment(), m.comment()), k -> Group.forService())
+          .marks().add(m);
     }
     List<SnatElement> snat = new ArrayList<>(observed.nft().snat());
     snat.sort(Comparator.comparing(SnatElement::source));
     for (SnatElement e : snat) {
-      groups.computeIfAbsent(e.comment(), k -> Group.forService()).snat().add(e);
+      groups.computeIfAbsent(serviceByComment.getOrDefault(e.comment(), e.comment()), k -> Group.forService())
+          .snat().add(e);
     }
     return groups;
   }

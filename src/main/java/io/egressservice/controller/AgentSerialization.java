@@ -2,6 +2,7 @@ package io.egressservice.controller;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.egressservice.informers.ClusterInformers;
+import io.egressservice.informers.EgressServiceDecoding;
 import io.fabric8.kubernetes.api.model.KubernetesResource;
 import io.fabric8.kubernetes.api.model.Status;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -17,6 +18,9 @@ import java.util.stream.Stream;
  * META-INF/services (about 320 types: Gateway API, DRA, flow control...) and instantiate each, which
  * loads some 700 model classes that stay in metaspace for the process's life. The agent watches four
  * kinds; their classes are loaded anyway.
+ *
+ * <p>EgressServices are read by {@link EgressServiceDecoding}: one that fails the schema is refused alone
+ * instead of failing the list or watch that carries it.
  */
 public final class AgentSerialization {
   /**
@@ -32,7 +36,9 @@ public final class AgentSerialization {
 
   /** A fresh serialization (each client gets its own: it holds the client's ObjectMapper). */
   public static KubernetesSerialization create() {
-    KubernetesSerialization serialization = new KubernetesSerialization(new ObjectMapper(), false);
+    ObjectMapper mapper = new ObjectMapper();
+    mapper.registerModule(EgressServiceDecoding.module());
+    KubernetesSerialization serialization = new KubernetesSerialization(mapper, false);
     WATCH_EVENT_KINDS.forEach(serialization::registerKubernetesResource);
     return serialization;
   }

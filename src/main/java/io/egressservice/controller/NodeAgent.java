@@ -14,13 +14,20 @@ import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
+import io.egressservice.objects.ClusterObjects;
+import io.egressservice.objects.MalformedEgressService;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
@@ -52,8 +59,13 @@ public final class NodeAgent implements AutoCloseable {
   /**
    * @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms)
    * @param events how many Events may be written, per service and overall
+   * @param watchDownGrace how long an informer's watch may be down (being re-established) before /readyz says so
    */
-  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff, EventLimits events) {
+  public record Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff, EventLimits events,
+      Duration watchDownGrace) {
+    /** The default grace for a watch that is down: 30 s. */
+    public static final Duration WATCH_DOWN_GRACE = Duration.ofSeconds(30);
+
     public Settings {
       if (resync.isNegative() || resync.isZero()) {
         throw new IllegalArgumentException("resync must be positive, not " + resync);
@@ -61,7 +73,16 @@ public final class NodeAgent implements AutoCloseable {
     }
 
     public Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff) {
-      this(nodeName, config, resync, maxBackoff, EventLimits.defaults());
+      this(nodeName, config, resync, maxBackoff, EventLimits.defaults(), WATCH_DOWN_GRACE);
+    }
+
+    public Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff, EventLimits events) {
+      this(nodeName, config, resync, maxBackoff, events, WATCH_DOWN_GRACE);
+    }
+
+    public Settings(String nodeName, PlanConfig config, Duration resync, Duration maxBackoff,
+        Duration watchDownGrace) {
+      this(nodeName, config, resync, maxBackoff, EventLimits.defaults(), watchDownGrace);
     }
   }
 
@@ -256,7 +277,10 @@ public final class NodeAgent implements AutoCloseable {
           while (running) {
             long now = System.nanoTime();
             long settledAt = lastReconcileStartNanos + pacing.intervalNanos();
-            if (dirty && now >= notBefore && now >= settledAt) {
+            // The backoff holds retries of the same inputs; an API change may be what fixes the failure (the
+            // offending object deleted), so it is reconciled at the normal pace.
+            long retryAt = apiDirty ? 0 : notBefore;
+            if (dirty && now >= retryAt && now >= settledAt) {
               break;
             }
             if (now >= nextResync) {
@@ -264,7 +288,7 @@ public final class NodeAgent implements AutoCloseable {
               pendingTrigger = TRIGGER_RESYNC;
               break;
             }
-            long until = dirty ? Math.min(Math.max(notBefore, settledAt), nextResync) : nextResync;
+            long until = dirty ? Math.min(Math.max(retryAt, settledAt), nextResync) : nextResync;
             // Wake at least every second: /healthz sees a live loop, and a changed nftables generation
             // (someone edited nft; there is no rtnetlink notification for that) triggers a repair.
             long waitMillis = Math.max(1, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(until - now)));
@@ -375,7 +399,10 @@ public final class NodeAgent implements AutoCloseable {
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
     try {
-      NodePlan plan = dataplane.plan(informers.snapshot(), settings.nodeName(), settings.config(), planInputs);
+      ClusterObjects objects = informers.snapshot();
+      metrics.malformedObjects("EgressService",
+          objects.egressServices().stream().filter(MalformedEgressService.class::isInstance).count());
+      NodePlan plan = dataplane.plan(objects, settings.nodeName(), settings.config(), planInputs);
       DesiredState desired = plan.desired();
       expectedRules = plan.wantedRules().keySet();
       expectedRoutes = desired.routes().stream()
@@ -433,7 +460,10 @@ public final class NodeAgent implements AutoCloseable {
     return new Probe(alive, alive ? "reconcile loop alive" : "reconcile loop stuck or dead (idle " + idle + " s)");
   }
 
-  /** /readyz: informers synced and the first reconcile applied. */
+  /**
+   * /readyz: informers synced, the first reconcile applied, and every watch running (or back within
+   * {@link Settings#watchDownGrace()}: a watch is re-established now and then, which is no reason to be unready).
+   */
   public Probe readiness() {
     if (!synced) {
       return new Probe(false, "informers not synced yet");
@@ -441,12 +471,37 @@ public final class NodeAgent implements AutoCloseable {
     if (!firstReconcileDone) {
       return new Probe(false, "first reconcile not done yet");
     }
+    List<String> down = watchesDownTooLong();
+    if (!down.isEmpty()) {
+      return new Probe(false, "watch not running for more than " + settings.watchDownGrace().toMillis() + " ms: "
+          + String.join(", ", down) + " (the kernel keeps what was applied; changes of those kinds are not seen)");
+    }
     return new Probe(true, "synced and reconciled");
   }
 
   /** Every outcome reported so far has been written as an Event, or dropped (counted). */
   boolean eventsIdle() {
     return eventRecorder.idle();
+  }
+
+  /** Per informer kind, since when (nanoTime) its watch was seen down; probes update it. */
+  private final Map<String, Long> watchDownSince = new ConcurrentHashMap<>();
+
+  private List<String> watchesDownTooLong() {
+    long now = System.nanoTime();
+    List<String> down = new ArrayList<>();
+    for (SharedIndexInformer<?> i : informers.all()) {
+      String kind = i.getApiTypeClass().getSimpleName();
+      if (i.isWatching()) {
+        watchDownSince.remove(kind);
+        continue;
+      }
+      long since = watchDownSince.computeIfAbsent(kind, k -> now);
+      if (now - since >= settings.watchDownGrace().toNanos()) {
+        down.add(kind);
+      }
+    }
+    return down;
   }
 
   public long reconcileCount() {

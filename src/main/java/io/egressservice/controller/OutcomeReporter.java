@@ -25,6 +25,8 @@ final class OutcomeReporter {
   static final String CONFIGURED = "EgressConfigured";
   static final String REMOVED = "EgressRemoved";
   static final String NETWORK_NOT_FOUND = "NetworkNotFound";
+  static final String LB_IP_REFUSED_EVENT = "LoadBalancerIPRefused";
+  static final String PLAN_FAILED_EVENT = "PlanFailed";
   static final String REFUSED = "EndpointsRefused";
   static final String NOT_ON_HOST = "EndpointsNotOnHost";
   static final String STEERED = "EndpointsSteered";
@@ -36,7 +38,8 @@ final class OutcomeReporter {
 
     static Optional<Channel> of(String reason) {
       return switch (reason) {
-        case CONFIGURED, REMOVED, NETWORK_NOT_FOUND, STEERED, STEERING_UNAVAILABLE -> Optional.of(OUTCOME);
+        case CONFIGURED, REMOVED, NETWORK_NOT_FOUND, LB_IP_REFUSED_EVENT, PLAN_FAILED_EVENT, STEERED, STEERING_UNAVAILABLE ->
+          Optional.of(OUTCOME);
         case REFUSED -> Optional.of(REFUSED_ENDPOINTS);
         case NOT_ON_HOST -> Optional.of(REMOTE_ENDPOINTS);
         default -> Optional.empty();
@@ -143,7 +146,7 @@ final class OutcomeReporter {
         }
         if (networkMissing) {
           // also when it was configured: the user's cue is the missing network, not that egress stopped
-          yield new EventRecord(es, "Warning", NETWORK_NOT_FOUND, "on node " + node + ": " + o.reason());
+          yield new EventRecord(es, "Warning", failureReason(o.reason()), "on node " + node + ": " + o.reason());
         }
         if (steeringFailed) {
           yield new EventRecord(es, "Warning", STEERING_UNAVAILABLE, "on node " + node + ": " + o.reason());
@@ -176,8 +179,20 @@ final class OutcomeReporter {
     return reason.startsWith(io.egressservice.plan.Planner.NOT_STEERED);
   }
 
+  /**
+   * Failures only the node acting for the service states (its network, the LB IP it would SNAT to, a plan
+   * that failed for this service), so each is reported once, by that node.
+   */
   private static boolean isNodeLocalFailure(String reason) {
-    return reason.startsWith("network '");
+    return reason.startsWith("network '") || reason.startsWith(LB_IP_REFUSED) || reason.startsWith(PLAN_FAILED);
+  }
+
+  private static final String LB_IP_REFUSED = "LoadBalancer ingress IP ";
+  private static final String PLAN_FAILED = "planning this service failed";
+
+  private static String failureReason(String reason) {
+    return reason.startsWith(LB_IP_REFUSED) ? LB_IP_REFUSED_EVENT
+        : reason.startsWith(PLAN_FAILED) ? PLAN_FAILED_EVENT : NETWORK_NOT_FOUND;
   }
 
   private static String summarize(List<String> items) {

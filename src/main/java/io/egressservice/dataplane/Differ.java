@@ -13,6 +13,7 @@ import io.egressservice.plan.RuleMode;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.NftChange;
 import io.egressservice.nft.EgressNftables.SnatElement;
+import io.egressservice.nft.ServiceComments;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleSpec;
@@ -144,10 +145,10 @@ public final class Differ {
     for (SnatEntry s : desired.snat()) {
       desiredSources.add(s.source());
       SnatElement old = observedSnat.get(s.source());
-      if (!ensureBase && old != null && old.target().equals(s.to()) && s.service().printsAs(old.comment())) {
+      if (!ensureBase && old != null && old.target().equals(s.to()) && ServiceComments.matches(s.service(), old.comment())) {
         continue; // as it is: nothing built for it (a reconcile during churn keeps nearly all of them)
       }
-      SnatElement element = new SnatElement(s.source(), s.to(), s.service().toString());
+      SnatElement element = new SnatElement(s.source(), s.to(), ServiceComments.of(s.service()));
       if (!element.equals(old) || ensureBase) {
         addSnat.add(element);
         if (!element.equals(old)) {
@@ -201,7 +202,7 @@ public final class Differ {
       return MarkPlan.none();
     }
     Set<MarkElement> elements = new HashSet<>();
-    desired.marks().forEach(m -> elements.add(new MarkElement(m.source(), m.table(), m.service().toString())));
+    desired.marks().forEach(m -> elements.add(new MarkElement(m.source(), m.table(), ServiceComments.of(m.service()))));
     return new MarkPlan(desired.markMask(), desired.networkMarks(), elements, reversePath.strictUplinks());
   }
 

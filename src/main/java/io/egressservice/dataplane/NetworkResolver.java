@@ -20,7 +20,7 @@ public final class NetworkResolver {
     Map<String, Long> tables = new HashMap<>();
     Map<String, String> failures = new HashMap<>();
     for (String name : networks) {
-      if (name.isEmpty() || name.chars().allMatch(Character::isDigit)) {
+      if (name.isEmpty() || io.egressservice.plan.NetworkNames.isTableNumber(name)) {
         continue;
       }
       Optional<Link> link = links.stream().filter(l -> l.name().equals(name)).findFirst();

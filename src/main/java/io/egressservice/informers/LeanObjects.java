@@ -1,6 +1,8 @@
 package io.egressservice.informers;
 
+import io.egressservice.objects.MalformedEgressService;
 import io.egressservice.objects.PlanInputs;
+import io.egressservice.plan.EndpointSliceInfo;
 import io.fabric8.kubernetes.api.model.LoadBalancerIngress;
 import io.fabric8.kubernetes.api.model.LoadBalancerStatus;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntry;
@@ -11,6 +13,7 @@ import io.fabric8.kubernetes.api.model.NodeSpec;
 import io.fabric8.kubernetes.api.model.NodeStatus;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServicePort;
 import io.fabric8.kubernetes.api.model.ServiceSpec;
@@ -34,9 +37,11 @@ import org.ovn.k8s.v1.EgressService;
  * <ul>
  *   <li>{@link PlanInputs} (the node agent's plan, its event filter, and the allocator's inputs):
  *       Service {@code spec.type}, {@code spec.clusterIP(s)}, {@code spec.externalTrafficPolicy},
- *       {@code spec.ports[].nodePort}, {@code status.loadBalancer.ingress[].ip/hostname};
- *       EndpointSlice {@code kubernetes.io/service-name} label, {@code addressType},
- *       {@code endpoints[].addresses/nodeName} (not the conditions: the plan deliberately ignores readiness);
+ *       {@code spec.ports[].nodePort}, {@code spec.selector} (whether there is one: endpoint trust),
+ *       {@code status.loadBalancer.ingress[].ip/hostname}, {@code creationTimestamp};
+ *       EndpointSlice {@code kubernetes.io/service-name} and {@code endpointslice.kubernetes.io/managed-by} labels,
+ *       {@code addressType}, {@code endpoints[].addresses/nodeName}, {@code endpoints[].targetRef.kind/namespace}
+ *       when it is a Pod of another namespace (not the conditions: the plan deliberately ignores readiness);
  *       Node {@code spec.podCIDR(s)}, {@code status.addresses[].type/address}.</li>
  *   <li>{@code AllocatorInputs}: Node {@code metadata.labels} (nodeSelector), {@code deletionTimestamp},
  *       {@code spec.unschedulable}, {@code status.conditions[].type/status} (Ready).</li>
@@ -51,7 +56,7 @@ import org.ovn.k8s.v1.EgressService;
  * Service labels are kept although nothing reads them today: they are few per Service and the obvious
  * thing a future Service reader (service-proxy-name, say) would look for. EndpointSlice labels are not: the
  * EndpointSlice controller copies every label of the Service onto each slice, and only the service-name
- * label is read.
+ * and managed-by labels are read.
  *
  * <p>Strings that repeat across thousands of objects (namespaces, node names in endpoints, label keys and
  * values, type and status words) are interned: Jackson gives every object its own copies. Addresses, names,
@@ -78,7 +83,8 @@ public final class LeanObjects {
 
   /** All of the EgressService but {@code metadata.managedFields} and annotations; spec and status are shared. */
   public static EgressService egressService(EgressService es) {
-    EgressService lean = new EgressService();
+    EgressService lean = es instanceof MalformedEgressService m ? new MalformedEgressService(m.problem())
+        : new EgressService();
     if (es.getApiVersion() != null) {
       lean.setApiVersion(es.getApiVersion());
     }
@@ -97,7 +103,7 @@ public final class LeanObjects {
   }
 
   /**
-   * Identity, labels, {@code spec.type/clusterIP/clusterIPs/externalTrafficPolicy/ports[].nodePort},
+   * Identity, labels, {@code spec.type/clusterIP/clusterIPs/externalTrafficPolicy/ports[].nodePort/selector},
    * {@code status.loadBalancer.ingress[].ip/hostname}.
    */
   public static Service service(Service s) {
@@ -121,7 +127,7 @@ public final class LeanObjects {
     lean.setIpFamilies(List.of());
     lean.setLoadBalancerSourceRanges(List.of());
     lean.setPorts(copy(spec.getPorts(), LeanObjects::servicePort));
-    lean.setSelector(Map.of());
+    lean.setSelector(internAll(spec.getSelector()));
     lean.setAdditionalProperties(NO_PROPERTIES);
     return lean;
   }
@@ -155,26 +161,43 @@ public final class LeanObjects {
     return lean;
   }
 
-  /** Identity, the service-name label alone, {@code addressType}, {@code endpoints[].addresses/nodeName}. */
+  /**
+   * Identity, the service-name and managed-by labels alone, {@code addressType},
+   * {@code endpoints[].addresses/nodeName/targetRef.kind/targetRef.namespace}.
+   */
   public static EndpointSlice endpointSlice(EndpointSlice s) {
     EndpointSlice lean = new EndpointSlice();
     lean.setApiVersion(intern(s.getApiVersion()));
     lean.setKind(intern(s.getKind()));
     lean.setMetadata(meta(s.getMetadata(), m -> {
-      String service = m.getLabels() == null ? null : m.getLabels().get(PlanInputs.SERVICE_NAME_LABEL);
-      return service == null ? Map.of() : Map.of(PlanInputs.SERVICE_NAME_LABEL, service);
+      Map<String, String> labels = m.getLabels() == null ? Map.of() : m.getLabels();
+      Map<String, String> kept = new HashMap<>(4);
+      for (String key : List.of(PlanInputs.SERVICE_NAME_LABEL, EndpointSliceInfo.MANAGED_BY_LABEL)) {
+        String value = labels.get(key);
+        if (value != null) {
+          kept.put(key, value.intern());
+        }
+      }
+      return Map.copyOf(kept);
     }));
     lean.setAddressType(intern(s.getAddressType()));
-    lean.setEndpoints(copy(s.getEndpoints(), LeanObjects::endpoint));
+    lean.setEndpoints(copy(s.getEndpoints(), e -> endpoint(s, e)));
     lean.setPorts(List.of());
     lean.setAdditionalProperties(NO_PROPERTIES);
     return lean;
   }
 
-  private static Endpoint endpoint(Endpoint e) {
+  private static Endpoint endpoint(EndpointSlice slice, Endpoint e) {
     Endpoint lean = new Endpoint();
     lean.setAddresses(copy(e.getAddresses(), Function.identity()));
     lean.setNodeName(intern(e.getNodeName()));
+    PlanInputs.foreignPod(slice, e).ifPresent(t -> {
+      ObjectReference target = new ObjectReference();
+      target.setKind(intern(t.getKind()));
+      target.setNamespace(intern(t.getNamespace()));
+      target.setAdditionalProperties(NO_PROPERTIES);
+      lean.setTargetRef(target);
+    });
     lean.setDeprecatedTopology(Map.of());
     lean.setAdditionalProperties(NO_PROPERTIES);
     return lean;

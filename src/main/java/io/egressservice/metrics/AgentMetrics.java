@@ -77,6 +77,13 @@ public final class AgentMetrics {
       .help("Unix time of the last reconcile that applied everything.")
       .register(registry);
 
+  private final Gauge malformedObjects = Gauge.builder()
+      .name("egress_service_agent_malformed_objects")
+      .help("Objects in the informer caches whose spec cannot be read (they fail the CRD's schema), by kind: each is"
+          + " refused on its own.")
+      .labelNames("kind")
+      .register(registry);
+
   private final Counter apiEvents = Counter.builder()
       .name("egress_service_agent_api_events_total")
       .help("Informer events received; relevant=\"true\" when they changed something the plan uses for an"
@@ -217,6 +224,11 @@ public final class AgentMetrics {
       steeredEndpoints.labelValues(f.iproute2Name())
           .set(desired.steering().endpoints().stream().filter(e -> e.family() == f).count());
     }
+  }
+
+  /** How many cached objects of {@code kind} are malformed now. */
+  public void malformedObjects(String kind, long count) {
+    malformedObjects.labelValues(kind).set(count);
   }
 
   public void reconcileFailed(String trigger, double seconds) {

@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -158,6 +159,11 @@ public final class ObjectFiles {
       }
       if (name.isEmpty()) {
         throw new ObjectsException(file + ": " + label + " (" + where + "): metadata.name is required");
+      }
+      Optional<String> badName = KubernetesNames.nameProblem(kind, name)
+          .or(() -> ns.isEmpty() ? Optional.empty() : KubernetesNames.namespaceProblem(ns));
+      if (badName.isPresent()) {
+        throw new ObjectsException(file + ": " + label + " (" + where + "): " + badName.get());
       }
       String expectedApi = switch (kind) {
         case "EgressService" -> "k8s.ovn.org/v1";

@@ -14,6 +14,7 @@ import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.LoadBalancerIngress;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeAddress;
+import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServicePort;
 import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
@@ -137,6 +138,11 @@ public final class PlanInputs {
   }
 
   public static EgressServiceInfo egressService(EgressService es) {
+    if (es instanceof MalformedEgressService malformed) {
+      String host = es.getStatus() == null ? "" : es.getStatus().getHost();
+      return new EgressServiceInfo(ref(es), created(es), SourceIpBy.LOAD_BALANCER_IP, "", host,
+          Optional.of(malformed.problem()));
+    }
     EgressServiceSpec spec = es.getSpec() == null ? new EgressServiceSpec() : es.getSpec();
     SourceIpBy mode = spec.getSourceIPBy() == EgressServiceSpec.SourceIPBy.NETWORK
         ? SourceIpBy.NETWORK : SourceIpBy.LOAD_BALANCER_IP;
@@ -185,13 +191,34 @@ public final class PlanInputs {
         }
       }
     }
-    return new ServiceInfo(ref(s), type, clusterIps, ingress, etp, nodePorts);
+    boolean selector = s.getSpec() != null && s.getSpec().getSelector() != null && !s.getSpec().getSelector().isEmpty();
+    return new ServiceInfo(ref(s), type, clusterIps, ingress, etp, nodePorts, selector, created(s));
   }
 
   /** The name of the Service a slice belongs to (its service-name label), or "". */
   public static String serviceName(EndpointSlice s) {
     Map<String, String> labels = s.getMetadata().getLabels();
     return labels == null ? "" : labels.getOrDefault(SERVICE_NAME_LABEL, "");
+  }
+
+  /** Who wrote a slice (its {@code endpointslice.kubernetes.io/managed-by} label), or "". */
+  public static String managedBy(EndpointSlice s) {
+    Map<String, String> labels = s.getMetadata().getLabels();
+    return labels == null ? "" : labels.getOrDefault(EndpointSliceInfo.MANAGED_BY_LABEL, "");
+  }
+
+  /**
+   * The endpoint's targetRef when it names a Pod of another namespace than the slice's: the only targetRef
+   * the plan refuses ({@link io.egressservice.plan.EndpointTrust}), so the usual ones (a Pod of the Service's
+   * own namespace, on every endpoint of the cluster) are neither converted nor kept in the caches.
+   */
+  public static Optional<ObjectReference> foreignPod(EndpointSlice s, Endpoint e) {
+    ObjectReference t = e.getTargetRef();
+    if (t == null || !"Pod".equals(t.getKind()) || t.getNamespace() == null || t.getNamespace().isEmpty()
+        || t.getNamespace().equals(s.getMetadata().getNamespace())) {
+      return Optional.empty();
+    }
+    return Optional.of(t);
   }
 
   public static EndpointSliceInfo slice(EndpointSlice s) {
@@ -204,10 +231,11 @@ public final class PlanInputs {
         }
         endpoints.add(new EndpointSliceInfo.Endpoint(
             e.getAddresses() == null ? List.of() : e.getAddresses().stream().filter(Objects::nonNull).toList(),
-            Optional.ofNullable(e.getNodeName()).filter(n -> !n.isEmpty())));
+            Optional.ofNullable(e.getNodeName()).filter(n -> !n.isEmpty()),
+            foreignPod(s, e).map(t -> new EndpointSliceInfo.TargetRef(t.getKind(), t.getNamespace()))));
       }
     }
-    return new EndpointSliceInfo(ref(s), svc, s.getAddressType(), endpoints);
+    return new EndpointSliceInfo(ref(s), svc, s.getAddressType(), managedBy(s), endpoints);
   }
 
   public static NodeInfo node(Node n) {

@@ -17,6 +17,7 @@ import java.util.List;
  *     replies of ETP=Local Services leave the host from {@code <ip>:<nodePort>}; empty when not on OVN-Kubernetes
  * @param steering what nodes other than {@code status.host} do with their local endpoints of a
  *     LoadBalancerIP service ({@code --remote-endpoints}, {@code --steer-table}, {@code --steer-port})
+ * @param endpointTrust whose EndpointSlices are believed ({@code --trusted-endpoint-managers})
  */
 public record PlanConfig(
     int priority,
@@ -28,7 +29,8 @@ public record PlanConfig(
     RuleMode ruleMode,
     long markMask,
     List<IpPrefix> etpLocalMasqueradeIps,
-    SteeringConfig steering) {
+    SteeringConfig steering,
+    EndpointTrust endpointTrust) {
   public static final int DEFAULT_PRIORITY = 5000;
   public static final int DEFAULT_RULE_PROTOCOL = 201;
   /** The main table's rule is at 32766; ours must come before it and leave room for P-1 above 0. */
@@ -71,6 +73,15 @@ public record PlanConfig(
     if (steering == null) {
       throw new IllegalArgumentException("a steering configuration is required");
     }
+    java.util.Objects.requireNonNull(endpointTrust, "endpointTrust");
+  }
+
+  /** Trusting the EndpointSlice controller only. */
+  public PlanConfig(int priority, int ruleProtocol, List<IpPrefix> clusterCidrs, List<IpPrefix> serviceCidrs,
+      List<IpPrefix> excludeCidrs, boolean inClusterExclusion, RuleMode ruleMode, long markMask,
+      List<IpPrefix> etpLocalMasqueradeIps, SteeringConfig steering) {
+    this(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode, markMask,
+        etpLocalMasqueradeIps, steering, EndpointTrust.kubernetesOnly());
   }
 
   /** With the default steering ({@code --remote-endpoints=steer}, tables 7000-7255, port 4799). */
@@ -101,22 +112,27 @@ public record PlanConfig(
 
   public PlanConfig withCidrs(List<IpPrefix> cluster, List<IpPrefix> service, List<IpPrefix> exclude) {
     return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion, ruleMode, markMask,
-        etpLocalMasqueradeIps, steering);
+        etpLocalMasqueradeIps, steering, endpointTrust);
   }
 
   public PlanConfig withRuleMode(RuleMode mode, long mask) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, mode,
-        mask, etpLocalMasqueradeIps, steering);
+        mask, etpLocalMasqueradeIps, steering, endpointTrust);
   }
 
   public PlanConfig withEtpLocalMasqueradeIps(List<IpPrefix> ips) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
-        ruleMode, markMask, ips, steering);
+        ruleMode, markMask, ips, steering, endpointTrust);
   }
 
   public PlanConfig withSteering(SteeringConfig s) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode,
-        markMask, etpLocalMasqueradeIps, s);
+        markMask, etpLocalMasqueradeIps, s, endpointTrust);
+  }
+
+  public PlanConfig withEndpointTrust(EndpointTrust trust) {
+    return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
+        ruleMode, markMask, etpLocalMasqueradeIps, steering, trust);
   }
 
   /** The largest mark value the mask holds (values 1..max; 0 means "not marked"). */

@@ -52,6 +52,8 @@ public final class Planner {
     private final List<SteeredEndpoint> steered = new ArrayList<>();
     private final List<HeldEndpoint> held = new ArrayList<>();
     private boolean receivesSteered;
+    private final Set<IpPrefix> ownNodeAddresses = new HashSet<>();
+    private final LoadBalancerIps loadBalancerIps;
 
     Run(NodeInputs in) {
       this.in = in;
@@ -74,6 +76,9 @@ public final class Planner {
         nodesByName.putIfAbsent(node.name(), node);
         for (String a : node.addresses()) {
           IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeAddresses::add);
+          if (node.name().equals(in.nodeName())) {
+            IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(ownNodeAddresses::add);
+          }
         }
         for (String c : node.podCidrs()) {
           IpPrefix.tryParse(c).filter(p -> usableInClusterPrefix(p, "Node " + node.name() + " pod CIDR")).ifPresent(p -> {
@@ -104,6 +109,7 @@ public final class Planner {
           localAddresses.add(a);
         }
       }
+      loadBalancerIps = new LoadBalancerIps(in.services());
     }
 
     /**
@@ -133,29 +139,12 @@ public final class Planner {
       List<SnatEntry> snat = new ArrayList<>();
 
       for (EgressServiceInfo es : ordered) {
-        Evaluation ev = evaluate(es);
-        if (ev.notConfiguredReason().isPresent()) {
-          String reason = ev.notConfiguredReason().get();
-          int holds = hold(es, ev.endpoints(), claims);
-          if (holds > 0) {
-            reason += "; " + holdDescription(holds);
-          }
-          outcomes.put(es.ref(), notConfigured(es.ref(), reason, ev.skipped()));
-          continue;
+        try {
+          outcomes.put(es.ref(), planService(es, claims, rules, snat));
+        } catch (RuntimeException e) {
+          // One object must not fail the node's plan: whatever this service's inputs hold, it is refused alone.
+          outcomes.put(es.ref(), notConfigured(es.ref(), "planning this service failed: " + e, List.of()));
         }
-        List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
-        List<CandidateEndpoint> owned = new ArrayList<>();
-        for (CandidateEndpoint c : ev.endpoints()) {
-          ObjectRef owner = claims.putIfAbsent(c.address(), es.ref());
-          if (owner == null) {
-            owned.add(c);
-          } else {
-            skipped.add(new SkippedEndpoint(
-                c.address().toString(),
-                "also an endpoint of " + owner + ", whose EgressService is older and owns it"));
-          }
-        }
-        outcomes.put(es.ref(), actOnNode(es, ev, owned, skipped, rules, snat));
       }
 
       List<MarkEntry> marks = new ArrayList<>();
@@ -219,6 +208,40 @@ public final class Planner {
       return new SteeringPlan(steered, sorted, receivesSteered, config.steering().port());
     }
 
+    /** One EgressService's outcome; its rules and SNAT entries are added to {@code rules} and {@code snat}. */
+    private ServiceOutcome planService(EgressServiceInfo es, Map<IpPrefix, ObjectRef> claims, List<RuleSpec> rules,
+        List<SnatEntry> snat) {
+      Evaluation ev = evaluate(es);
+      if (ev.notConfiguredReason().isPresent()) {
+        String reason = ev.notConfiguredReason().get();
+        int holds = hold(es, ev.endpoints(), claims);
+        if (holds > 0) {
+          reason += "; " + holdDescription(holds);
+        }
+        return notConfigured(es.ref(), reason, ev.skipped());
+      }
+      if (ev.lbIpRefusal().isPresent()) {
+        // Only the host says why (and reports it): every other node just leaves the service to it. Its
+        // endpoints claim nothing, so a refused service never keeps another from its own pods.
+        return es.statusHost().equals(in.nodeName())
+            ? notConfigured(es.ref(), ev.lbIpRefusal().get(), ev.skipped())
+            : notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", ev.skipped());
+      }
+      List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
+      List<CandidateEndpoint> owned = new ArrayList<>();
+      for (CandidateEndpoint c : ev.endpoints()) {
+        ObjectRef owner = claims.putIfAbsent(c.address(), es.ref());
+        if (owner == null) {
+          owned.add(c);
+        } else {
+          skipped.add(new SkippedEndpoint(
+              c.address().toString(),
+              "also an endpoint of " + owner + ", whose EgressService is older and owns it"));
+        }
+      }
+      return actOnNode(es, ev, owned, skipped, rules, snat);
+    }
+
     /**
      * Mark mode: every per-source rule becomes a mark entry (nftables marks the source's packets) and
      * each network gets one {@code fwmark <mark>/<mask> lookup <table>} rule per family. Marks the
@@ -278,6 +301,10 @@ public final class Planner {
 
     /** Cluster-wide checks (the same on every node) and the service's usable endpoints. */
     private Evaluation evaluate(EgressServiceInfo es) {
+      if (es.malformed().isPresent()) {
+        return Evaluation.refused("the EgressService is malformed (" + es.malformed().get() + "): nothing is applied"
+            + " for it until it is fixed");
+      }
       ServiceInfo svc = services.get(es.ref());
       if (svc == null) {
         return Evaluation.refused(
@@ -288,6 +315,8 @@ public final class Planner {
       }
       List<SkippedEndpoint> skipped = new ArrayList<>();
       Map<IpFamily, IpPrefix> lbIps = new EnumMap<>(IpFamily.class);
+      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
+      List<SkippedEndpoint> refusedLbIps = new ArrayList<>();
       for (ServiceInfo.Ingress ing : svc.ingress()) {
         if (ing.ip().isEmpty()) {
           continue;
@@ -297,10 +326,16 @@ public final class Planner {
           skipped.add(new SkippedEndpoint(ing.ip(), "LoadBalancer ingress IP is not a valid address; ignored"));
           continue;
         }
+        if (lbMode && !lbIps.containsKey(ip.get().family())) {
+          Optional<String> problem = lbIpProblem(svc, ip.get());
+          if (problem.isPresent()) {
+            refusedLbIps.add(new SkippedEndpoint(ing.ip(), problem.get()));
+            continue;
+          }
+        }
         lbIps.putIfAbsent(ip.get().family(), ip.get());
       }
-      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
-      if (lbMode && lbIps.isEmpty()) {
+      if (lbMode && lbIps.isEmpty() && refusedLbIps.isEmpty()) {
         String hostnames =
             svc.ingress().stream().map(ServiceInfo.Ingress::hostname).filter(h -> !h.isEmpty())
                 .collect(Collectors.joining(", "));
@@ -311,7 +346,7 @@ public final class Planner {
       String host = es.statusHost();
       if (host.isEmpty()) {
         String why = "not allocated: status.host is empty (no node chosen yet)";
-        return lbMode ? Evaluation.held(why, svc, lbIps, endpointsOf(es.ref(), skipped), skipped)
+        return lbMode ? Evaluation.held(why, svc, lbIps, endpointsOf(svc, skipped), skipped)
             : Evaluation.refused(why);
       }
       if (lbMode && host.equals(EgressServiceInfo.HOST_ALL)) {
@@ -325,14 +360,33 @@ public final class Planner {
       if (!lbMode && es.network().isEmpty()) {
         return Evaluation.refused("sourceIPBy: Network without spec.network: nothing to do");
       }
-      List<CandidateEndpoint> endpoints = endpointsOf(es.ref(), skipped);
-      return new Evaluation(Optional.empty(), svc, lbIps, endpoints, skipped);
+      if (lbMode && lbIps.isEmpty()) {
+        String reasons = refusedLbIps.stream().map(SkippedEndpoint::reason).collect(Collectors.joining("; "));
+        return new Evaluation(Optional.empty(), Optional.of(reasons), svc, lbIps, List.of(), skipped);
+      }
+      // Another IP of the family is the source: the refused one is told among the skipped addresses.
+      skipped.addAll(refusedLbIps);
+      List<CandidateEndpoint> endpoints = endpointsOf(svc, skipped);
+      return new Evaluation(Optional.empty(), Optional.empty(), svc, lbIps, endpoints, skipped);
+    }
+
+    /**
+     * Why {@code ip} cannot be the service's egress source. The host's own Node address can: it is what the
+     * node masquerades to anyway (k3s' servicelb gives Services the node addresses), and every Service on
+     * the node may share it.
+     */
+    private Optional<String> lbIpProblem(ServiceInfo svc, IpPrefix ip) {
+      if (ownNodeAddresses.contains(ip)) {
+        return Optional.empty();
+      }
+      return loadBalancerIps.problem(svc, ip, nodeAddresses, inClusterPrefixes(ip.family()));
     }
 
     /** The pod-network endpoints of the service, deduplicated; everything else refused with a reason. */
-    private List<CandidateEndpoint> endpointsOf(ObjectRef service, List<SkippedEndpoint> skipped) {
+    private List<CandidateEndpoint> endpointsOf(ServiceInfo service, List<SkippedEndpoint> skipped) {
       Map<IpPrefix, CandidateEndpoint> byAddress = new LinkedHashMap<>();
-      List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service, List.of()));
+      EndpointTrust trust = config.endpointTrust();
+      List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service.ref(), List.of()));
       slices.sort((a, b) -> a.ref().compareTo(b.ref()));
       for (EndpointSliceInfo slice : slices) {
         Optional<IpFamily> sliceFamily =
@@ -348,7 +402,18 @@ public final class Planner {
                   + " is not supported: only IPv4 and IPv6 endpoints are handled"));
           continue;
         }
+        // Refused before anything else, so an untrusted address claims nothing (see the oldest-wins rule).
+        Optional<String> distrust = trust.sliceProblem(slice, Optional.of(service));
+        if (distrust.isPresent()) {
+          slice.endpoints().forEach(ep -> ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, distrust.get()))));
+          continue;
+        }
         for (Endpoint ep : slice.endpoints()) {
+          Optional<String> foreign = trust.endpointProblem(slice, ep);
+          if (foreign.isPresent()) {
+            ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, foreign.get())));
+            continue;
+          }
           for (String raw : ep.addresses()) {
             Optional<IpPrefix> parsed = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
             if (parsed.isEmpty()) {
@@ -594,23 +659,33 @@ public final class Planner {
     }
 
     private TableOrFailure resolveNetwork(String network) {
-      if (network.chars().allMatch(Character::isDigit)) {
+      if (NetworkNames.isTableNumber(network)) {
         long id;
         try {
           id = Long.parseLong(network);
         } catch (NumberFormatException e) {
           id = -1;
         }
-        if (id <= 0 || id > 0xFFFFFFFFL) {
+        if (id < 0 || id > 0xFFFFFFFFL) {
           return TableOrFailure.failed("network '" + network + "' is not a usable routing table id (1 to 4294967295)");
         }
-        if (id == 255) {
-          return TableOrFailure.failed("network '255' is the kernel's local table, not an egress network");
+        Optional<String> reserved = NetworkNames.reservedTable(id);
+        if (reserved.isPresent()) {
+          return TableOrFailure.failed("network '" + network + "' is " + reserved.get() + ", not an egress network");
         }
         return TableOrFailure.of(TableRef.of(id));
       }
+      Optional<String> reservedName = NetworkNames.reservedName(network);
+      if (reservedName.isPresent()) {
+        return TableOrFailure.failed("network '" + network + "' is " + reservedName.get() + ", not an egress network");
+      }
       OptionalLong id = in.networks().table(network);
       if (id.isPresent()) {
+        Optional<String> reserved = NetworkNames.reservedTable(id.getAsLong());
+        if (reserved.isPresent()) {
+          return TableOrFailure.failed(
+              "network '" + network + "' resolves to " + reserved.get() + ", not an egress network");
+        }
         return TableOrFailure.of(new TableRef(id, network));
       }
       Optional<String> failure = in.networks().failure(network);
@@ -716,8 +791,10 @@ public final class Planner {
 
   private record CandidateEndpoint(IpPrefix address, Optional<String> nodeName) {}
 
+  /** @param lbIpRefusal LoadBalancerIP mode: why none of the ingress IPs may be the source (the host reports it) */
   private record Evaluation(
       Optional<String> notConfiguredReason,
+      Optional<String> lbIpRefusal,
       ServiceInfo service,
       Map<IpFamily, IpPrefix> lbIps,
       List<CandidateEndpoint> endpoints,
@@ -725,11 +802,11 @@ public final class Planner {
     /** Refused, but with the service's endpoints: a node may have to hold its own ones. */
     static Evaluation held(String reason, ServiceInfo service, Map<IpFamily, IpPrefix> lbIps,
         List<CandidateEndpoint> endpoints, List<SkippedEndpoint> skipped) {
-      return new Evaluation(Optional.of(reason), service, lbIps, endpoints, skipped);
+      return new Evaluation(Optional.of(reason), Optional.empty(), service, lbIps, endpoints, skipped);
     }
 
     static Evaluation refused(String reason) {
-      return new Evaluation(Optional.of(reason), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
+      return new Evaluation(Optional.of(reason), Optional.empty(), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
           Map.of(), List.of(), List.of());
     }
   }

@@ -1,6 +1,8 @@
 package io.egressservice.plan;
 
+import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * What the plan needs of a Service.
@@ -10,9 +12,13 @@ import java.util.List;
  * @param ingress {@code status.loadBalancer.ingress}, in order
  * @param externalTrafficPolicy {@code spec.externalTrafficPolicy} ("Cluster" when unset)
  * @param nodePorts {@code spec.ports[].nodePort}, those that are set (non-zero), in order
+ * @param hasSelector whether {@code spec.selector} is non-empty: only then does Kubernetes' EndpointSlice
+ *     controller write its slices ({@link EndpointTrust})
+ * @param created {@code metadata.creationTimestamp}: of two Services of different namespaces with the same
+ *     LB IP the older keeps it; empty sorts last
  */
 public record ServiceInfo(ObjectRef ref, String type, List<String> clusterIps, List<Ingress> ingress,
-    String externalTrafficPolicy, List<Integer> nodePorts) {
+    String externalTrafficPolicy, List<Integer> nodePorts, boolean hasSelector, Optional<Instant> created) {
   public static final String LOAD_BALANCER = "LoadBalancer";
   public static final String ETP_LOCAL = "Local";
 
@@ -25,9 +31,21 @@ public record ServiceInfo(ObjectRef ref, String type, List<String> clusterIps, L
     nodePorts = List.copyOf(nodePorts);
   }
 
-  /** A Service with the default external traffic policy and no node ports. */
+  /** A Service with a selector (what most are), of unknown age, the default external traffic policy, no node ports. */
   public ServiceInfo(ObjectRef ref, String type, List<String> clusterIps, List<Ingress> ingress) {
     this(ref, type, clusterIps, ingress, "", List.of());
+  }
+
+  /** A Service with a selector (what most are), of unknown age. */
+  public ServiceInfo(ObjectRef ref, String type, List<String> clusterIps, List<Ingress> ingress,
+      String externalTrafficPolicy, List<Integer> nodePorts) {
+    this(ref, type, clusterIps, ingress, externalTrafficPolicy, nodePorts, true, Optional.empty());
+  }
+
+  /** The default external traffic policy, no node ports. */
+  public ServiceInfo(ObjectRef ref, String type, List<String> clusterIps, List<Ingress> ingress, boolean hasSelector,
+      Optional<Instant> created) {
+    this(ref, type, clusterIps, ingress, "", List.of(), hasSelector, created);
   }
 
   /** One {@code status.loadBalancer.ingress} entry; either field may be "". */

@@ -104,6 +104,7 @@ public final class ApiServer implements AutoCloseable {
         .withNewSpec().withType("LoadBalancer").withClusterIP(clusterIpV4).withClusterIPs(clusterIpV4, clusterIpV6)
           .withIpFamilies("IPv4", "IPv6").withIpFamilyPolicy("RequireDualStack")
           .addNewPort().withName("http").withPort(80).withNewTargetPort(Traffic.ECHO_PORT).withProtocol("TCP").endPort()
+          .addToSelector("app", name) // its slices are then the EndpointSlice controller's, which the agents trust
         .endSpec()
         .withNewStatus().withNewLoadBalancer().endLoadBalancer().endStatus();
     for (String ip : lbIps) {

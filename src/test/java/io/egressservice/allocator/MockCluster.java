@@ -70,7 +70,7 @@ final class MockCluster {
   Service lbService(String name, String... ingressIps) {
     ServiceBuilder b = new ServiceBuilder()
         .withNewMetadata().withNamespace(NS).withName(name).endMetadata()
-        .withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").endSpec()
+        .withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").addToSelector("app", name).endSpec()
         .withNewStatus().withNewLoadBalancer().endLoadBalancer().endStatus();
     for (String ip : ingressIps) {
       b.editStatus().editLoadBalancer().addNewIngress().withIp(ip).endIngress().endLoadBalancer().endStatus();
@@ -82,7 +82,8 @@ final class MockCluster {
   EndpointSlice endpoints(String service, int... nodeIndexes) {
     EndpointSliceBuilder b = new EndpointSliceBuilder()
         .withNewMetadata().withNamespace(NS).withName(service + "-abcde")
-            .addToLabels("kubernetes.io/service-name", service).endMetadata()
+            .addToLabels("kubernetes.io/service-name", service)
+            .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
         .withAddressType("IPv4");
     for (int k = 0; k < nodeIndexes.length; k++) {
       int i = nodeIndexes[k];

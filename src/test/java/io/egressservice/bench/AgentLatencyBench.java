@@ -183,7 +183,8 @@ public final class AgentLatencyBench {
   static Service lbService(String name, String clusterIp, String lbIp) {
     return new ServiceBuilder()
         .withNewMetadata().withName(name).withNamespace(NS).endMetadata()
-        .withNewSpec().withType("LoadBalancer").withClusterIP(clusterIp).withClusterIPs(clusterIp).endSpec()
+        .withNewSpec().withType("LoadBalancer").withClusterIP(clusterIp).withClusterIPs(clusterIp)
+          .addToSelector("app", name).endSpec()
         .withNewStatus().withNewLoadBalancer().addNewIngress().withIp(lbIp).endIngress().endLoadBalancer().endStatus()
         .build();
   }
@@ -191,7 +192,8 @@ public final class AgentLatencyBench {
   EndpointSlice slice(int i) {
     return new EndpointSliceBuilder()
         .withNewMetadata().withName(name(i) + "-1").withNamespace(NS)
-          .addToLabels("kubernetes.io/service-name", name(i)).endMetadata()
+          .addToLabels("kubernetes.io/service-name", name(i))
+          .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
         .withAddressType("IPv4")
         .withEndpoints(Arrays.stream(endpoints[i])
             .map(a -> new EndpointBuilder().withAddresses(a).withNodeName(NODE).build()).toList())

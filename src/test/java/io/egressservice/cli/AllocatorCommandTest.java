@@ -62,11 +62,13 @@ class AllocatorCommandTest {
         .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress()
           .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus().build()).create();
     client.services().resource(new ServiceBuilder().withNewMetadata().withName("web").withNamespace("default")
-        .endMetadata().withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").endSpec()
+        .endMetadata().withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").addToSelector("app", "web")
+        .endSpec()
         .withNewStatus().withNewLoadBalancer().addNewIngress().withIp("5.5.5.5").endIngress().endLoadBalancer()
         .endStatus().build()).create();
     client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder().withNewMetadata()
-        .withName("web-1").withNamespace("default").addToLabels("kubernetes.io/service-name", "web").endMetadata()
+        .withName("web-1").withNamespace("default").addToLabels("kubernetes.io/service-name", "web")
+        .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
         .withAddressType("IPv4").withEndpoints(new EndpointBuilder().withAddresses("10.128.0.5").withNodeName("node-a")
             .build()).build()).create();
     client.resources(EgressService.class)

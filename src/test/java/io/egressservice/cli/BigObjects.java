@@ -31,7 +31,7 @@ public final class BigObjects {
         apiVersion: v1
         kind: Service
         metadata: {name: big, namespace: load}
-        spec: {type: LoadBalancer, clusterIP: 172.30.9.9, clusterIPs: [172.30.9.9]}
+        spec: {type: LoadBalancer, clusterIP: 172.30.9.9, clusterIPs: [172.30.9.9], selector: {app: big}}
         status: {loadBalancer: {ingress: [{ip: 5.5.5.5}]}}
         ---
         apiVersion: discovery.k8s.io/v1
@@ -39,7 +39,7 @@ public final class BigObjects {
         metadata:
           name: big-1
           namespace: load
-          labels: {kubernetes.io/service-name: big}
+          labels: {kubernetes.io/service-name: big, endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}
         addressType: IPv4
         endpoints:
         """.replace("SOURCE_IP_BY", sourceIpBy).replace("HOST", host));

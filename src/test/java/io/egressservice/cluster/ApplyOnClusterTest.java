@@ -61,7 +61,7 @@ class ApplyOnClusterTest {
     }
     sb.append("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n"
         + "spec: {type: LoadBalancer, clusterIP: 172.30.0.10, clusterIPs: [172.30.0.10, \"fd02::10\"],"
-        + " ipFamilies: [IPv4, IPv6], ports: [{port: 80, protocol: TCP}]}\n"
+        + " ipFamilies: [IPv4, IPv6], ports: [{port: 80, protocol: TCP}], selector: {app: web}}\n"
         + "status: {loadBalancer: {ingress: [{ip: 5.5.5.5}, {ip: \"2001:db8:5::5\"}]}}\n---\n");
     for (IpFamily f : IpFamily.values()) {
       sb.append("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: web-").append(f == IpFamily.V4 ? "v4" : "v6")

@@ -26,7 +26,8 @@ final class KubeObjects {
   static Service lbService(String name, String clusterIp, String lbIp) {
     return new ServiceBuilder()
         .withNewMetadata().withName(name).withNamespace(NS).endMetadata()
-        .withNewSpec().withType("LoadBalancer").withClusterIP(clusterIp).withClusterIPs(clusterIp).endSpec()
+        .withNewSpec().withType("LoadBalancer").withClusterIP(clusterIp).withClusterIPs(clusterIp)
+          .addToSelector("app", name).endSpec()
         .withNewStatus().withNewLoadBalancer().addNewIngress().withIp(lbIp).endIngress().endLoadBalancer().endStatus()
         .build();
   }
@@ -34,7 +35,8 @@ final class KubeObjects {
   static EndpointSlice slice(String service, String sliceName, String node, String... addresses) {
     return new EndpointSliceBuilder()
         .withNewMetadata().withName(sliceName).withNamespace(NS)
-          .addToLabels("kubernetes.io/service-name", service).endMetadata()
+          .addToLabels("kubernetes.io/service-name", service)
+          .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
         .withAddressType("IPv4")
         .withEndpoints(Arrays.stream(addresses)
             .map(a -> new EndpointBuilder().withAddresses(a).withNodeName(node).build()).toList())

@@ -84,6 +84,7 @@ final class ClusterFiles {
         + "  namespace: default\n"
         + "spec:\n"
         + "  type: LoadBalancer\n"
+        + "  selector: {app: " + s.name() + "}\n"
         + "  clusterIP: " + s.clusterIp() + "\n"
         + "  clusterIPs: [" + s.clusterIp() + "]\n"
         + "  ports: [{port: " + Topology.LB_PORT + ", targetPort: " + Topology.PORT + ", protocol: TCP}]\n"
@@ -105,7 +106,8 @@ final class ClusterFiles {
         + "metadata:\n"
         + "  name: " + s.name() + "-v4\n"
         + "  namespace: default\n"
-        + "  labels: {kubernetes.io/service-name: " + s.name() + "}\n"
+        + "  labels: {kubernetes.io/service-name: " + s.name() + ",\n"
+        + "    endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}\n"
         + "addressType: IPv4\n"
         + "endpoints:\n"
         + eps

@@ -131,7 +131,7 @@ class InClusterIpv6DatapathTest {
         apiVersion: v1
         kind: Service
         metadata: {name: web, namespace: default}
-        spec: {type: LoadBalancer, clusterIP: "fd02::10", clusterIPs: ["fd02::10"], ipFamilies: [IPv6]}
+        spec: {type: LoadBalancer, clusterIP: "fd02::10", clusterIPs: ["fd02::10"], ipFamilies: [IPv6], selector: {app: web}}
         status: {loadBalancer: {ingress: [{ip: "%s"}]}}
         ---
         apiVersion: discovery.k8s.io/v1

@@ -206,6 +206,7 @@ class ParityDatapathTest {
           + "status: {host: " + s.host() + "}\n");
       docs.add("apiVersion: v1\nkind: Service\nmetadata: {name: " + s.name() + ", namespace: default}\n"
           + "spec:\n  type: LoadBalancer\n  externalTrafficPolicy: " + s.etp() + "\n"
+          + "  selector: {app: " + s.name() + "}\n"
           + "  clusterIP: " + s.clusterIps().get(0) + "\n  clusterIPs: [" + String.join(", ", s.clusterIps()) + "]\n"
           + "  ports: [{port: " + LB_PORT + ", targetPort: " + Topology.PORT + ", nodePort: " + NODE_PORT
           + ", protocol: TCP}]\n"
@@ -218,7 +219,8 @@ class ParityDatapathTest {
         }
         docs.add("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: " + s.name() + "-"
             + family.toLowerCase() + "\n  namespace: default\n  labels: {kubernetes.io/service-name: " + s.name()
-            + "}\naddressType: " + family + "\nendpoints:\n"
+            + ", endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}\naddressType: " + family
+            + "\nendpoints:\n"
             + eps.stream().map(e -> "  - {addresses: [\"" + e + "\"], nodeName: node, conditions: {ready: true}}\n")
                 .reduce("", String::concat)
             + "ports: [{port: " + Topology.PORT + ", protocol: TCP}]\n");

@@ -11,6 +11,8 @@ import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.objects.EgressServices;
+import io.egressservice.plan.EndpointSliceInfo;
+import io.egressservice.plan.EndpointTrust;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
@@ -71,6 +73,12 @@ class K3sIntegrationTest {
   static final String CRD = "egressservices.k8s.ovn.org";
   static final String NETWORK = "100";
   static final String LB_IP = "203.0.113.10";
+  /**
+   * The Service has no selector (no pods run here), so its slice is hand-made: it carries a manager of its own,
+   * which the agent and the allocator are told to trust, as an admin would for a selector-less Service.
+   */
+  static final String TEST_MANAGER = "egress-service-agent.test";
+  static final EndpointTrust TRUST = new EndpointTrust(java.util.Set.of(TEST_MANAGER));
   static final Duration WAIT = Duration.ofSeconds(60);
 
   final List<AutoCloseable> toClose = new ArrayList<>();
@@ -186,9 +194,10 @@ class K3sIntegrationTest {
         .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(403));
     toClose.add(AllocatorRunner.start(allocatorClient, AGENT_NS, "k3s-it-allocator",
         new AllocatorConfig(AllocatorConfig.DEFAULT_LEASE_NAME, Duration.ofSeconds(4), Duration.ofSeconds(3),
-            Duration.ofMillis(500), Duration.ofSeconds(30))));
+            Duration.ofMillis(500), Duration.ofSeconds(30)).withEndpointTrust(TRUST)));
     NodeAgent agent = new NodeAgent(agentClient, dataplane,
-        new NodeAgent.Settings(nodeName, PlanConfig.defaults(), Duration.ofSeconds(30), Duration.ofSeconds(2)),
+        new NodeAgent.Settings(nodeName, PlanConfig.defaults().withEndpointTrust(TRUST), Duration.ofSeconds(30),
+            Duration.ofSeconds(2)),
         new AgentMetrics(), new KubernetesEvents(agentClient, nodeName, Clock.systemUTC()), Clock.systemUTC());
     toClose.add(agent);
     agent.start();
@@ -274,7 +283,8 @@ class K3sIntegrationTest {
   static EndpointSlice slice(String service, String sliceName, String node, String... addresses) {
     return new EndpointSliceBuilder()
         .withNewMetadata().withName(sliceName).withNamespace(NS)
-          .addToLabels("kubernetes.io/service-name", service).endMetadata()
+          .addToLabels("kubernetes.io/service-name", service)
+          .addToLabels(EndpointSliceInfo.MANAGED_BY_LABEL, TEST_MANAGER).endMetadata()
         .withAddressType("IPv4")
         .withEndpoints(List.of(addresses).stream()
             .map(a -> new EndpointBuilder().withAddresses(a).withNodeName(node)

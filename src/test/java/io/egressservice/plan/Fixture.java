@@ -91,6 +91,27 @@ final class Fixture {
     return this;
   }
 
+  /** Any Service, as given. */
+  Fixture service(ServiceInfo s) {
+    services.removeIf(o -> o.ref().equals(s.ref()));
+    services.add(s);
+    return this;
+  }
+
+  /** Any EndpointSlice, as given. */
+  Fixture slice(EndpointSliceInfo s) {
+    slices.removeIf(o -> o.ref().equals(s.ref()));
+    slices.add(s);
+    return this;
+  }
+
+  /** Any EgressService, as given. */
+  Fixture egress(EgressServiceInfo e) {
+    egressServices.removeIf(o -> o.ref().equals(e.ref()));
+    egressServices.add(e);
+    return this;
+  }
+
   static EndpointSliceInfo.Endpoint ep(String address, String node) {
     return new EndpointSliceInfo.Endpoint(List.of(address), Optional.ofNullable(node));
   }

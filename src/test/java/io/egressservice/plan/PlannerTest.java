@@ -663,9 +663,9 @@ class PlannerTest {
     @Test
     void tableZeroAndTheLocalTableAreRefused() {
       assertThat(outcome(withSvc1(ovnCluster(), "0", NODE).plan(NODE), "service1").reason())
-          .contains("not a usable routing table id");
+          .contains("'unspec' table");
       assertThat(outcome(withSvc1(ovnCluster(), "255", NODE).plan(NODE), "service1").reason())
-          .contains("local table");
+          .contains("'local' table");
       assertThat(outcome(withSvc1(ovnCluster(), "4294967296", NODE).plan(NODE), "service1").reason())
           .contains("not a usable routing table id");
     }
