@@ -7,7 +7,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** The API client of {@code allocator} (the same as {@code run}'s, whose copy can move here). */
+/** The API client of {@code run} and {@code allocator}. */
 final class KubeClients {
   private KubeClients() {}
 

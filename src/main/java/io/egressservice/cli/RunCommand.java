@@ -3,7 +3,6 @@ package io.egressservice.cli;
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
 import io.egressservice.buildinfo.BuildInfo;
-import io.egressservice.controller.AgentSerialization;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
@@ -16,11 +15,9 @@ import io.egressservice.metrics.RuntimeMetrics;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.PlanConfig;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -100,7 +97,7 @@ public final class RunCommand implements Callable<Integer> {
     requirePrivileges(dataplane);
     KubernetesClient client;
     try {
-      client = client();
+      client = KubeClients.create(kubeconfig);
     } catch (RuntimeException e) {
       dataplane.close();
       throw e;
@@ -189,19 +186,6 @@ public final class RunCommand implements Callable<Integer> {
       }
     }
     return false;
-  }
-
-  /** A client that does not load fabric8's whole model on its first watch event (see AgentSerialization). */
-  private KubernetesClient client() {
-    if (kubeconfig == null) {
-      return AgentSerialization.clientBuilder().build();
-    }
-    try {
-      return AgentSerialization.clientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
-    } catch (IOException | RuntimeException e) {
-      throw new Main.UserError("cannot use --kubeconfig " + kubeconfig + ": "
-          + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()) + " (is it a kubeconfig file?)");
-    }
   }
 
   /** "60s", "5m", "1h", "250ms" or ISO-8601 "PT60S". */
