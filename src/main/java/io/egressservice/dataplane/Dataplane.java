@@ -312,6 +312,10 @@ public final class Dataplane implements AutoCloseable {
           java.util.stream.Stream.concat(desired.snat().stream().map(e -> e.source()),
               desired.steering().endpoints().stream().map(e -> e.source())).distinct().toList(),
           !desired.snat().isEmpty() || desired.steering().receives() || !desired.steering().endpoints().isEmpty(), verify);
+      // Its rewrite (during endpoint churn, with every SNAT change) moves the nftables generation: without this
+      // the SNAT and mark caches would list our table again on the next reconcile.
+      nft.otherTableCommitted();
+      marks.otherTableCommitted();
       if (verify) {
         lastNoHostVerifyNanos = t;
       }

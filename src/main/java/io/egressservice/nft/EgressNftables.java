@@ -501,6 +501,14 @@ public final class EgressNftables implements AutoCloseable {
   }
 
   /**
+   * A transaction of ours on another table (NoHostNftables) has just run, committing once or not at all:
+   * the SNAT objects are as they were, so the generation it moved is no reason to list this table again.
+   */
+  public synchronized void otherTableCommitted() {
+    cache.committedElsewhere();
+  }
+
+  /**
    * The transaction {@link #apply} would run now (after one listing, or none if the cached one is
    * current), as a libnftables-json document; {@code {"nftables":[]}} when nothing needs doing. For
    * tests and {@code --dry-run}.

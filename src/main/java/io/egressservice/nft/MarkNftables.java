@@ -389,6 +389,11 @@ public final class MarkNftables implements AutoCloseable {
     cache.committedElsewhere();
   }
 
+  /** As {@link #snatCommitted}, for a transaction of ours on another table (NoHostNftables). */
+  public synchronized void otherTableCommitted() {
+    cache.committedElsewhere();
+  }
+
   /** Runs the commands as one transaction; nothing when empty. */
   public synchronized void run(ArrayNode commands) {
     if (commands.isEmpty()) {
