@@ -22,12 +22,10 @@ import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
-import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
@@ -484,20 +482,13 @@ public final class NodeAgent implements AutoCloseable {
     return eventRecorder.idle();
   }
 
-  /** Per informer kind, since when (nanoTime) its watch was seen down; probes update it. */
-  private final Map<String, Long> watchDownSince = new ConcurrentHashMap<>();
-
+  /** The kinds whose watch has not been seen up for the grace (ApiConnectivity polls them for the metrics). */
   private List<String> watchesDownTooLong() {
-    long now = System.nanoTime();
+    io.egressservice.informers.ApiConnectivity connectivity = informers.connectivity();
+    double graceSeconds = settings.watchDownGrace().toNanos() / 1e9;
     List<String> down = new ArrayList<>();
-    for (SharedIndexInformer<?> i : informers.all()) {
-      String kind = i.getApiTypeClass().getSimpleName();
-      if (i.isWatching()) {
-        watchDownSince.remove(kind);
-        continue;
-      }
-      long since = watchDownSince.computeIfAbsent(kind, k -> now);
-      if (now - since >= settings.watchDownGrace().toNanos()) {
+    for (String kind : connectivity.kinds()) {
+      if (!connectivity.watching(kind) && connectivity.lastContactAgeSeconds(kind) >= graceSeconds) {
         down.add(kind);
       }
     }
