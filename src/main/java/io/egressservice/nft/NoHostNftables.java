@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 
@@ -48,6 +49,8 @@ public final class NoHostNftables {
   private final NftClient nft;
   private final Map<String, Long> carried = new HashMap<>();
   private String applied = "";
+  /** What the last successful write was made from: the same again needs no script (it runs every reconcile). */
+  private Optional<List<Object>> appliedInputs = Optional.empty();
 
   public NoHostNftables(NftClient nft) {
     this.nft = Objects.requireNonNull(nft);
@@ -79,6 +82,10 @@ public final class NoHostNftables {
    */
   public synchronized void sync(List<Hold> holds, List<IpPrefix> inCluster, List<IpPrefix> lbIps,
       List<IpPrefix> ours, boolean guard, boolean verify) {
+    List<Object> inputs = List.of(holds, inCluster, lbIps, ours, guard);
+    if (!verify && appliedInputs.isPresent() && appliedInputs.get().equals(inputs)) {
+      return;
+    }
     String wanted = holds.isEmpty() && !guard ? "" : script(holds, inCluster, lbIps, ours, guard);
     boolean present = !applied.isEmpty();
     if (verify) {
@@ -91,6 +98,7 @@ public final class NoHostNftables {
       }
     }
     if (wanted.equals(applied) && (present || wanted.isEmpty())) {
+      appliedInputs = Optional.of(inputs);
       return;
     }
     if (present) {
@@ -102,6 +110,7 @@ public final class NoHostNftables {
       nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n" + wanted);
     }
     applied = wanted;
+    appliedInputs = Optional.of(inputs);
   }
 
   /** Packets dropped per service ({@code namespace/name}) since this instance started. */
@@ -117,6 +126,7 @@ public final class NoHostNftables {
   public synchronized void delete() {
     nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
     applied = "";
+    appliedInputs = Optional.empty();
   }
 
   private void carryCounters() {
