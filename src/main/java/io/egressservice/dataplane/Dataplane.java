@@ -8,7 +8,6 @@ import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
-import io.egressservice.netlink.RouteBatchResult;
 import io.egressservice.netlink.RouteChange;
 import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.RtNetlink;
@@ -501,12 +500,12 @@ public final class Dataplane implements AutoCloseable {
     for (int i = 0; i < requests.size(); i++) {
       byRequest.put(requests.get(i), described.get(i));
     }
-    RouteBatchResult result = netlink.applyRoutes(requests);
+    BatchResult<RouteChange> result = netlink.applyRoutes(requests);
     for (RouteChange ok : result.succeeded()) {
       applied.add(byRequest.get(ok));
       conflicts.remove(ok.route());
     }
-    for (RouteBatchResult.Failure f : result.failed()) {
+    for (BatchResult.Failure<RouteChange> f : result.failed()) {
       if (f.change().op() == RouteChange.Op.DELETE && f.error() instanceof NetlinkException.NotFound) {
         applied.add(byRequest.get(f.change())); // already gone: the goal is met
         continue;
@@ -538,11 +537,11 @@ public final class Dataplane implements AutoCloseable {
     if (requests.isEmpty()) {
       return;
     }
-    BatchResult result = netlink.apply(requests);
+    BatchResult<RuleChange> result = netlink.apply(requests);
     for (RuleChange ok : result.succeeded()) {
       applied.add(described.get(ok.rule()));
     }
-    for (BatchResult.Failure f : result.failed()) {
+    for (BatchResult.Failure<RuleChange> f : result.failed()) {
       if (f.change().op() == RuleChange.Op.DELETE && f.error() instanceof NetlinkException.NotFound) {
         applied.add(described.get(f.change().rule())); // already gone: the goal is met
         continue;

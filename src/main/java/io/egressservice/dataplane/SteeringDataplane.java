@@ -3,11 +3,11 @@ package io.egressservice.dataplane;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Address;
+import io.egressservice.netlink.BatchResult;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
-import io.egressservice.netlink.RouteBatchResult;
 import io.egressservice.netlink.RouteChange;
 import io.egressservice.netlink.RouteEncap;
 import io.egressservice.netlink.RouteType;
@@ -274,9 +274,9 @@ public final class SteeringDataplane {
     if (routes.isEmpty()) {
       return;
     }
-    RouteBatchResult result = netlink.applyRoutes(routes);
+    BatchResult<RouteChange> result = netlink.applyRoutes(routes);
     result.succeeded().forEach(r -> done.add(change((r.op() == RouteChange.Op.ADD ? "+ " : "- ") + "route " + r.route())));
-    for (RouteBatchResult.Failure f : result.failed()) {
+    for (BatchResult.Failure<RouteChange> f : result.failed()) {
       boolean met = f.change().op() == RouteChange.Op.DELETE ? f.error() instanceof NetlinkException.NotFound
           : f.error() instanceof NetlinkException.AlreadyExists;
       if (met) {

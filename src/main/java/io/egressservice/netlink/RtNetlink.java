@@ -173,12 +173,12 @@ public final class RtNetlink implements AutoCloseable {
    * {@link BatchResult#failed()} with its typed error and does not stop the others (there is no
    * transaction: the kernel applies each request on its own).
    */
-  public BatchResult apply(List<RuleChange> changes) {
+  public BatchResult<RuleChange> apply(List<RuleChange> changes) {
     List<RuleChange> in = List.copyOf(changes);
     return thread.call(() -> applyOnThread(in));
   }
 
-  private BatchResult applyOnThread(List<RuleChange> changes) {
+  private BatchResult<RuleChange> applyOnThread(List<RuleChange> changes) {
     NetlinkException[] errors = batchOnThread(changes, MAX_RULE_MESSAGE, (c, s) -> {
       if (c.op() == RuleChange.Op.ADD) {
         RuleCodec.encode(writer, RTM_NEWRULE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, c.rule());
@@ -187,15 +187,15 @@ public final class RtNetlink implements AutoCloseable {
       }
     }, RtNetlink::describeChange);
     List<RuleChange> ok = new ArrayList<>();
-    List<BatchResult.Failure> failed = new ArrayList<>();
+    List<BatchResult.Failure<RuleChange>> failed = new ArrayList<>();
     for (int k = 0; k < changes.size(); k++) {
       if (errors[k] == null) {
         ok.add(changes.get(k));
       } else {
-        failed.add(new BatchResult.Failure(changes.get(k), errors[k]));
+        failed.add(new BatchResult.Failure<>(changes.get(k), errors[k]));
       }
     }
-    return new BatchResult(ok, failed);
+    return new BatchResult<>(ok, failed);
   }
 
   /** Encodes one request of a batch with the given sequence number into {@link #writer}. */
@@ -310,9 +310,9 @@ public final class RtNetlink implements AutoCloseable {
   /**
    * Applies many route changes in order, like {@code ip -batch} of {@code route add}/{@code route del}
    * lines, chunked as {@link #apply} chunks rules; a failed request is reported in {@link
-   * RouteBatchResult#failed()} with its typed error and does not stop the others.
+   * BatchResult#failed()} with its typed error and does not stop the others.
    */
-  public RouteBatchResult applyRoutes(List<RouteChange> changes) {
+  public BatchResult<RouteChange> applyRoutes(List<RouteChange> changes) {
     List<RouteChange> in = List.copyOf(changes);
     return thread.call(() -> {
       NetlinkException[] errors = batchOnThread(in, MAX_ROUTE_MESSAGE, (c, s) -> {
@@ -323,15 +323,15 @@ public final class RtNetlink implements AutoCloseable {
         }
       }, c -> (c.op() == RouteChange.Op.ADD ? "add " : "delete ") + routeCommand(c.route()) + " '" + c.route() + "'");
       List<RouteChange> ok = new ArrayList<>();
-      List<RouteBatchResult.Failure> failed = new ArrayList<>();
+      List<BatchResult.Failure<RouteChange>> failed = new ArrayList<>();
       for (int k = 0; k < in.size(); k++) {
         if (errors[k] == null) {
           ok.add(in.get(k));
         } else {
-          failed.add(new RouteBatchResult.Failure(in.get(k), errors[k]));
+          failed.add(new BatchResult.Failure<>(in.get(k), errors[k]));
         }
       }
-      return new RouteBatchResult(ok, failed);
+      return new BatchResult<>(ok, failed);
     });
   }
 

@@ -109,7 +109,7 @@ public final class NetlinkRulesBench {
         changes.add(RuleChange.add(Rule.lookup(IpFamily.V4, 5000, 100).from(source(i)).protocol(201)));
       }
       long t0 = System.nanoTime();
-      BatchResult r = nl.apply(changes);
+      BatchResult<RuleChange> r = nl.apply(changes);
       double ms = (System.nanoTime() - t0) / 1e6;
       if (!r.allSucceeded()) {
         throw new IllegalStateException(r.failed().size() + " failed, first: " + r.failed().get(0).error().getMessage());

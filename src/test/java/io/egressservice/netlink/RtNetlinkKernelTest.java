@@ -281,7 +281,7 @@ class RtNetlinkKernelTest {
     RuleChange missing = RuleChange.delete(Rule.lookup(V4, 5000, 100).from(p("10.99.0.1")).protocol(201));
     changes.add(missing);
 
-    BatchResult result = nl.apply(changes);
+    BatchResult<RuleChange> result = nl.apply(changes);
 
     assertThat(result.failed()).extracting(BatchResult.Failure::change).containsExactly(bad, missing);
     assertThat(result.failed().get(0).error()).isInstanceOf(NetlinkException.InvalidArgument.class)
@@ -291,7 +291,7 @@ class RtNetlinkKernelTest {
     assertThat(ns.json("ip", "-j", "rule", "show")).hasSize(303);
 
     // Deleting them all in one batch leaves the kernel's three default rules.
-    BatchResult del = nl.apply(result.succeeded().stream().map(c -> RuleChange.delete(c.rule())).collect(Collectors.toList()));
+    BatchResult<RuleChange> del = nl.apply(result.succeeded().stream().map(c -> RuleChange.delete(c.rule())).collect(Collectors.toList()));
     assertThat(del.allSucceeded()).isTrue();
     assertThat(nl.listRules(V4)).hasSize(3);
   }
@@ -304,7 +304,7 @@ class RtNetlinkKernelTest {
           .from(IpPrefix.host(new byte[] {10, 20, (byte) (i >> 8), (byte) i})).protocol(201)));
     }
     long t0 = System.nanoTime();
-    BatchResult r = nl.apply(changes);
+    BatchResult<RuleChange> r = nl.apply(changes);
     long ms = (System.nanoTime() - t0) / 1_000_000;
     System.out.println("6000 rules in one apply(): " + ms + " ms");
     assertThat(r.failed()).isEmpty();
@@ -365,7 +365,7 @@ class RtNetlinkKernelTest {
         Route.of(V4, 70000, RouteType.THROW, Optional.of(p("10.128.0.0/14"))).protocol(201),
         Route.of(V6, 100, RouteType.THROW, Optional.of(p("fd00:10::/64"))).protocol(201));
 
-    RouteBatchResult added = nl.applyRoutes(ours.stream().map(RouteChange::add).toList());
+    BatchResult<RouteChange> added = nl.applyRoutes(ours.stream().map(RouteChange::add).toList());
     assertThat(added.failed()).isEmpty();
     assertThat(ns.json("ip", "-j", "route", "show", "table", "100")).isEqualTo(json("""
         [{"type":"blackhole","dst":"default","flags":[]},
@@ -388,11 +388,11 @@ class RtNetlinkKernelTest {
     });
 
     // The same again: EEXIST each, reported per request.
-    RouteBatchResult again = nl.applyRoutes(List.of(RouteChange.add(ours.get(0)), RouteChange.add(ours.get(1))));
+    BatchResult<RouteChange> again = nl.applyRoutes(List.of(RouteChange.add(ours.get(0)), RouteChange.add(ours.get(1))));
     assertThat(again.failed()).hasSize(2).allMatch(f -> f.error() instanceof NetlinkException.AlreadyExists);
     assertThat(again.failed().get(0).error()).hasMessageContaining("add ip route 'throw 10.128.0.0/14 table 100");
 
-    RouteBatchResult deleted = nl.applyRoutes(ours.stream().map(RouteChange::delete).toList());
+    BatchResult<RouteChange> deleted = nl.applyRoutes(ours.stream().map(RouteChange::delete).toList());
     assertThat(deleted.failed()).isEmpty();
     assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("blackhole default")
         .contains("throw 10.77.0.0/16 proto static").contains("blackhole 10.78.0.0/16 proto 201")

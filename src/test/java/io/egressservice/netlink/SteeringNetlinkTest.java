@@ -117,7 +117,7 @@ class SteeringNetlinkTest {
         .encap(new RouteEncap(IpPrefix.parse("192.168.50.1"), 1, true));
     Route v6 = Route.of(IpFamily.V6, 7000, RouteType.UNICAST, Optional.empty()).dev(index).protocol(201)
         .encap(new RouteEncap(IpPrefix.parse("fd50::1"), 1, true));
-    RouteBatchResult r = nl.applyRoutes(List.of(RouteChange.add(v4), RouteChange.add(v6)));
+    BatchResult<RouteChange> r = nl.applyRoutes(List.of(RouteChange.add(v4), RouteChange.add(v6)));
     assertThat(r.failed()).isEmpty();
 
     JsonNode r4 = ns.json("ip", "-j", "route", "show", "table", "7000").get(0);
@@ -140,7 +140,7 @@ class SteeringNetlinkTest {
     assertThat(nl.listRoutes(IpFamily.V4, 7001).get(0).encap())
         .contains(new RouteEncap(IpPrefix.parse("192.168.50.9"), 16000000, false));
 
-    RouteBatchResult del = nl.applyRoutes(List.of(RouteChange.delete(v4), RouteChange.delete(v6)));
+    BatchResult<RouteChange> del = nl.applyRoutes(List.of(RouteChange.delete(v4), RouteChange.delete(v6)));
     assertThat(del.failed()).isEmpty();
     assertThat(ns.exec("ip", "route", "show", "table", "7000")).isBlank();
     assertThat(ns.exec("ip", "-6", "route", "show", "table", "7000")).isBlank();
