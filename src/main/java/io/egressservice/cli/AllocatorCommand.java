@@ -4,6 +4,7 @@ import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.allocator.AllocatorRunner;
 import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.health.HealthServer;
+import io.egressservice.lifecycle.FailFast;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.RuntimeMetrics;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -11,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -83,8 +85,13 @@ public final class AllocatorCommand implements Callable<Integer> {
       client.close();
       throw new Main.SystemError("cannot listen on port " + metricsPort + " for /metrics: " + e.getMessage(), e);
     }
+    // The allocator's own threads are executors', which outlive a failed task; the probes' server is a thread of
+    // its own, and without it the kubelet gets no answer.
+    Optional<FailFast> failFast = FailFast.installed();
+    failFast.ifPresent(f -> f.essential("the /metrics, /healthz and /readyz server", health::serving));
     CountDownLatch done = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      failFast.ifPresent(FailFast::stopping);
       LOG.info("stopping: releasing the allocator's Lease");
       runner.close();
       health.close();

@@ -1,6 +1,7 @@
 package io.egressservice.cli;
 
 import io.egressservice.buildinfo.BuildInfo;
+import io.egressservice.lifecycle.FailFast;
 import io.egressservice.logging.ProcessLogging;
 import java.lang.ref.Reference;
 import java.util.List;
@@ -22,6 +23,11 @@ public final class Main implements Runnable {
   /** A system error: no CAP_NET_ADMIN, no such netns, the kernel refused. */
   public static final int EXIT_SYSTEM_ERROR = 2;
 
+  /** An Error reached the top of a thread, e.g. out of memory (as {@code -XX:+ExitOnOutOfMemoryError} exits). */
+  public static final int EXIT_FATAL_ERROR = FailFast.EXIT_FATAL_ERROR;
+  /** A thread the process cannot go on without ended (the reconcile loop, the probes' server). */
+  public static final int EXIT_ESSENTIAL_THREAD_ENDED = FailFast.EXIT_ESSENTIAL_THREAD_ENDED;
+
   /** The commands that load libnftables (plan, for one, does not need to pay for loading JNA). */
   private static final List<String> KERNEL_COMMANDS = List.of("run", "apply", "status", "cleanup", "demo");
 
@@ -30,6 +36,9 @@ public final class Main implements Runnable {
   public static void main(String[] args) {
     // Before anything logs or calls native code: java.util.logging and C's stderr go through SLF4J.
     ProcessLogging logging = ProcessLogging.install();
+    // Then at once: an Error in any thread, or an essential thread that ends, ends the process (status 3 or 4)
+    // rather than leaving it up and never restarted.
+    FailFast failFast = FailFast.install();
     CommandLine cl = commandLine();
     cl.setErr(logging.commandLineErr(cl.getErr()));
     cl.setExecutionStrategy(parsed -> {
@@ -39,6 +48,7 @@ public final class Main implements Runnable {
       return new CommandLine.RunLast().execute(parsed);
     });
     int exit = cl.execute(args);
+    failFast.stopping();
     cl.getErr().flush();
     Reference.reachabilityFence(logging);
     System.exit(exit);

@@ -9,6 +9,9 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.health.HealthServer;
 import io.egressservice.informers.ClusterInformers;
+import io.egressservice.lifecycle.FailFast;
+import io.egressservice.lifecycle.TestFaults;
+import io.egressservice.lifecycle.Threads;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.RuntimeMetrics;
@@ -111,7 +114,7 @@ public final class RunCommand implements Callable<Integer> {
         allocator ? AllocatorConfig.defaults().resyncPeriod() : Duration.ZERO);
     NodeAgent agent = new NodeAgent(informers, dataplane,
         new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
-        new KubernetesEvents(client, nodeName, Clock.systemUTC()), Clock.systemUTC());
+        new KubernetesEvents(client, nodeName, Clock.systemUTC()), TestFaults.clock(Clock.systemUTC()));
     HealthServer health;
     try {
       health = HealthServer.start(listen, metrics.registry(), agent::liveness, agent::readiness);
@@ -142,8 +145,11 @@ public final class RunCommand implements Callable<Integer> {
       allocatorRunner.get().allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
+    Optional<FailFast> failFast = FailFast.installed();
+    failFast.ifPresent(f -> watchEssentials(f, health, inNetns));
     CountDownLatch done = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      failFast.ifPresent(FailFast::stopping);
       LOG.info("stopping: finishing the current reconcile; the kernel state stays as it is");
       runner.ifPresent(AllocatorRunner::close);
       agent.close();
@@ -160,6 +166,20 @@ public final class RunCommand implements Callable<Integer> {
         allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;
+  }
+
+  /**
+   * The threads without which the agent is up but useless: the reconcile worker (dead, it programs nothing and
+   * the pod stays unready for good) and the probes' server (dead, nothing answers the kubelet). One that ends
+   * ends the process; a stuck one is /healthz's to report.
+   */
+  private void watchEssentials(FailFast failFast, HealthServer health, Optional<HealthServer> inNetns) {
+    // NodeAgent's worker thread: its liveness() says "stuck or dead" in one, and only a dead one is ours to end.
+    String worker = "reconcile-" + nodeName;
+    Threads.named(worker).ifPresentOrElse(t -> failFast.essential("the reconcile loop (thread " + worker + ")", t),
+        () -> LOG.warn("no thread {}: a reconcile loop that ends is seen by /healthz only", worker));
+    failFast.essential("the /metrics, /healthz and /readyz server", health::serving);
+    inNetns.ifPresent(h -> failFast.essential("the /metrics, /healthz and /readyz server in the netns", h::serving));
   }
 
   /**

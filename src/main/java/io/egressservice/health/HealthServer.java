@@ -87,6 +87,14 @@ public final class HealthServer implements AutoCloseable {
     return server.port();
   }
 
+  /**
+   * Whether the thread that answers {@code /metrics}, {@code /healthz} and {@code /readyz} still runs: once it has
+   * ended nothing answers the probes, which the process treats as fatal (an essential thread, see FailFast).
+   */
+  public boolean serving() {
+    return server.serving();
+  }
+
   private static Response answer(Probe probe) {
     return Response.text(probe.ok() ? 200 : 503, (probe.ok() ? "ok" : "not ok") + ": " + probe.detail() + "\n");
   }

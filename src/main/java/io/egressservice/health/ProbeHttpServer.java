@@ -148,7 +148,11 @@ final class ProbeHttpServer implements AutoCloseable {
         selector.select(wait);
         Runnable r;
         while ((r = fromPool.poll()) != null) {
-          r.run();
+          try {
+            r.run();
+          } catch (RuntimeException e) {
+            LOG.warn("a scrape's answer could not be sent: {}", e.toString());
+          }
         }
         Iterator<SelectionKey> keys = selector.selectedKeys().iterator();
         while (keys.hasNext()) {
@@ -160,11 +164,7 @@ final class ProbeHttpServer implements AutoCloseable {
           if (key.isAcceptable()) {
             acceptSome();
           } else if (key.attachment() instanceof Connection c) {
-            if (key.isReadable() && c.state == State.READING) {
-              read(c);
-            } else if (key.isWritable() && c.state == State.WRITING) {
-              write(c);
-            }
+            serve(key, c);
           }
         }
         expire(System.nanoTime());
@@ -176,6 +176,28 @@ final class ProbeHttpServer implements AutoCloseable {
     } finally {
       new ArrayList<>(open).forEach(this::close);
     }
+  }
+
+  /**
+   * One ready connection. What goes wrong with it (its key cancelled under it, a bug in parsing) costs that
+   * connection only: this thread answers every probe, and the process ends when it dies (FailFast).
+   */
+  private void serve(SelectionKey key, Connection c) {
+    try {
+      if (key.isReadable() && c.state == State.READING) {
+        read(c);
+      } else if (key.isWritable() && c.state == State.WRITING) {
+        write(c);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("connection from {} closed: {}", remote(c), e.toString());
+      close(c);
+    }
+  }
+
+  /** Whether the I/O thread still runs: the probes go unanswered once it has ended. */
+  boolean serving() {
+    return loop.isAlive();
   }
 
   /** A few per round, so that reads of connections already open interleave with a flood of new ones. */

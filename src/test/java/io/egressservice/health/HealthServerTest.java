@@ -164,6 +164,57 @@ class HealthServerTest {
     assertThat(body(server.port(), "/nope")).startsWith("HTTP/1.1 404").contains("try /metrics, /healthz or /readyz");
   }
 
+  /**
+   * Issue 20: the metrics and probe threads died with the reconcile loop. A collector that throws fails its own
+   * scrape (500) and nothing else: the probes, and the next scrape, are answered, and the server still serves.
+   */
+  @Test
+  void aFailingScrapeIsAnsweredFiveHundredAndTheServerGoesOn() throws Exception {
+    PrometheusRegistry registry = new PrometheusRegistry();
+    Counter.builder().name("test_total").help("t").register(registry);
+    AtomicBoolean failing = new AtomicBoolean(true);
+    registry.register(() -> {
+      if (failing.get()) {
+        throw new IllegalStateException("a gauge's callback failed");
+      }
+      return Counter.builder().name("late_total").help("l").build().collect();
+    });
+    HealthServer server = HealthServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), registry,
+        () -> OK, () -> OK);
+    toClose.add(server);
+
+    for (int i = 0; i < 5; i++) {
+      assertThat(get(server.port(), "/metrics", Duration.ofSeconds(5))).isEqualTo(500);
+      assertThat(get(server.port(), "/healthz", Duration.ofSeconds(1))).isEqualTo(200);
+    }
+    failing.set(false);
+
+    assertThat(body(server.port(), "/metrics")).startsWith("HTTP/1.1 200").contains("test_total 0.0", "late_total");
+    assertThat(server.serving()).isTrue();
+  }
+
+  @Test
+  void servingEndsWithTheServer() throws Exception {
+    HealthServer server = HealthServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+        new PrometheusRegistry(), () -> OK, () -> OK);
+    assertThat(server.serving()).isTrue();
+
+    server.close();
+
+    assertThat(server.serving()).isFalse();
+  }
+
+  /** /healthz says what liveness says, a dead loop included, with its reason. */
+  @Test
+  void healthzReportsADeadLoop() throws Exception {
+    HealthServer server = HealthServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+        new PrometheusRegistry(), () -> new Probe(false, "reconcile loop stuck or dead (idle 3 s)"), () -> OK);
+    toClose.add(server);
+
+    assertThat(body(server.port(), "/healthz")).startsWith("HTTP/1.1 503")
+        .endsWith("not ok: reconcile loop stuck or dead (idle 3 s)\n");
+  }
+
   @Test
   void theBindAddressIsTheOnlyOneListenedOn() throws Exception {
     HealthServer server = HealthServer.start(new InetSocketAddress(HealthServer.bindAddress("127.0.0.2"), 0),
