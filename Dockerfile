@@ -60,11 +60,14 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
 # Not root by default: the allocator (deploy/allocator.yaml) runs as this uid, with no capability. The node
 # agent runs as root (uid 0) with only CAP_NET_ADMIN, both set by the DaemonSet (deploy/daemonset.yaml).
 # JNA needs a writable jna.tmpdir; the DaemonSet mounts an emptyDir at /tmp and sets
-# JAVA_TOOL_OPTIONS="-Xms16m -Xmx96m -Xmn12m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40
-#   -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m -XX:TrimNativeHeapInterval=10000 -Xss512k
-#   -Dsun.reflect.inflationThreshold=2147483647 -Djna.tmpdir=/tmp"
-# and MALLOC_ARENA_MAX=2 (bench/README.md, "Memory"). TrimNativeHeapInterval needs a JDK 17.0.9 or later.
+# JAVA_TOOL_OPTIONS="-XX:+ExitOnOutOfMemoryError -XX:MaxRAMPercentage=70 -Xms16m -Xmn12m -XX:MinHeapFreeRatio=25
+#   -XX:MaxHeapFreeRatio=40 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m
+#   -XX:TrimNativeHeapInterval=10000 -Xss512k -Dsun.reflect.inflationThreshold=2147483647 -Djna.tmpdir=/tmp"
+# and MALLOC_ARENA_MAX=2 (bench/README.md, "Memory"): the heap ceiling is 70 % of the container's memory limit.
+# TrimNativeHeapInterval needs a JDK 17.0.9 or later.
+# The entrypoint itself says -XX:+ExitOnOutOfMemoryError, so that a JAVA_TOOL_OPTIONS of one's own cannot lose it:
+# out of heap, the process exits (status 3) and is restarted, instead of staying up with a dead thread.
 # --generate-cds-archive: the JRE gets the JDK's default class-data archive, as a full JDK has; the
 # entrypoint's agent.jsa (above) holds those classes too and the agent's own, and is the one in use.
 USER 65532:65532
-ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]
+ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-XX:+ExitOnOutOfMemoryError", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]

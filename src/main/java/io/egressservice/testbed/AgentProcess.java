@@ -24,10 +24,13 @@ import java.util.concurrent.TimeUnit;
  * 127.0.0.1) and acts on the node's namespace through {@code --netns}.
  */
 public final class AgentProcess {
-  /** deploy/daemonset.yaml's JAVA_TOOL_OPTIONS, less its jna.tmpdir (the pod's read-only root). */
-  public static final String DAEMONSET_JVM_OPTIONS = "-Xms16m -Xmx96m -Xmn12m -XX:MinHeapFreeRatio=25 "
-      + "-XX:MaxHeapFreeRatio=40 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m -Xss512k "
-      + "-Dsun.reflect.inflationThreshold=2147483647";
+  /**
+   * deploy/daemonset.yaml's JAVA_TOOL_OPTIONS, less its jna.tmpdir (the pod's read-only root) and TrimNativeHeapInterval
+   * (a JDK before 17.0.9 refuses it). No memory limit applies here: the heap ceiling is 70 % of the host's.
+   */
+  public static final String DAEMONSET_JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError -XX:MaxRAMPercentage=70 -Xms16m "
+      + "-Xmn12m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+      + "-XX:ReservedCodeCacheSize=32m -Xss512k -Dsun.reflect.inflationThreshold=2147483647";
   public static final String LEASE_NAMESPACE = "egress-service-agent";
   private static final Duration READY_LIMIT = Duration.ofSeconds(60);
 

@@ -157,13 +157,42 @@ class DeployManifestsTest {
     assertThat(env.get("EGRESS_AGENT_NODE_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("spec.nodeName");
     assertThat(env).as("no leader election in the DaemonSet").doesNotContainKeys("EGRESS_AGENT_POD_NAME",
         "EGRESS_AGENT_ALLOCATOR");
-    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-Xmx96m", "-XX:+UseSerialGC", "-Djna.tmpdir=/tmp");
+    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-XX:+UseSerialGC", "-Djna.tmpdir=/tmp");
     Map<String, EnvVar> allocatorEnv =
         allocatorContainer().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
     assertThat(allocatorEnv.get("EGRESS_AGENT_POD_NAME").getValueFrom().getFieldRef().getFieldPath())
         .isEqualTo("metadata.name");
     assertThat(allocatorEnv.get("EGRESS_AGENT_POD_NAMESPACE").getValueFrom().getFieldRef().getFieldPath())
         .isEqualTo("metadata.namespace");
+  }
+
+  /**
+   * Issue 20: out of memory, the process exits and is restarted (it stayed up with a dead reconcile thread), and
+   * the heap ceiling follows the container's memory limit instead of a fixed -Xmx, with room left for the rest of
+   * the process. The node agent's ceiling is large enough for 5,000 services (out of memory at 96 MiB before).
+   */
+  @Test
+  void outOfMemoryEndsTheProcessAndTheHeapFollowsTheMemoryLimit() throws IOException {
+    for (Container c : List.of(container(), allocatorContainer())) {
+      String options = c.getEnv().stream().filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS")).findFirst()
+          .orElseThrow().getValue();
+      assertThat(options).as(c.getName()).contains("-XX:+ExitOnOutOfMemoryError").doesNotContain("-Xmx")
+          .contains("-Xms16m", "-Xmn12m", "-XX:MinHeapFreeRatio=25", "-XX:MaxHeapFreeRatio=40");
+      java.util.regex.Matcher percent = java.util.regex.Pattern.compile("-XX:MaxRAMPercentage=(\\d+)").matcher(options);
+      assertThat(percent.find()).as(c.getName() + ": " + options).isTrue();
+      long limit = io.fabric8.kubernetes.api.model.Quantity.getAmountInBytes(c.getResources().getLimits().get("memory"))
+          .longValueExact();
+      long heap = limit * Integer.parseInt(percent.group(1)) / 100;
+      assertThat(limit - heap).as("%s: MiB left beside the heap", c.getName()).isGreaterThanOrEqualTo(128L << 20);
+    }
+    long agentLimit = io.fabric8.kubernetes.api.model.Quantity.getAmountInBytes(
+        container().getResources().getLimits().get("memory")).longValueExact();
+    assertThat(agentLimit * 70 / 100).as("the node agent's heap ceiling").isGreaterThanOrEqualTo(320L << 20);
+    String options = container().getEnv().stream().filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS")).findFirst()
+        .orElseThrow().getValue();
+    assertThat(io.egressservice.testbed.AgentProcess.DAEMONSET_JVM_OPTIONS)
+        .as("the testbed runs its agents with the DaemonSet's flags")
+        .isEqualTo(options.replace(" -XX:TrimNativeHeapInterval=10000", "").replace(" -Djna.tmpdir=/tmp", ""));
   }
 
   @Test
@@ -314,7 +343,8 @@ class DeployManifestsTest {
     String entrypoint = runtime.lines().filter(l -> l.startsWith("ENTRYPOINT ")).findFirst().orElseThrow()
         .substring("ENTRYPOINT ".length());
     assertThat(new ObjectMapper().readValue(entrypoint, String[].class)).as("exec form, no shell").containsExactly(
-        "/opt/egress-service-agent/bin/java", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa",
+        "/opt/egress-service-agent/bin/java", "-XX:+ExitOnOutOfMemoryError",
+        "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa",
         "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
     assertThat(runtime).as("the node jar (no demo) is the image's jar")
         .contains("COPY --from=build /src/target/egress-service-agent-node.jar /opt/egress-service-agent/egress-service-agent.jar")
