@@ -79,12 +79,19 @@ final class IncrementalAllocation {
     this.trust = trust;
   }
 
-  /** Sets one service's inputs; it is re-decided at the next evaluation if they differ from what it had. */
+  /**
+   * Sets one service's inputs; it is re-decided at the next evaluation if they differ from what it had, or if its
+   * status did not show its decision yet (the status may have changed and changed back meanwhile: the write is
+   * checked again, as the full pass would).
+   */
   void put(ServiceInputs in) {
     ObjectRef ref = in.ref();
     ServiceInputs before = inputs.put(ref, in);
     removed.remove(ref);
     if (in.equals(before)) {
+      if (statusBehind(in, decisions.get(ref))) {
+        touched.add(ref);
+      }
       return;
     }
     if (before != null) {
@@ -162,7 +169,10 @@ final class IncrementalAllocation {
         }
       }
     }
+    // A node stays due until its labels show the patch: a change that undoes the patch before this sees it
+    // (someone puts a removed label back) is then still caught, as the full pass would catch it.
     dirtyNodes.clear();
+    dirtyNodes.addAll(labels.keySet());
     Set<String> hosted = hostedNodes();
     Step step = new Step(out, List.copyOf(removed), labels, !hosted.equals(hostedBefore));
     hostedBefore = hosted;
@@ -207,6 +217,7 @@ final class IncrementalAllocation {
       record(inputs.get(d.ref()), d);
     }
     hostedBefore = hostedNodes();
+    dirtyNodes.addAll(result.labelChanges().keySet());
     return new Step(result.decisions(), List.copyOf(gone), result.labelChanges(), true);
   }
 
@@ -233,6 +244,11 @@ final class IncrementalAllocation {
       }
     });
     return out;
+  }
+
+  private static boolean statusBehind(ServiceInputs in, Decision d) {
+    EgressServiceState es = in.egressService();
+    return d != null && d.reason() != Reason.MALFORMED && (!es.hasStatus() || !d.host().equals(es.statusHost()));
   }
 
   private int load(ObjectRef ref, String node) {
