@@ -25,7 +25,8 @@ import java.util.TreeSet;
  *   <li>its own inputs ({@link ServiceInputs}): re-decided when they change;</li>
  *   <li>the Ready, cordon, deletion, label and reachability state of the nodes where it has endpoints: only those
  *       can be candidates; a change of such a node re-decides the services with an endpoint there, the ones
- *       hosted there, and those without a host (their message names every node);</li>
+ *       hosted there, and those without a host (their message names every node); a change of labels alone only
+ *       those of them with a nodeSelector;</li>
  *   <li>every node's addresses and pod CIDRs (which endpoints are pod-network) and the set of node names: a change
  *       of those re-decides everything (node additions and removals, rare);</li>
  *   <li>the load of the nodes, but only when a new host is chosen (a kept host does not look at it): such a
@@ -133,9 +134,17 @@ final class IncrementalAllocation {
       if (old == null || !old.addresses().equals(n.addresses()) || !old.podCidrs().equals(n.podCidrs())) {
         all = true;
       } else {
-        touched.addAll(endpointsOn.getOrDefault(n.name(), Set.of()));
-        touched.addAll(allocatedOn.getOrDefault(n.name(), new TreeSet<>()));
-        touched.addAll(withoutHost);
+        // Labels alone (the allocator's own host labels, mostly) matter only to services with a nodeSelector.
+        boolean labelsOnly = old.ready() == n.ready() && old.unschedulable() == n.unschedulable()
+            && old.deleting() == n.deleting() && old.agentUnreachable() == n.agentUnreachable();
+        List<ObjectRef> affected = new ArrayList<>(endpointsOn.getOrDefault(n.name(), Set.of()));
+        affected.addAll(allocatedOn.getOrDefault(n.name(), new TreeSet<>()));
+        affected.addAll(withoutHost);
+        for (ObjectRef ref : affected) {
+          if (!labelsOnly || inputs.get(ref).egressService().nodeSelector().isPresent()) {
+            touched.add(ref);
+          }
+        }
       }
     }
     if (all) {
