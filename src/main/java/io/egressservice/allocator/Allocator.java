@@ -79,6 +79,8 @@ public final class Allocator implements AutoCloseable {
   private int failures;
   /** Last reported outcome per service, this term; worker thread only. */
   private final Map<ObjectRef, Outcome> reported = new HashMap<>();
+  /** The term {@link #reported} belongs to; worker thread only. */
+  private long reportedTerm = -1;
 
   private final ClusterInformers informers;
   private final boolean ownsInformers;
@@ -378,16 +380,11 @@ public final class Allocator implements AutoCloseable {
   /** Begins a leadership term: forgets reported outcomes and runs a pass. */
   public void startLeading() {
     LOG.info("{}: leading, allocating egress service hosts", identity);
-    long t = term.incrementAndGet();
+    term.incrementAndGet();
+    fullNeeded.set(true);
     leading = true;
     metrics.leading(true);
-    submit(() -> {
-      if (term.get() == t) {
-        reported.clear();
-      }
-      fullNeeded.set(true);
-      runPass();
-    });
+    submit(this::runPass);
   }
 
   /** Ends the term; no write is started after this returns. */
@@ -503,6 +500,11 @@ public final class Allocator implements AutoCloseable {
     if (!informers.hasSynced()) {
       schedule(100);
       return;
+    }
+    long t = term.get();
+    if (t != reportedTerm) {
+      reported.clear();
+      reportedTerm = t;
     }
     try {
       if (fullNeeded.getAndSet(false)) {
