@@ -47,7 +47,6 @@ public final class AllocationPass {
     }
   }
 
-  /** Trusting the EndpointSlice controller only. */
   /** A decision without a host also says which slices were not trusted: the usual cause when all of them are. */
   private static Decision withDistrust(Decision d, List<EndpointSliceInfo> slices, Optional<ServiceInfo> service,
       EndpointTrust trust) {
@@ -67,6 +66,7 @@ public final class AllocationPass {
       List<ServiceInfo> services,
       List<EndpointSliceInfo> slices,
       List<NodeState> nodes) {
+    // Trusting the EndpointSlice controller only.
     return compute(egressServices, services, slices, nodes, EndpointTrust.kubernetesOnly());
   }
 
@@ -107,10 +107,7 @@ public final class AllocationPass {
       }
       Optional<ServiceInfo> service = Optional.ofNullable(serviceByRef.get(es.ref()));
       List<EndpointSliceInfo> own = slicesByService.getOrDefault(es.ref(), List.of());
-      Decision d = HostChooser.choose(es, service, trust.trusted(own, service), nodes, load);
-      if (d.reason() == Reason.NO_HOST_AVAILABLE) {
-        d = withDistrust(d, own, service, trust);
-      }
+      Decision d = decide(es, service, own, nodes, n -> load.getOrDefault(n, 0), trust);
       if (d.reason() == Reason.HOST_ALLOCATED) {
         load.merge(d.host(), 1, Integer::sum);
       }
@@ -123,22 +120,40 @@ public final class AllocationPass {
     }
     Map<String, Map<String, Boolean>> changes = new TreeMap<>();
     for (NodeState n : nodes) {
-      Map<String, Boolean> c = new TreeMap<>();
-      Set<String> want = wanted.getOrDefault(n.name(), Set.of());
-      for (String key : want) {
-        if (!"".equals(n.labels().get(key))) {
-          c.put(key, true);
-        }
-      }
-      for (String key : n.labels().keySet()) {
-        if (LabelNames.isHostLabel(key) && !want.contains(key)) {
-          c.put(key, false);
-        }
-      }
+      Map<String, Boolean> c = labelChanges(n, wanted.getOrDefault(n.name(), Set.of()));
       if (!c.isEmpty()) {
         changes.put(n.name(), c);
       }
     }
     return new Result(decisions, changes);
+  }
+
+  /**
+   * One service's decision, given the load of each node as this pass sees it when the service's turn comes
+   * (shared with {@link IncrementalAllocation}, so both decide alike).
+   */
+  static Decision decide(EgressServiceState es, Optional<ServiceInfo> service, List<EndpointSliceInfo> own,
+      List<NodeState> nodes, java.util.function.ToIntFunction<String> load, EndpointTrust trust) {
+    Decision d = HostChooser.choose(es, service, trust.trusted(own, service), nodes, load);
+    if (d.reason() == Reason.NO_HOST_AVAILABLE) {
+      d = withDistrust(d, own, service, trust);
+    }
+    return d;
+  }
+
+  /** The label changes that make node {@code n} carry exactly the host labels {@code want} (key -> set). */
+  static Map<String, Boolean> labelChanges(NodeState n, Set<String> want) {
+    Map<String, Boolean> c = new TreeMap<>();
+    for (String key : want) {
+      if (!"".equals(n.labels().get(key))) {
+        c.put(key, true);
+      }
+    }
+    for (String key : n.labels().keySet()) {
+      if (LabelNames.isHostLabel(key) && !want.contains(key)) {
+        c.put(key, false);
+      }
+    }
+    return c;
   }
 }

@@ -9,6 +9,9 @@ import io.egressservice.plan.ObjectRef;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
@@ -22,15 +25,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
-import java.util.stream.Collectors;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceStatus;
 import org.slf4j.Logger;
@@ -38,13 +41,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The fabric8 edge of the allocator: informers on EgressService, Service, EndpointSlice and Node feed one worker
- * thread; while {@linkplain #startLeading() leading}, each pass recomputes every service with {@link AllocationPass}
- * from the informer caches and writes only the differences: {@code status.host} through the status subresource
+ * thread; while {@linkplain #startLeading() leading}, each pass decides the services a change touched (an
+ * {@link IncrementalAllocation}; a full pass with {@link AllocationPass} at the start of a term, every resync period
+ * and after a failure) and writes only the differences: {@code status.host} through the status subresource
  * (with conflict retries), node labels by JSON merge patch of {@code metadata.labels}, and core/v1 Events on the
  * EgressService when its outcome (host, reason) changes.
  *
  * <p>Events are remembered per leadership term: on taking over, a service whose status is already right gets no
  * Event; after that an Event is written only when host or reason changes, never for a resync.
+ *
+ * <p>An event of an object no EgressService refers to (a Service or slice of another name) costs a map lookup and
+ * schedules nothing.
  *
  * <p>Informers run on every replica (a follower's caches are warm when it takes over); only the leader's worker
  * writes, and it checks leadership before every write.
@@ -55,10 +62,8 @@ public final class Allocator implements AutoCloseable {
   private static final int STATUS_ATTEMPTS = 5;
   private static final long MAX_BACKOFF_MS = 30_000;
   /**
-   * Passes start at least this far apart. A pass reads every EgressService, Service, slice and Node,
-   * and endpoint churn alone would otherwise run one per slice update (measured: as much CPU as the
-   * node agent's reconciles, on the same node); a host choice 250 ms later changes nothing that matters.
-   * The first event after a quiet spell still runs a pass at once.
+   * Passes start at least this far apart, so a burst of endpoint churn is decided in a few passes; a host choice
+   * 250 ms later changes nothing that matters. The first event after a quiet spell still runs a pass at once.
    */
   static final long MIN_PASS_SPACING_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
 
@@ -74,6 +79,8 @@ public final class Allocator implements AutoCloseable {
   private int failures;
   /** Last reported outcome per service, this term; worker thread only. */
   private final Map<ObjectRef, Outcome> reported = new HashMap<>();
+  /** The term {@link #reported} belongs to; worker thread only. */
+  private long reportedTerm = -1;
 
   private final ClusterInformers informers;
   private final boolean ownsInformers;
@@ -84,6 +91,19 @@ public final class Allocator implements AutoCloseable {
   private final AtomicLong labelPatches = new AtomicLong();
   private final AtomicLong eventsWritten = new AtomicLong();
   private final AtomicLong statusConflicts = new AtomicLong();
+  private final AtomicLong fullPasses = new AtomicLong();
+  private final AtomicLong servicesEvaluated = new AtomicLong();
+  private volatile int lastPassEvaluated;
+
+  /** EgressServices a change touched since the last pass (handler threads add, the worker drains). */
+  private final Set<ObjectRef> touched = ConcurrentHashMap.newKeySet();
+  /** A Node changed, or the probes' verdict on one. */
+  private final AtomicBoolean nodesChanged = new AtomicBoolean();
+  /** The next pass decides everything from the caches. */
+  private final AtomicBoolean fullNeeded = new AtomicBoolean(true);
+  private final AllocatorObjects objects;
+  /** Worker thread only. */
+  private final IncrementalAllocation allocation;
 
   private record Outcome(String uid, String host, Reason reason) {}
 
@@ -136,6 +156,8 @@ public final class Allocator implements AutoCloseable {
     this.config = Objects.requireNonNull(config);
     this.identity = Objects.requireNonNull(identity);
     this.health = new HostHealth(config.probes().health());
+    this.objects = new AllocatorObjects(informers);
+    this.allocation = new IncrementalAllocation(config.endpointTrust());
     this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "egress-allocator-" + identity);
       t.setDaemon(true);
@@ -145,11 +167,18 @@ public final class Allocator implements AutoCloseable {
 
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
   public synchronized void start() {
-    informer(informers.egressServices(), null);
-    informer(informers.services(), null);
-    informer(informers.endpointSlices(), null);
-    // Nodes change status every few seconds; only what the allocator reads matters.
-    informer(informers.nodes(), AllocatorInputs::node);
+    listen(EgressService.class, informers.egressServices(), egressServiceEvents());
+    listen(Service.class, informers.services(), serviceEvents());
+    listen(EndpointSlice.class, informers.endpointSlices(), sliceEvents());
+    listen(Node.class, informers.nodes(), nodeEvents());
+    long resync = config.resyncPeriod().toMillis();
+    if (resync > 0) {
+      try {
+        worker.scheduleWithFixedDelay(this::requestFullPass, resync, resync, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // closed
+      }
+    }
     if (config.probes().enabled()) {
       prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
           config.probes().netns(), this::probed);
@@ -177,6 +206,7 @@ public final class Allocator implements AutoCloseable {
       } else {
         LOG.info("{}: node {} answers its health probes again: it may host services", identity, node);
       }
+      nodesChanged.set(true);
       requestPass();
     }
   }
@@ -213,44 +243,148 @@ public final class Allocator implements AutoCloseable {
     return Map.copyOf(lastHostChangeEpochSeconds);
   }
 
-  private <T extends HasMetadata> void informer(SharedIndexInformer<T> informer, Function<T, Object> relevant) {
-    informer.addEventHandler(new ResourceEventHandler<T>() {
+  /** Where every handler is registered: one line to change when the informers register handlers themselves. */
+  private static <T extends HasMetadata> void listen(Class<T> kind, SharedIndexInformer<T> informer,
+      ResourceEventHandler<T> handler) {
+    informer.addEventHandler(handler);
+  }
+
+  /**
+   * A resync delivers every cached object again as an update of itself: the allocator's own periodic full pass
+   * stands for it, so those updates are ignored.
+   */
+  private static boolean resync(Object before, Object after) {
+    return before == after;
+  }
+
+  private ResourceEventHandler<EgressService> egressServiceEvents() {
+    return new ResourceEventHandler<>() {
       @Override
-      public void onAdd(T obj) {
-        requestPass();
+      public void onAdd(EgressService es) {
+        touch(PlanInputs.ref(es));
       }
 
       @Override
-      public void onUpdate(T oldObj, T newObj) {
-        if (relevant == null || !relevant.apply(oldObj).equals(relevant.apply(newObj))) {
-          requestPass();
+      public void onUpdate(EgressService before, EgressService after) {
+        if (!resync(before, after)) {
+          touch(PlanInputs.ref(after));
         }
       }
 
       @Override
-      public void onDelete(T obj, boolean deletedFinalStateUnknown) {
-        requestPass();
+      public void onDelete(EgressService es, boolean finalStateUnknown) {
+        touch(PlanInputs.ref(es));
       }
 
       @Override
       public void onNothing() {
-        requestPass();
+        requestFullPass();
       }
-    });
+    };
+  }
+
+  private ResourceEventHandler<Service> serviceEvents() {
+    return new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(Service svc) {
+        touchIfOptedIn(PlanInputs.ref(svc));
+      }
+
+      @Override
+      public void onUpdate(Service before, Service after) {
+        if (!resync(before, after)) {
+          touchIfOptedIn(PlanInputs.ref(after));
+        }
+      }
+
+      @Override
+      public void onDelete(Service svc, boolean finalStateUnknown) {
+        touchIfOptedIn(PlanInputs.ref(svc));
+      }
+    };
+  }
+
+  private ResourceEventHandler<EndpointSlice> sliceEvents() {
+    return new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(EndpointSlice slice) {
+        objects.sliceChanged(null, slice);
+        AllocatorObjects.serviceOf(slice).ifPresent(Allocator.this::touchIfOptedIn);
+      }
+
+      @Override
+      public void onUpdate(EndpointSlice before, EndpointSlice after) {
+        if (resync(before, after)) {
+          return;
+        }
+        objects.sliceChanged(before, after);
+        Optional<ObjectRef> was = AllocatorObjects.serviceOf(before);
+        Optional<ObjectRef> is = AllocatorObjects.serviceOf(after);
+        is.ifPresent(Allocator.this::touchIfOptedIn);
+        if (!was.equals(is)) {
+          was.ifPresent(Allocator.this::touchIfOptedIn);
+        }
+      }
+
+      @Override
+      public void onDelete(EndpointSlice slice, boolean finalStateUnknown) {
+        objects.sliceChanged(slice, null);
+        AllocatorObjects.serviceOf(slice).ifPresent(Allocator.this::touchIfOptedIn);
+      }
+    };
+  }
+
+  private ResourceEventHandler<Node> nodeEvents() {
+    return new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(Node n) {
+        nodesChanged();
+      }
+
+      @Override
+      public void onUpdate(Node before, Node after) {
+        // Nodes change status every few seconds; only what the allocator reads matters.
+        if (!resync(before, after) && !AllocatorInputs.node(before).equals(AllocatorInputs.node(after))) {
+          nodesChanged();
+        }
+      }
+
+      @Override
+      public void onDelete(Node n, boolean finalStateUnknown) {
+        nodesChanged();
+      }
+    };
+  }
+
+  private void touch(ObjectRef ref) {
+    touched.add(ref);
+    requestPass();
+  }
+
+  private void touchIfOptedIn(ObjectRef ref) {
+    if (objects.optedIn(ref)) {
+      touch(ref);
+    }
+  }
+
+  private void nodesChanged() {
+    nodesChanged.set(true);
+    requestPass();
+  }
+
+  private void requestFullPass() {
+    fullNeeded.set(true);
+    requestPass();
   }
 
   /** Begins a leadership term: forgets reported outcomes and runs a pass. */
   public void startLeading() {
     LOG.info("{}: leading, allocating egress service hosts", identity);
-    long t = term.incrementAndGet();
+    term.incrementAndGet();
+    fullNeeded.set(true);
     leading = true;
     metrics.leading(true);
-    submit(() -> {
-      if (term.get() == t) {
-        reported.clear();
-      }
-      runPass();
-    });
+    submit(this::runPass);
   }
 
   /** Ends the term; no write is started after this returns. */
@@ -289,6 +423,21 @@ public final class Allocator implements AutoCloseable {
   /** Number of passes that computed an allocation (leader only). */
   public long passes() {
     return passes.get();
+  }
+
+  /** Number of those passes that decided every service (start of a term, resync, after a failure). */
+  public long fullPasses() {
+    return fullPasses.get();
+  }
+
+  /** Number of services decided again, summed over all passes. */
+  public long servicesEvaluated() {
+    return servicesEvaluated.get();
+  }
+
+  /** Number of services the last pass decided again. */
+  public int lastPassEvaluated() {
+    return lastPassEvaluated;
   }
 
   /** Number of successful {@code status.host} writes by this instance. */
@@ -352,12 +501,24 @@ public final class Allocator implements AutoCloseable {
       schedule(100);
       return;
     }
+    long t = term.get();
+    if (t != reportedTerm) {
+      reported.clear();
+      reportedTerm = t;
+    }
     try {
-      pass();
+      if (fullNeeded.getAndSet(false)) {
+        fullPass();
+      } else {
+        incrementalPass();
+      }
       failures = 0;
     } catch (NotLeadingException e) {
+      fullNeeded.set(true);
       LOG.debug("{}: pass abandoned, leadership lost", identity);
     } catch (RuntimeException e) {
+      // What was decided may not have been written: the retry decides and checks everything again.
+      fullNeeded.set(true);
       failures++;
       long delay = Math.min(MAX_BACKOFF_MS, 100L << Math.min(failures, 20));
       LOG.warn("{}: allocation pass failed (attempt {}), retrying in {} ms: {}", identity, failures, delay,
@@ -366,28 +527,56 @@ public final class Allocator implements AutoCloseable {
     }
   }
 
-  private void pass() {
-    passes.incrementAndGet();
-    List<EgressService> esList = informers.egressServices().getStore().list();
-    List<EgressServiceState> states = esList.stream().map(AllocatorInputs::egressService).toList();
-    Set<String> unreachable = unreachableNodes();
-    List<io.fabric8.kubernetes.api.model.Node> nodeObjects = informers.nodes().getStore().list();
-    List<NodeState> nodes = nodeObjects.stream().map(AllocatorInputs::node)
-        .map(n -> n.withAgentUnreachable(unreachable.contains(n.name()))).toList();
-    AllocationPass.Result result = AllocationPass.compute(
-        states,
-        informers.services().getStore().list().stream().map(PlanInputs::service).toList(),
-        informers.endpointSlices().getStore().list().stream().map(PlanInputs::slice).toList(),
-        nodes, config.endpointTrust());
-    Map<ObjectRef, EgressService> byRef =
-        esList.stream().collect(Collectors.toMap(PlanInputs::ref, Function.identity(), (a, b) -> a));
-    Map<ObjectRef, EgressServiceState> stateByRef =
-        states.stream().collect(Collectors.toMap(EgressServiceState::ref, Function.identity(), (a, b) -> a));
-    Map<String, NodeState> nodeByName =
-        nodes.stream().collect(Collectors.toMap(NodeState::name, Function.identity(), (a, b) -> a));
+  /** Drops what the touched set holds now; what handlers add from here on is for the next pass. */
+  private Set<ObjectRef> drainTouched() {
+    Set<ObjectRef> out = new java.util.TreeSet<>();
+    for (java.util.Iterator<ObjectRef> i = touched.iterator(); i.hasNext(); ) {
+      out.add(i.next());
+      i.remove();
+    }
+    return out;
+  }
 
-    for (Decision d : result.decisions()) {
-      EgressService es = byRef.get(d.ref());
+  private void fullPass() {
+    drainTouched();
+    nodesChanged.set(false);
+    Set<String> unreachable = unreachableNodes();
+    List<NodeState> nodes = objects.nodes(unreachable);
+    IncrementalAllocation.Step step = allocation.full(objects.readAll(), nodes);
+    fullPasses.incrementAndGet();
+    apply(step, true, true, unreachable);
+  }
+
+  private void incrementalPass() {
+    Set<ObjectRef> refs = drainTouched();
+    boolean nodes = nodesChanged.getAndSet(false);
+    if (refs.isEmpty() && !nodes) {
+      return;
+    }
+    for (ObjectRef ref : refs) {
+      objects.read(ref).ifPresentOrElse(allocation::put, () -> allocation.remove(ref));
+    }
+    Set<String> unreachable = unreachableNodes();
+    if (nodes) {
+      allocation.nodes(objects.nodes(unreachable));
+    }
+    apply(allocation.evaluate(), false, nodes, unreachable);
+  }
+
+  /**
+   * Writes what the step decided: status, Events, metrics, probe targets (when the hosts or the nodes changed),
+   * node labels.
+   */
+  private void apply(IncrementalAllocation.Step step, boolean full, boolean nodesChanged, Set<String> unreachable) {
+    passes.incrementAndGet();
+    servicesEvaluated.addAndGet(step.evaluated().size());
+    lastPassEvaluated = step.evaluated().size();
+    metrics.pass(full, step.evaluated().size());
+    Map<String, NodeState> nodeByName = allocation.nodesByName();
+
+    for (Decision d : step.evaluated()) {
+      EgressService es = objects.egressService(d.ref()).orElseThrow();
+      EgressServiceState state = allocation.inputs(d.ref()).orElseThrow().egressService();
       String oldHost = es.getStatus() == null || es.getStatus().getHost() == null ? "" : es.getStatus().getHost();
       // A malformed object's spec was never read: writing it back (the status update sends the whole object)
       // could only lose it. It is reported, not written.
@@ -395,10 +584,9 @@ public final class Allocator implements AutoCloseable {
           || es.getStatus() != null && d.host().equals(es.getStatus().getHost());
       String move = "";
       if (!statusOk && writeStatus(es, d.host())) {
-        HostMoves.reason(stateByRef.get(d.ref()), d.host(), nodeByName).ifPresent(reason -> {
+        HostMoves.reason(state, d.host(), nodeByName).ifPresent(reason -> {
           metrics.hostMoved(reason);
-          LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), stateByRef.get(d.ref()).statusHost(),
-              d.host(), reason);
+          LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), state.statusHost(), d.host(), reason);
         });
         long epoch = Instant.now().getEpochSecond();
         lastHostChangeEpochSeconds.put(d.ref(), epoch);
@@ -432,35 +620,43 @@ public final class Allocator implements AutoCloseable {
         d.labelProblem().ifPresent(p -> event(es, "Warning", Reason.LABEL_NOT_SET,
             "node " + d.host() + " is the host but cannot carry the host label: " + p));
       }
+      if (!full) {
+        metrics.allocation(d.ref().namespace(), d.ref().name(), Optional.of(allocation(d)));
+      }
     }
-    Set<ObjectRef> present = byRef.keySet();
-    reported.keySet().retainAll(present);
-    metrics.allocations(result.decisions().stream()
-        .map(d -> new AllocatorMetrics.Allocation(d.ref().namespace(), d.ref().name(), d.host(),
-            d.reason().eventReason()))
-        .toList());
-    lastHostChangeEpochSeconds.keySet().retainAll(present);
-    if (prober != null) {
-      probeHosts(result, nodeObjects, unreachable);
+    for (ObjectRef gone : step.removed()) {
+      reported.remove(gone);
+      lastHostChangeEpochSeconds.remove(gone);
+      metrics.allocation(gone.namespace(), gone.name(), Optional.empty());
+    }
+    if (full) {
+      Set<ObjectRef> present = new java.util.HashSet<>();
+      step.evaluated().forEach(d -> present.add(d.ref()));
+      reported.keySet().retainAll(present);
+      lastHostChangeEpochSeconds.keySet().retainAll(present);
+      metrics.allocations(step.evaluated().stream().map(Allocator::allocation).toList());
+    }
+    if (prober != null && (full || nodesChanged || step.hostsChanged())) {
+      probeHosts(allocation.hostedNodes(), objects.nodeObjects(), unreachable);
     }
 
-    for (Map.Entry<String, Map<String, Boolean>> e : result.labelChanges().entrySet()) {
+    for (Map.Entry<String, Map<String, Boolean>> e : step.labelChanges().entrySet()) {
       patchLabels(e.getKey(), e.getValue());
     }
+  }
+
+  private static AllocatorMetrics.Allocation allocation(Decision d) {
+    return new AllocatorMetrics.Allocation(d.ref().namespace(), d.ref().name(), d.host(), d.reason().eventReason());
   }
 
   /**
    * Probes the nodes that host a LoadBalancerIP service, and the unreachable ones (to see them return): O(hosts)
    * TCP connections, no API request.
    */
-  private void probeHosts(AllocationPass.Result result, List<io.fabric8.kubernetes.api.model.Node> nodeObjects,
+  private void probeHosts(Set<String> hosts, List<io.fabric8.kubernetes.api.model.Node> nodeObjects,
       Set<String> unreachable) {
     Set<String> wanted = new java.util.TreeSet<>(unreachable);
-    for (Decision d : result.decisions()) {
-      if (d.reason() == Reason.HOST_ALLOCATED) {
-        wanted.add(d.host());
-      }
-    }
+    wanted.addAll(hosts);
     Map<String, java.net.InetSocketAddress> targets = new HashMap<>();
     for (io.fabric8.kubernetes.api.model.Node n : nodeObjects) {
       String name = n.getMetadata().getName();

@@ -61,6 +61,20 @@ public final class HostChooser {
       List<EndpointSliceInfo> slices,
       List<NodeState> nodes,
       Map<String, Integer> allocations) {
+    return choose(es, service, slices, nodes, n -> allocations.getOrDefault(n, 0));
+  }
+
+  /**
+   * The same, with the load of a node asked only when a new host is chosen among several candidates.
+   *
+   * @param allocations number of other services currently allocated to the named node
+   */
+  static Decision choose(
+      EgressServiceState es,
+      Optional<ServiceInfo> service,
+      List<EndpointSliceInfo> slices,
+      List<NodeState> nodes,
+      java.util.function.ToIntFunction<String> allocations) {
     if (es.malformed().isPresent()) {
       return Decision.unallocated(es.ref(), Reason.MALFORMED,
           "the EgressService is malformed (" + es.malformed().get() + "): refused until it is fixed");
@@ -113,11 +127,14 @@ public final class HostChooser {
       return Decision.unallocated(es.ref(), Reason.NO_HOST_AVAILABLE, noHostMessage(nodes, endpoints, rejected));
     }
     Optional<NodeState> current = candidates.stream().filter(n -> n.name().equals(es.statusHost())).findFirst();
-    NodeState chosen = current.orElseGet(() -> candidates.stream()
-        .min(Comparator.<NodeState>comparingInt(n -> -endpoints.get(n.name()))
-            .thenComparingInt(n -> allocations.getOrDefault(n.name(), 0))
-            .thenComparing(NodeState::name))
-        .orElseThrow());
+    NodeState chosen = current.orElseGet(() -> {
+      Map<String, Integer> load = new java.util.HashMap<>();
+      return candidates.stream()
+          .min(Comparator.<NodeState>comparingInt(n -> -endpoints.get(n.name()))
+              .thenComparingInt(n -> load.computeIfAbsent(n.name(), allocations::applyAsInt))
+              .thenComparing(NodeState::name))
+          .orElseThrow();
+    });
     String message = (current.isPresent() ? "kept node " : "allocated node ") + chosen.name() + " ("
         + endpoints.get(chosen.name()) + " pod-network endpoint(s), " + candidates.size() + " candidate node(s))";
     String key = LabelNames.hostLabelKey(es.ref());

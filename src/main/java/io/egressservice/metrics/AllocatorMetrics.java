@@ -3,9 +3,11 @@ package io.egressservice.metrics;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import java.util.HashSet;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * The allocator's Prometheus metrics, {@code egress_service_agent_*} like the node agent's, registered in the
@@ -22,8 +24,10 @@ public final class AllocatorMetrics {
   private final Counter hostMoves;
   private final Gauge leader;
   private final Gauge allocation;
-  /** The label values of the allocation series exported now. */
-  private final Set<Allocation> exported = new HashSet<>();
+  private final Counter passes;
+  private final Counter servicesEvaluated;
+  /** The allocation series exported now, by service (namespace, name). */
+  private final Map<List<String>, Allocation> exported = new HashMap<>();
   private boolean leading;
 
   /**
@@ -58,6 +62,19 @@ public final class AllocatorMetrics {
             + " and the reason of the decision (HostAllocated, AllNodes, NoHostAvailable, ServiceNotFound, ...).")
         .labelNames("service_namespace", "service", "host", "reason")
         .register(registry);
+    passes = Counter.builder()
+        .name("egress_service_agent_allocator_passes_total")
+        .help("Allocation passes of the leader, by kind: full (start of a term, resync, after a failure) or"
+            + " incremental (only the EgressServices a change touched).")
+        .labelNames("kind")
+        .register(registry);
+    servicesEvaluated = Counter.builder()
+        .name("egress_service_agent_allocator_services_evaluated_total")
+        .help("EgressServices whose host the leader decided again, summed over its passes: a change of one"
+            + " service's objects re-decides that service only.")
+        .register(registry);
+    passes.labelValues("full");
+    passes.labelValues("incremental");
     // Every reason at 0 from the start: the series exist before the first move, so increase() sees it.
     MOVE_REASONS.forEach(hostMoves::labelValues);
   }
@@ -81,17 +98,45 @@ public final class AllocatorMetrics {
    * was lost exports nothing.
    */
   public synchronized void allocations(List<Allocation> now) {
-    Set<Allocation> wanted = leading ? Set.copyOf(now) : Set.of();
-    for (Allocation a : exported) {
-      if (!wanted.contains(a)) {
-        allocation.remove(a.namespace(), a.name(), a.host(), a.reason());
+    Map<List<String>, Allocation> wanted = new HashMap<>();
+    if (leading) {
+      now.forEach(a -> wanted.put(List.of(a.namespace(), a.name()), a));
+    }
+    for (List<String> service : new ArrayList<>(exported.keySet())) {
+      if (!wanted.containsKey(service)) {
+        allocation(service.get(0), service.get(1), Optional.empty());
       }
     }
-    for (Allocation a : wanted) {
-      allocation.labelValues(a.namespace(), a.name(), a.host(), a.reason()).set(1);
+    wanted.forEach((service, a) -> allocation(a.namespace(), a.name(), Optional.of(a)));
+  }
+
+  /**
+   * After an incremental pass: the one service's allocation is now {@code now} (empty: the service is gone); the
+   * others stay. Nothing is exported while not leading.
+   */
+  public synchronized void allocation(String namespace, String name, Optional<Allocation> now) {
+    List<String> service = List.of(namespace, name);
+    Optional<Allocation> wanted = leading ? now : Optional.empty();
+    Allocation before = exported.get(service);
+    if (before != null && !Optional.of(before).equals(wanted)) {
+      allocation.remove(before.namespace(), before.name(), before.host(), before.reason());
+      exported.remove(service);
     }
-    exported.clear();
-    exported.addAll(wanted);
+    wanted.ifPresent(a -> {
+      allocation.labelValues(a.namespace(), a.name(), a.host(), a.reason()).set(1);
+      exported.put(service, a);
+    });
+  }
+
+  /** One pass of the leader: {@code full} or incremental, that decided {@code evaluated} services again. */
+  public void pass(boolean full, int evaluated) {
+    passes.labelValues(full ? "full" : "incremental").inc();
+    servicesEvaluated.inc(evaluated);
+  }
+
+  /** Services decided again so far (all passes). */
+  public long servicesEvaluated() {
+    return (long) servicesEvaluated.get();
   }
 
   public synchronized void leading(boolean leading) {
