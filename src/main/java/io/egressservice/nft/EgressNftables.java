@@ -493,6 +493,70 @@ public final class EgressNftables implements AutoCloseable {
   }
 
   /**
+   * The fast path: applies {@code change} (SNAT elements only, an intact base) in one transaction planned
+   * from {@code present}, what the caller knows the table holds for the sources involved, without listing
+   * the table. The cached listing, when current, is kept with the change folded in on its next read.
+   *
+   * @throws NftException when the kernel refuses the transaction (nothing applied; the cache is forgotten)
+   */
+  public synchronized void applyKnown(NftChange change, Collection<SnatElement> present) {
+    if (change.replaceInCluster().isPresent()) {
+      throw new IllegalArgumentException("the in-cluster sets are replaced through apply(), after a listing");
+    }
+    Map<String, ObjectStatus> objects = new HashMap<>();
+    for (IpFamily f : IpFamily.values()) {
+      objects.put(snatMap(f), ObjectStatus.OK);
+      objects.put(inClusterSet(f), ObjectStatus.OK);
+    }
+    Map<IpPrefix, SnatElement> known = new HashMap<>();
+    present.forEach(e -> known.put(e.source(), e));
+    JsonNode doc = planFrom(new Observed(true, objects, ObjectStatus.OK, known, List.of()), change, false);
+    if (doc.path("nftables").isEmpty()) {
+      return;
+    }
+    try {
+      client.run(doc);
+    } catch (RuntimeException e) {
+      cache.invalidate();
+      throw e;
+    }
+    cache.committed(new SnatPatch(change));
+  }
+
+  /** Element changes of the fast path, replayed on the cached listing when it is next read. */
+  private static final class SnatPatch implements ListingCache.Patch<Listing> {
+    private final Map<IpPrefix, Optional<SnatElement>> bySource = new HashMap<>();
+
+    SnatPatch(NftChange change) {
+      change.deleteSnat().forEach(e -> bySource.put(e.source(), Optional.empty()));
+      change.addSnat().forEach(e -> bySource.put(e.source(), Optional.of(e)));
+    }
+
+    @Override
+    public Optional<Listing> applyTo(Listing listing) {
+      Observed o = listing.observed();
+      if (!o.baseIntact()) {
+        return Optional.empty();
+      }
+      Map<IpPrefix, SnatElement> snat = new HashMap<>(o.snat());
+      bySource.forEach((source, e) -> {
+        if (e.isPresent()) {
+          snat.put(source, e.get());
+        } else {
+          snat.remove(source);
+        }
+      });
+      return Optional.of(Listing.of(new Observed(true, o.objects(), o.chain(), snat, o.inCluster())));
+    }
+
+    @Override
+    public ListingCache.Patch<Listing> then(ListingCache.Patch<Listing> later) {
+      bySource.putAll(((SnatPatch) later).bySource);
+      return this;
+    }
+  }
+
+  /**
    * A transaction of ours on the mark part of the table (MarkNftables) has just committed: the SNAT
    * objects are as they were, so the next {@link #observe} keeps the cached listing.
    */

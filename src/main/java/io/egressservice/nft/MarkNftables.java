@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Collection;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
@@ -254,8 +255,11 @@ public final class MarkNftables implements AutoCloseable {
     for (Map.Entry<Long, Long> net : new TreeMap<>(desired.networkMarks()).entrySet()) {
       long table = net.getKey();
       Long have = observed.networkChains().get(table);
+      // nft folds the mark's own bits out of the AND it lists (meta mark & 0xc1ffffff | 0x01000000 for mask
+      // 0x3f000000): the mask read back lacks them, which is the same rule.
+      long readMask = observed.networkChainMasks().getOrDefault(table, -1L);
       boolean intact = have != null && have.equals(net.getValue())
-          && observed.networkChainMasks().getOrDefault(table, -1L) == desired.mask();
+          && (readMask == desired.mask() || (readMask | net.getValue()) == desired.mask());
       if (intact) {
         continue;
       }
@@ -392,6 +396,56 @@ public final class MarkNftables implements AutoCloseable {
   /** As {@link #snatCommitted}, for a transaction of ours on another table (NoHostNftables). */
   public synchronized void otherTableCommitted() {
     cache.committedElsewhere();
+  }
+
+  /**
+   * The fast path: runs {@code commands}, which change mark elements only (planned from what the caller
+   * knows the table holds), as one transaction; the cached listing, when current, is kept with
+   * {@code removed} and {@code added} folded in on its next read, instead of being listed again.
+   */
+  public synchronized void runKnown(ArrayNode commands, Collection<IpPrefix> removed, Collection<MarkElement> added) {
+    if (commands.isEmpty()) {
+      return;
+    }
+    ObjectNode doc = F.objectNode();
+    doc.set("nftables", commands);
+    try {
+      client.run(doc);
+    } catch (RuntimeException e) {
+      cache.invalidate();
+      throw e;
+    }
+    cache.committed(new ElementPatch(removed, added));
+  }
+
+  /** Mark element changes, replayed on the cached listing when it is next read. */
+  private static final class ElementPatch implements ListingCache.Patch<MarkState> {
+    private final Map<IpPrefix, Optional<MarkElement>> bySource = new HashMap<>();
+
+    ElementPatch(Collection<IpPrefix> removed, Collection<MarkElement> added) {
+      removed.forEach(s -> bySource.put(s, Optional.empty()));
+      added.forEach(e -> bySource.put(e.source(), Optional.of(e)));
+    }
+
+    @Override
+    public Optional<MarkState> applyTo(MarkState s) {
+      Map<IpPrefix, MarkElement> elements = new HashMap<>(s.elements());
+      bySource.forEach((source, e) -> {
+        if (e.isPresent()) {
+          elements.put(source, e.get());
+        } else {
+          elements.remove(source);
+        }
+      });
+      return Optional.of(new MarkState(s.tablePresent(), s.maps(), s.hookChains(), s.networkChains(),
+          s.networkChainMasks(), elements, s.replyIfaces()));
+    }
+
+    @Override
+    public ListingCache.Patch<MarkState> then(ListingCache.Patch<MarkState> later) {
+      bySource.putAll(((ElementPatch) later).bySource);
+      return this;
+    }
   }
 
   /** Runs the commands as one transaction; nothing when empty. */
