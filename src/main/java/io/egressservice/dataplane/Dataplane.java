@@ -644,16 +644,26 @@ public final class Dataplane implements AutoCloseable {
       t = System.nanoTime();
       try {
         // ensureBase: element changes need the maps and sets; an intact base is left untouched.
+        List<EgressNftables.Refusal> refused = List.of();
         if (known != null) {
           nft.applyKnown(changes.nft(), known.snat());
         } else {
-          nft.apply(changes.nft(), true);
+          refused = nft.applyInBatches(changes.nft(), true);
         }
         if (!changes.ensureNftBase()) {
           marks.snatCommitted();
         }
+        Set<String> refusedLines = new java.util.HashSet<>();
+        for (EgressNftables.Refusal r : refused) {
+          refusedLines.add("snat " + r.element().source() + " -> " + r.element().target());
+          failures.add("nft element snat " + r.element().source() + " -> " + r.element().target() + " ("
+              + r.element().comment() + "): " + r.reason());
+        }
         applied.addAll(nftChanges.stream()
-            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL).toList());
+            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL)
+            .filter(c -> refusedLines.isEmpty() || c.kind() != Change.Kind.SNAT
+                || refusedLines.stream().noneMatch(l -> c.description().equals(l) || c.description().startsWith(l + " ")))
+            .toList());
       } catch (NftException e) {
         failures.add("nft transaction (" + nftChanges.size() + " change(s), none applied): " + e.getMessage());
         if (e instanceof NftException.PermissionDenied) {
@@ -683,13 +693,22 @@ public final class Dataplane implements AutoCloseable {
       t = System.nanoTime();
       List<Change> markChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.MARK).toList();
       try {
+        List<MarkNftables.Refusal> refused = List.of();
         if (known != null) {
           marks.runKnown(changes.markCommands(), known.marksRemoved(), known.marksAdded());
         } else {
-          marks.run(changes.markCommands());
+          refused = marks.runInBatches(changes.markCommands());
         }
         nft.marksCommitted();
-        applied.addAll(markChanges);
+        Set<String> refusedSources = new java.util.HashSet<>();
+        for (MarkNftables.Refusal r : refused) {
+          refusedSources.add(r.source());
+          failures.add("nft element mark " + r.source() + ": " + r.reason());
+        }
+        applied.addAll(refusedSources.isEmpty() ? markChanges : markChanges.stream()
+            .filter(c -> !(c.op() == Change.Op.ADD && c.description().startsWith("mark ")
+                && refusedSources.contains(c.description().substring(5).split(" ")[0])))
+            .toList());
       } catch (NftException e) {
         failures.add("nft mark transaction (" + markChanges.size() + " change(s), none applied): " + e.getMessage());
         if (e instanceof NftException.PermissionDenied) {

@@ -478,17 +478,56 @@ public final class EgressNftables implements AutoCloseable {
     if (doc.path("nftables").isEmpty()) {
       return;
     }
-    try {
-      client.run(doc);
-    } catch (RuntimeException e) {
-      cache.invalidate();
-      throw e;
-    }
+    // A refused transaction commits nothing: the generation does not move, and the cached listing stays right.
+    client.run(doc);
     Optional<Observed> expected = expectedAfter(obs, change, ensureBase);
     if (expected.isPresent()) {
       cache.committed(Listing.of(expected.get()));
     } else {
       cache.invalidate();
+    }
+  }
+
+  /** The most SNAT elements one transaction of {@link #applyInBatches} adds: a cold start's 50,000 go in several. */
+  public static final int MAX_ELEMENTS_PER_TRANSACTION = 4096;
+
+  /** An element the kernel refused, alone, with why. */
+  public record Refusal(SnatElement element, String reason) {}
+
+  /**
+   * As {@link #apply}, in transactions of bounded size: first the base, the in-cluster sets and the deletions
+   * (when they fail, nothing else is tried and the failure is thrown, as by {@link #apply}), then the additions
+   * in chunks of at most {@link #MAX_ELEMENTS_PER_TRANSACTION}. A refused chunk is split in halves until the
+   * elements the kernel refuses stand alone: those are returned, every other element is applied.
+   */
+  public synchronized List<Refusal> applyInBatches(NftChange change, boolean ensureBase) {
+    if (change.addSnat().size() + change.deleteSnat().size() <= MAX_ELEMENTS_PER_TRANSACTION) {
+      apply(change, ensureBase);
+      return List.of();
+    }
+    apply(new NftChange(Set.of(), change.deleteSnat(), change.replaceInCluster()), ensureBase);
+    List<SnatElement> adds = sorted(change.addSnat());
+    List<Refusal> refused = new ArrayList<>();
+    for (int i = 0; i < adds.size(); i += MAX_ELEMENTS_PER_TRANSACTION) {
+      addAlone(adds.subList(i, Math.min(adds.size(), i + MAX_ELEMENTS_PER_TRANSACTION)), refused);
+    }
+    return refused;
+  }
+
+  /** Adds {@code chunk} in one transaction or, refused, each half on its own (depth: log2 of the chunk). */
+  private void addAlone(List<SnatElement> chunk, List<Refusal> refused) {
+    try {
+      apply(new NftChange(Set.copyOf(chunk), Set.of(), Optional.empty()), false);
+    } catch (NftException.PermissionDenied e) {
+      throw e;
+    } catch (NftException e) {
+      if (chunk.size() == 1) {
+        refused.add(new Refusal(chunk.get(0), e.getMessage()));
+        return;
+      }
+      int mid = chunk.size() / 2;
+      addAlone(chunk.subList(0, mid), refused);
+      addAlone(chunk.subList(mid, chunk.size()), refused);
     }
   }
 

@@ -448,6 +448,66 @@ public final class MarkNftables implements AutoCloseable {
     }
   }
 
+  /** A mark element the kernel refused, alone, with why. */
+  public record Refusal(String source, String reason) {}
+
+  /**
+   * As {@link #run}, in transactions of bounded size: every command but the element additions first (when that
+   * fails, the failure is thrown), then the additions in chunks of at most {@link
+   * EgressNftables#MAX_ELEMENTS_PER_TRANSACTION}; a refused chunk is split until the refused elements stand alone,
+   * which are returned (every other element is applied).
+   */
+  public synchronized List<Refusal> runInBatches(ArrayNode commands) {
+    int elements = 0;
+    for (JsonNode c : commands) {
+      elements += c.path("add").path("element").path("elem").size();
+    }
+    if (elements <= EgressNftables.MAX_ELEMENTS_PER_TRANSACTION) {
+      run(commands);
+      return List.of();
+    }
+    ArrayNode first = F.arrayNode();
+    List<JsonNode> additions = new ArrayList<>();
+    for (JsonNode c : commands) {
+      if (c.path("add").has("element")) {
+        additions.add(c);
+      } else {
+        first.add(c);
+      }
+    }
+    run(first);
+    List<Refusal> refused = new ArrayList<>();
+    for (JsonNode c : additions) {
+      JsonNode elem = c.path("add").path("element").path("elem");
+      List<JsonNode> all = new ArrayList<>();
+      elem.forEach(all::add);
+      for (int i = 0; i < all.size(); i += EgressNftables.MAX_ELEMENTS_PER_TRANSACTION) {
+        addAlone(c.path("add").path("element"), all.subList(i, Math.min(all.size(), i + EgressNftables.MAX_ELEMENTS_PER_TRANSACTION)),
+            refused);
+      }
+    }
+    return refused;
+  }
+
+  private void addAlone(JsonNode ref, List<JsonNode> chunk, List<Refusal> refused) {
+    ObjectNode body = ((ObjectNode) ref).deepCopy();
+    ArrayNode elems = body.putArray("elem");
+    chunk.forEach(elems::add);
+    try {
+      run(F.arrayNode().add(cmd("add", "element", body)));
+    } catch (NftException.PermissionDenied e) {
+      throw e;
+    } catch (NftException e) {
+      if (chunk.size() == 1) {
+        refused.add(new Refusal(chunk.get(0).path(0).path("elem").path("val").asText(), e.getMessage()));
+        return;
+      }
+      int mid = chunk.size() / 2;
+      addAlone(ref, chunk.subList(0, mid), refused);
+      addAlone(ref, chunk.subList(mid, chunk.size()), refused);
+    }
+  }
+
   /** Runs the commands as one transaction; nothing when empty. */
   public synchronized void run(ArrayNode commands) {
     if (commands.isEmpty()) {
