@@ -20,7 +20,10 @@ import io.egressservice.nft.NftClient;
 import io.egressservice.nft.NftException;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.objects.PlanInputs;
+import io.egressservice.nft.EgressNftables.SnatElement;
+import io.egressservice.nft.MarkNftables.MarkElement;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.Planner;
 import io.egressservice.plan.NetworkResolution;
@@ -30,6 +33,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
 import org.ovn.k8s.v1.EgressService;
 import java.util.OptionalLong;
@@ -165,8 +169,13 @@ public final class Dataplane implements AutoCloseable {
           }
         }
       }
-      return new ObservedState(rules, routes, nft.observe(), marks.observe(), ReversePath.State.NONE,
-          steering.observe(netlink.listLinks()));
+      List<Link> links = netlink.listLinks();
+      ObservedState observed = new ObservedState(rules, routes, nft.observe(), marks.observe(), ReversePath.State.NONE,
+          steering.observe(links));
+      knownMarks = existingMarks(observed.rules());
+      knownSteerTables = observed.steering().tables();
+      knownLinks = links;
+      return observed;
     } catch (NetlinkException | NftException e) {
       throw new DataplaneException("cannot read the owned state of " + describe() + ": " + e.getMessage(), e);
     }
@@ -214,8 +223,66 @@ public final class Dataplane implements AutoCloseable {
   }
 
   private NodeFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
-    return new NodeFacts(NetworkResolver.resolve(networks, links, RtTables.read(RtTables.DEFAULT_FILES)),
-        localAddresses(), existingMarks(observed.rules()), observed.steering().tables());
+    knownLinks = links;
+    knownAddresses = localAddresses();
+    return new NodeFacts(NetworkResolver.resolve(networks, links, rtTables.current()),
+        knownAddresses, existingMarks(observed.rules()), observed.steering().tables());
+  }
+
+  /**
+   * The node facts without a dump when nothing changed (see the contract in the issue-20 notes): links and
+   * addresses as last read, re-read after {@link #invalidateFacts()}; rt_tables re-read when its files changed;
+   * marks and steering tables from the last observation, as updated by the reconciles that succeeded since.
+   * Before any observation, one (a dump) is made.
+   */
+  public NodeFacts currentFacts(Collection<String> networks) {
+    if (knownMarks == null || knownSteerTables == null) {
+      observe();
+    }
+    if (knownLinks == null) {
+      knownLinks = links();
+    }
+    if (knownAddresses == null) {
+      knownAddresses = localAddresses();
+    }
+    return new NodeFacts(NetworkResolver.resolve(networks, knownLinks, rtTables.current()), knownAddresses,
+        knownMarks, knownSteerTables);
+  }
+
+  /** The links or addresses may have changed (a notification, an overflow, a resync): the next facts read them. */
+  public void invalidateFacts() {
+    knownLinks = null;
+    knownAddresses = null;
+  }
+
+  /** Links as last listed; null: list them. */
+  private volatile List<Link> knownLinks;
+  private volatile List<IpPrefix> knownAddresses;
+  /** Marks and steering tables the kernel holds, by the last observation or the last successful apply. */
+  private volatile Map<Long, Long> knownMarks;
+  private volatile Map<Long, Set<IpPrefix>> knownSteerTables;
+  private final RtTablesCache rtTables = new RtTablesCache(RtTables.DEFAULT_FILES);
+  /** The reverse-path facts of the last full reconcile in mark mode and the networks they were read for. */
+  private ReversePath.State knownReversePath = ReversePath.State.NONE;
+  private Set<Long> knownReversePathTables = Set.of();
+  /** The no-host table's inputs as last synced; null before the first reconcile (the fast path then falls back). */
+  private NoHostInputs noHostInputs;
+  /** The last full reconcile succeeded (or the fast path since): the kernel holds what it applied. */
+  private boolean viewCurrent;
+
+  /** After a reconcile that succeeded, the kernel holds {@code desired}: the facts follow it, not the old dump. */
+  private void learnApplied(DesiredState desired) {
+    Map<Long, Long> marksNow = new HashMap<>();
+    for (Rule r : Differ.wantedRules(desired).keySet()) {
+      if (r.priority() == priority && r.fwmark().isPresent() && r.source().isEmpty()) {
+        marksNow.putIfAbsent(Integer.toUnsignedLong(r.table()), r.fwmark().getAsLong());
+      }
+    }
+    Map<Long, Set<IpPrefix>> steerNow = new HashMap<>();
+    desired.steering().routes().forEach(r -> steerNow.computeIfAbsent(r.table(), k -> new java.util.HashSet<>())
+        .add(r.hostAddress()));
+    knownMarks = marksNow;
+    knownSteerTables = steerNow;
   }
 
   private List<Link> links() {
@@ -286,7 +353,10 @@ public final class Dataplane implements AutoCloseable {
       return observed;
     }
     try {
-      return observed.withReversePath(ReversePath.observe(netlink, thread, links, desired.networkMarks().keySet()));
+      ReversePath.State state = ReversePath.observe(netlink, thread, links, desired.networkMarks().keySet());
+      knownReversePath = state;
+      knownReversePathTables = Set.copyOf(desired.networkMarks().keySet());
+      return observed.withReversePath(state);
     } catch (NetlinkException e) {
       throw new DataplaneException("cannot read the uplinks of the marked networks in " + describe() + ": "
           + e.getMessage(), e);
@@ -295,8 +365,16 @@ public final class Dataplane implements AutoCloseable {
 
   /** Diff the plan against the observation it was made with, and apply. */
   public ApplyReport reconcile(NodePlan plan) {
-    ApplyReport report = withHolds(apply(diff(plan)), plan.desired());
+    ApplyReport report = withHolds(apply(diff(plan), null, false), plan.desired());
+    afterFullReconcile(plan.desired(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
+  }
+
+  private void afterFullReconcile(DesiredState desired, ApplyReport report) {
+    viewCurrent = report.succeeded();
+    if (report.succeeded()) {
+      learnApplied(desired);
+    }
   }
 
   /** Writes the no-host table when the held endpoints changed (see {@link io.egressservice.nft.NoHostNftables}). */
@@ -305,12 +383,10 @@ public final class Dataplane implements AutoCloseable {
     boolean verify = t - lastNoHostVerifyNanos >= NO_HOST_VERIFY_NANOS;
     List<String> failures = new ArrayList<>(report.failures());
     try {
-      noHost.sync(desired.held().stream()
-          .map(h -> new io.egressservice.nft.NoHostNftables.Hold(h.service().toString(), h.source())).toList(),
-          desired.inCluster(), desired.snat().stream().map(e -> e.to()).distinct().toList(),
-          java.util.stream.Stream.concat(desired.snat().stream().map(e -> e.source()),
-              desired.steering().endpoints().stream().map(e -> e.source())).distinct().toList(),
-          !desired.snat().isEmpty() || desired.steering().receives() || !desired.steering().endpoints().isEmpty(), verify);
+      noHostInputs = null;
+      NoHostInputs inputs = NoHostInputs.of(desired);
+      syncNoHost(inputs, verify);
+      noHostInputs = inputs;
       // Its rewrite (during endpoint churn, with every SNAT change) moves the nftables generation: without this
       // the SNAT and mark caches would list our table again on the next reconcile.
       nft.otherTableCommitted();
@@ -328,6 +404,10 @@ public final class Dataplane implements AutoCloseable {
     return new ApplyReport(report.applied(), failures, report.kernelNanos() + System.nanoTime() - t);
   }
 
+  private void syncNoHost(NoHostInputs inputs, boolean verify) {
+    noHost.sync(inputs.holds(), inputs.inCluster(), inputs.lbIps(), inputs.ours(), inputs.guard(), verify);
+  }
+
   /** How each local endpoint's traffic leaves, as last applied; null before the first reconcile. */
   private Map<IpPrefix, String> lastTreatment;
 
@@ -336,10 +416,7 @@ public final class Dataplane implements AutoCloseable {
    * first one: a restarted agent leaves running flows alone), so their flows start over with the new one.
    */
   private void restartChangedFlows(DesiredState desired, List<String> failures) {
-    Map<IpPrefix, String> now = new HashMap<>();
-    desired.snat().forEach(e -> now.put(e.source(), "snat " + e.to()));
-    desired.steering().endpoints().forEach(e -> now.put(e.source(), "steer " + e.host()));
-    desired.held().forEach(h -> now.put(h.source(), "held"));
+    Map<IpPrefix, String> now = ServiceSlices.treatments(desired);
     Map<IpPrefix, String> before = lastTreatment;
     lastTreatment = now;
     if (before == null) {
@@ -378,8 +455,134 @@ public final class Dataplane implements AutoCloseable {
     }
     long observeNanos = System.nanoTime() - start;
     ApplyReport report = withHolds(
-        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired))), desired);
+        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)), null, false), desired);
+    afterFullReconcile(desired, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
+  }
+
+  /**
+   * The fast path (issue 20). Precondition, which the caller guarantees: the kernel holds {@code previous} in
+   * full. Applies only what differs between {@code previous} and {@code next} for the services in {@code
+   * changed}: their rules (adds without the kernel's duplicate scan, see {@link #apply(ChangeSet, KnownElements,
+   * boolean)}), SNAT and mark elements (one transaction each, planned from {@code previous}, no listing; the
+   * listing caches keep up), held and steered endpoints (the no-host table by element), and the conntrack restart
+   * of those endpoints only. No rule, route, link or address dump, no nft listing. Falls back to {@link
+   * #reconcile(DesiredState)} (one observation, the full diff) when anything node-wide differs, when the view is
+   * not known to be current (no successful reconcile yet, or the last one failed), or when a change needs what
+   * only a listing tells (the SNAT table's first creation, a base repair). Never throws for kernel refusals.
+   */
+  public ApplyReport reconcileChanged(DesiredState previous, DesiredState next, Set<ObjectRef> changed) {
+    long start = System.nanoTime();
+    Optional<String> refusal = fastPathRefusal(previous, next);
+    if (refusal.isPresent()) {
+      fallbacks++;
+      LOG.log(System.Logger.Level.DEBUG, "{0}: full reconcile instead of the fast path: {1}", describe(), refusal.get());
+      return reconcile(next);
+    }
+    ServiceSlices.Slice before = ServiceSlices.restrict(previous, changed);
+    ServiceSlices.Slice after = ServiceSlices.restrict(next, changed);
+    if (!before.nodeRules().equals(after.nodeRules())
+        || !ServiceSlices.needsSnatTable(previous) && !after.state().snat().isEmpty()) {
+      fallbacks++;
+      return reconcile(next);
+    }
+    DesiredState was = before.state();
+    DesiredState now = after.state();
+    ObservedState expected = ServiceSlices.expectedObservation(was, knownReversePath,
+        ServiceSlices.needsSnatTable(previous));
+    ChangeSet changes = Differ.diff(now, Differ.wantedRules(now), expected);
+    if (changes.ensureNftBase() || changes.nft().replaceInCluster().isPresent() || !changes.srcValidMark().isEmpty()) {
+      fallbacks++;
+      return reconcile(next);
+    }
+    Map<IpPrefix, MarkElement> marksWas = ServiceSlices.markElements(was);
+    Map<IpPrefix, MarkElement> marksNow = ServiceSlices.markElements(now);
+    List<IpPrefix> marksRemoved = new ArrayList<>();
+    marksWas.forEach((source, e) -> {
+      if (!e.equals(marksNow.get(source))) {
+        marksRemoved.add(source);
+      }
+    });
+    List<MarkElement> marksAdded = new ArrayList<>();
+    marksNow.forEach((source, e) -> {
+      if (!e.equals(marksWas.get(source))) {
+        marksAdded.add(e);
+      }
+    });
+    ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false);
+    fastPaths++;
+    long t = System.nanoTime();
+    List<String> failures = new ArrayList<>(report.failures());
+    syncNoHostChanged(was, now, next, failures);
+    if (failures.isEmpty()) {
+      restartChangedFlows(was, now, failures);
+    }
+    viewCurrent = failures.isEmpty();
+    return new ApplyReport(report.applied(), failures, report.kernelNanos() + System.nanoTime() - t);
+  }
+
+  private long fastPaths;
+  private long fallbacks;
+
+  /** How often {@link #reconcileChanged} took the fast path, and how often it fell back to a full reconcile. */
+  public record FastPathStats(long fastPaths, long fallbacks) {}
+
+  public FastPathStats fastPathStats() {
+    return new FastPathStats(fastPaths, fallbacks);
+  }
+
+  /** What the fast path plans nft transactions from instead of a listing. */
+  private record KnownElements(java.util.Collection<SnatElement> snat, List<IpPrefix> marksRemoved,
+      List<MarkElement> marksAdded) {}
+
+  /** Why the fast path cannot apply {@code previous} to {@code next}, or empty. */
+  private Optional<String> fastPathRefusal(DesiredState previous, DesiredState next) {
+    if (!viewCurrent || lastTreatment == null || noHostInputs == null) {
+      return Optional.of("the kernel view is not current (no successful reconcile since the last failure)");
+    }
+    Optional<String> nodeWide = ServiceSlices.nodeWideDifference(previous, next);
+    if (nodeWide.isPresent()) {
+      return Optional.of(nodeWide.get() + " changed");
+    }
+    if (next.ruleMode() == io.egressservice.plan.RuleMode.MARK && !next.networkMarks().isEmpty()
+        && !knownReversePathTables.equals(next.networkMarks().keySet())) {
+      return Optional.of("the reverse-path facts were read for other networks");
+    }
+    return Optional.empty();
+  }
+
+  /** The no-host table after the fast path: element updates, or the whole table when holds or the guard moved. */
+  private void syncNoHostChanged(DesiredState was, DesiredState now, DesiredState next, List<String> failures) {
+    NoHostInputs inputs = noHostInputs;
+    noHostInputs = null;
+    try {
+      NoHostInputs.Delta d = inputs.update(was, now);
+      if (d.reshaped() || !noHost.updateElements(d.lbAdded(), d.lbRemoved(), d.oursAdded(), d.oursRemoved())) {
+        syncNoHost(inputs, false);
+      }
+      nft.otherTableCommitted();
+      marks.otherTableCommitted();
+      noHostInputs = inputs;
+    } catch (NftException | IllegalStateException e) {
+      failures.add("nft table inet " + io.egressservice.nft.NoHostNftables.TABLE + " (--no-host=drop): "
+          + e.getMessage());
+    }
+  }
+
+  /** {@link #restartChangedFlows(DesiredState, List)} for the sources of the changed services only. */
+  private void restartChangedFlows(DesiredState was, DesiredState now, List<String> failures) {
+    Map<IpPrefix, String> before = ServiceSlices.treatments(was);
+    Map<IpPrefix, String> after = ServiceSlices.treatments(now);
+    TreeSet<IpPrefix> changedSources = new TreeSet<>();
+    after.forEach((k, v) -> {
+      if (!v.equals(before.get(k))) {
+        changedSources.add(k);
+      }
+    });
+    before.keySet().stream().filter(k -> !after.containsKey(k)).forEach(changedSources::add);
+    before.keySet().forEach(lastTreatment::remove);
+    lastTreatment.putAll(after);
+    failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changedSources));
   }
 
   /**
@@ -389,6 +592,16 @@ public final class Dataplane implements AutoCloseable {
    * form of every object, which the next reconcile completes.
    */
   public ApplyReport apply(ChangeSet changes) {
+    return apply(changes, null, true);
+  }
+
+  /**
+   * @param known the fast path's knowledge of the nft elements involved (the transactions are planned from it,
+   *     without a listing); null: planned from the (cached) listing
+   * @param exclusive rule adds with NLM_F_EXCL; false only for adds planned against a fresh dump or the kernel
+   *     view, which cannot be present (the kernel's duplicate scan makes an add cost twice the rule list)
+   */
+  private ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive) {
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     long kernel = 0;
@@ -424,19 +637,33 @@ public final class Dataplane implements AutoCloseable {
     // such a stale rule is among the deletes, the exact rule goes in right after it is gone.
     List<RuleChange> shadowed = new ArrayList<>();
     batch(changes.ruleAdds().stream().map(RuleChange::add).toList(), ruleChanges, applied, failures,
-        changes.ruleDeletes().isEmpty() ? null : shadowed);
+        changes.ruleDeletes().isEmpty() ? null : shadowed, exclusive);
     kernel += System.nanoTime() - t;
 
     if (!changes.nft().isEmpty() || changes.ensureNftBase()) {
       t = System.nanoTime();
       try {
         // ensureBase: element changes need the maps and sets; an intact base is left untouched.
-        nft.apply(changes.nft(), true);
+        List<EgressNftables.Refusal> refused = List.of();
+        if (known != null) {
+          nft.applyKnown(changes.nft(), known.snat());
+        } else {
+          refused = nft.applyInBatches(changes.nft(), true);
+        }
         if (!changes.ensureNftBase()) {
           marks.snatCommitted();
         }
+        Set<String> refusedLines = new java.util.HashSet<>();
+        for (EgressNftables.Refusal r : refused) {
+          refusedLines.add("snat " + r.element().source() + " -> " + r.element().target());
+          failures.add("nft element snat " + r.element().source() + " -> " + r.element().target() + " ("
+              + r.element().comment() + "): " + r.reason());
+        }
         applied.addAll(nftChanges.stream()
-            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL).toList());
+            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL)
+            .filter(c -> refusedLines.isEmpty() || c.kind() != Change.Kind.SNAT
+                || refusedLines.stream().noneMatch(l -> c.description().equals(l) || c.description().startsWith(l + " ")))
+            .toList());
       } catch (NftException e) {
         failures.add("nft transaction (" + nftChanges.size() + " change(s), none applied): " + e.getMessage());
         if (e instanceof NftException.PermissionDenied) {
@@ -466,9 +693,22 @@ public final class Dataplane implements AutoCloseable {
       t = System.nanoTime();
       List<Change> markChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.MARK).toList();
       try {
-        marks.run(changes.markCommands());
+        List<MarkNftables.Refusal> refused = List.of();
+        if (known != null) {
+          marks.runKnown(changes.markCommands(), known.marksRemoved(), known.marksAdded());
+        } else {
+          refused = marks.runInBatches(changes.markCommands());
+        }
         nft.marksCommitted();
-        applied.addAll(markChanges);
+        Set<String> refusedSources = new java.util.HashSet<>();
+        for (MarkNftables.Refusal r : refused) {
+          refusedSources.add(r.source());
+          failures.add("nft element mark " + r.source() + ": " + r.reason());
+        }
+        applied.addAll(refusedSources.isEmpty() ? markChanges : markChanges.stream()
+            .filter(c -> !(c.op() == Change.Op.ADD && c.description().startsWith("mark ")
+                && refusedSources.contains(c.description().substring(5).split(" ")[0])))
+            .toList());
       } catch (NftException e) {
         failures.add("nft mark transaction (" + markChanges.size() + " change(s), none applied): " + e.getMessage());
         if (e instanceof NftException.PermissionDenied) {
@@ -479,8 +719,8 @@ public final class Dataplane implements AutoCloseable {
     }
 
     t = System.nanoTime();
-    batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null);
-    batch(shadowed, ruleChanges, applied, failures, null);
+    batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null, true);
+    batch(shadowed, ruleChanges, applied, failures, null, true);
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);
     if (!changes.steering().isEmpty()) {
@@ -533,11 +773,11 @@ public final class Dataplane implements AutoCloseable {
    *     such an add counts as done
    */
   private void batch(List<RuleChange> requests, Map<Rule, Change> described, List<Change> applied,
-      List<String> failures, List<RuleChange> alreadyExists) {
+      List<String> failures, List<RuleChange> alreadyExists, boolean exclusive) {
     if (requests.isEmpty()) {
       return;
     }
-    BatchResult<RuleChange> result = netlink.apply(requests);
+    BatchResult<RuleChange> result = netlink.apply(requests, exclusive);
     for (RuleChange ok : result.succeeded()) {
       applied.add(described.get(ok.rule()));
     }
@@ -571,7 +811,7 @@ public final class Dataplane implements AutoCloseable {
     for (Rule r : observed.rules()) {
       described.put(r, new Change(Change.Op.DELETE, Change.Kind.RULE, Differ.UNKNOWN, "rule " + r));
     }
-    batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures, null);
+    batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures, null, true);
     List<Change> routeChanges = observed.routes().stream()
         .map(r -> new Change(Change.Op.DELETE, Change.Kind.ROUTE, Differ.IN_CLUSTER, "route " + r)).toList();
     routeBatch(observed.routes().stream().map(RouteChange::delete).toList(), routeChanges, applied, failures);

@@ -88,9 +88,12 @@ public final class Differ {
       }
     }
 
+    // A rule listed twice is a duplicate (adds go without NLM_F_EXCL, so someone adding the same rule
+    // concurrently makes a second copy): each extra copy is deleted (a delete removes one).
     List<Rule> deletes = new ArrayList<>();
+    Set<Rule> seen = new HashSet<>();
     for (Rule r : observed.rules()) {
-      if (!wanted.containsKey(r)) {
+      if (!wanted.containsKey(r) || !seen.add(r)) {
         deletes.add(r);
       }
     }

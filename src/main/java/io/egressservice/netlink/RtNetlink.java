@@ -60,6 +60,12 @@ public final class RtNetlink implements AutoCloseable {
   private NetlinkSocket filteringSocket;
   private int seq;
   private boolean closed;
+  private final java.util.concurrent.atomic.AtomicLong dumps = new java.util.concurrent.atomic.AtomicLong();
+
+  /** How many dump requests (rules, routes, links, addresses) this instance has sent: for tests and benchmarks. */
+  public long dumpRequests() {
+    return dumps.get();
+  }
 
   private RtNetlink(NetnsThread thread, boolean ownsThread) {
     this.thread = thread;
@@ -174,14 +180,25 @@ public final class RtNetlink implements AutoCloseable {
    * transaction: the kernel applies each request on its own).
    */
   public BatchResult<RuleChange> apply(List<RuleChange> changes) {
-    List<RuleChange> in = List.copyOf(changes);
-    return thread.call(() -> applyOnThread(in));
+    return apply(changes, true);
   }
 
-  private BatchResult<RuleChange> applyOnThread(List<RuleChange> changes) {
+  /**
+   * As {@link #apply(List)}; with {@code exclusive} false the adds go without NLM_F_EXCL, so the kernel
+   * skips its duplicate scan (rule_exists walks every rule of the family once more per add) and never
+   * answers EEXIST: an add of a rule that is already there makes a second copy. Only for adds the caller
+   * knows to be absent (planned against a fresh dump or an exact kernel view).
+   */
+  public BatchResult<RuleChange> apply(List<RuleChange> changes, boolean exclusive) {
+    List<RuleChange> in = List.copyOf(changes);
+    int addFlags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | (exclusive ? NLM_F_EXCL : 0);
+    return thread.call(() -> applyOnThread(in, addFlags));
+  }
+
+  private BatchResult<RuleChange> applyOnThread(List<RuleChange> changes, int addFlags) {
     NetlinkException[] errors = batchOnThread(changes, MAX_RULE_MESSAGE, (c, s) -> {
       if (c.op() == RuleChange.Op.ADD) {
-        RuleCodec.encode(writer, RTM_NEWRULE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, s, c.rule());
+        RuleCodec.encode(writer, RTM_NEWRULE, addFlags, s, c.rule());
       } else {
         RuleCodec.encode(writer, RTM_DELRULE, NLM_F_REQUEST | NLM_F_ACK, s, c.rule());
       }
@@ -581,6 +598,7 @@ public final class RtNetlink implements AutoCloseable {
   /** {@link #dump} on the given socket; on the namespace's thread. */
   private <T> List<T> dumpOn(NetlinkSocket socket, String op, IntConsumer encode,
       Function<NetlinkMessage, Optional<T>> decode) {
+    dumps.incrementAndGet();
     for (int attempt = 1; attempt <= DUMP_ATTEMPTS; attempt++) {
       writer.clear();
       int s = nextSeq();

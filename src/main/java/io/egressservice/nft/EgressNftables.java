@@ -478,17 +478,120 @@ public final class EgressNftables implements AutoCloseable {
     if (doc.path("nftables").isEmpty()) {
       return;
     }
+    // A refused transaction commits nothing: the generation does not move, and the cached listing stays right.
+    client.run(doc);
+    Optional<Observed> expected = expectedAfter(obs, change, ensureBase);
+    if (expected.isPresent()) {
+      cache.committed(Listing.of(expected.get()));
+    } else {
+      cache.invalidate();
+    }
+  }
+
+  /** The most SNAT elements one transaction of {@link #applyInBatches} adds: a cold start's 50,000 go in several. */
+  public static final int MAX_ELEMENTS_PER_TRANSACTION = 4096;
+
+  /** An element the kernel refused, alone, with why. */
+  public record Refusal(SnatElement element, String reason) {}
+
+  /**
+   * As {@link #apply}, in transactions of bounded size: first the base, the in-cluster sets and the deletions
+   * (when they fail, nothing else is tried and the failure is thrown, as by {@link #apply}), then the additions
+   * in chunks of at most {@link #MAX_ELEMENTS_PER_TRANSACTION}. A refused chunk is split in halves until the
+   * elements the kernel refuses stand alone: those are returned, every other element is applied.
+   */
+  public synchronized List<Refusal> applyInBatches(NftChange change, boolean ensureBase) {
+    if (change.addSnat().size() + change.deleteSnat().size() <= MAX_ELEMENTS_PER_TRANSACTION) {
+      apply(change, ensureBase);
+      return List.of();
+    }
+    apply(new NftChange(Set.of(), change.deleteSnat(), change.replaceInCluster()), ensureBase);
+    List<SnatElement> adds = sorted(change.addSnat());
+    List<Refusal> refused = new ArrayList<>();
+    for (int i = 0; i < adds.size(); i += MAX_ELEMENTS_PER_TRANSACTION) {
+      addAlone(adds.subList(i, Math.min(adds.size(), i + MAX_ELEMENTS_PER_TRANSACTION)), refused);
+    }
+    return refused;
+  }
+
+  /** Adds {@code chunk} in one transaction or, refused, each half on its own (depth: log2 of the chunk). */
+  private void addAlone(List<SnatElement> chunk, List<Refusal> refused) {
+    try {
+      apply(new NftChange(Set.copyOf(chunk), Set.of(), Optional.empty()), false);
+    } catch (NftException.PermissionDenied e) {
+      throw e;
+    } catch (NftException e) {
+      if (chunk.size() == 1) {
+        refused.add(new Refusal(chunk.get(0), e.getMessage()));
+        return;
+      }
+      int mid = chunk.size() / 2;
+      addAlone(chunk.subList(0, mid), refused);
+      addAlone(chunk.subList(mid, chunk.size()), refused);
+    }
+  }
+
+  /**
+   * The fast path: applies {@code change} (SNAT elements only, an intact base) in one transaction planned
+   * from {@code present}, what the caller knows the table holds for the sources involved, without listing
+   * the table. The cached listing, when current, is kept with the change folded in on its next read.
+   *
+   * @throws NftException when the kernel refuses the transaction (nothing applied; the cache is forgotten)
+   */
+  public synchronized void applyKnown(NftChange change, Collection<SnatElement> present) {
+    if (change.replaceInCluster().isPresent()) {
+      throw new IllegalArgumentException("the in-cluster sets are replaced through apply(), after a listing");
+    }
+    Map<String, ObjectStatus> objects = new HashMap<>();
+    for (IpFamily f : IpFamily.values()) {
+      objects.put(snatMap(f), ObjectStatus.OK);
+      objects.put(inClusterSet(f), ObjectStatus.OK);
+    }
+    Map<IpPrefix, SnatElement> known = new HashMap<>();
+    present.forEach(e -> known.put(e.source(), e));
+    JsonNode doc = planFrom(new Observed(true, objects, ObjectStatus.OK, known, List.of()), change, false);
+    if (doc.path("nftables").isEmpty()) {
+      return;
+    }
     try {
       client.run(doc);
     } catch (RuntimeException e) {
       cache.invalidate();
       throw e;
     }
-    Optional<Observed> expected = expectedAfter(obs, change, ensureBase);
-    if (expected.isPresent()) {
-      cache.committed(Listing.of(expected.get()));
-    } else {
-      cache.invalidate();
+    cache.committed(new SnatPatch(change));
+  }
+
+  /** Element changes of the fast path, replayed on the cached listing when it is next read. */
+  private static final class SnatPatch implements ListingCache.Patch<Listing> {
+    private final Map<IpPrefix, Optional<SnatElement>> bySource = new HashMap<>();
+
+    SnatPatch(NftChange change) {
+      change.deleteSnat().forEach(e -> bySource.put(e.source(), Optional.empty()));
+      change.addSnat().forEach(e -> bySource.put(e.source(), Optional.of(e)));
+    }
+
+    @Override
+    public Optional<Listing> applyTo(Listing listing) {
+      Observed o = listing.observed();
+      if (!o.baseIntact()) {
+        return Optional.empty();
+      }
+      Map<IpPrefix, SnatElement> snat = new HashMap<>(o.snat());
+      bySource.forEach((source, e) -> {
+        if (e.isPresent()) {
+          snat.put(source, e.get());
+        } else {
+          snat.remove(source);
+        }
+      });
+      return Optional.of(Listing.of(new Observed(true, o.objects(), o.chain(), snat, o.inCluster())));
+    }
+
+    @Override
+    public ListingCache.Patch<Listing> then(ListingCache.Patch<Listing> later) {
+      bySource.putAll(((SnatPatch) later).bySource);
+      return this;
     }
   }
 

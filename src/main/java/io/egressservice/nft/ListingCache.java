@@ -1,6 +1,7 @@
 package io.egressservice.nft;
 
 import io.egressservice.netlink.NetlinkException;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -37,6 +38,9 @@ final class ListingCache<T> {
   /** The generation of the last read, valid while {@link #lastReadValid}. */
   private long lastRead;
   private boolean lastReadValid;
+
+  /** Commits of ours not yet folded into {@link #value}: applied once, when the value is next read. */
+  private Patch<T> pending;
 
   private long listings;
   private long hits;
@@ -82,11 +86,19 @@ final class ListingCache<T> {
     OptionalLong g = readGeneration();
     if (g.isPresent() && value != null && generation == g.getAsLong()
         && clock.getAsLong() - listedAt <= maxAgeNanos) {
-      hits++;
-      return value;
+      if (pending != null) {
+        Optional<T> patched = pending.applyTo(value);
+        pending = null;
+        value = patched.orElse(null);
+      }
+      if (value != null) {
+        hits++;
+        return value;
+      }
     }
     long now = clock.getAsLong();
     T fresh = list.get();
+    pending = null;
     listings++;
     if (g.isPresent()) {
       generation = g.getAsLong();
@@ -103,7 +115,37 @@ final class ListingCache<T> {
    * happened since the generation of the value returned by the last {@link #get}; else forgets.
    */
   void committed(T expected) {
+    pending = null;
     carryOver(expected, false);
+  }
+
+  /**
+   * What a transaction of ours changed, folded into the cached value only when it is next read, so that
+   * a small transaction costs what it changed and not a copy of the whole listing.
+   */
+  interface Patch<T> {
+    /** The value after the change; empty when that cannot be told (the next read lists). */
+    Optional<T> applyTo(T value);
+
+    /** This patch followed by {@code later}; may update this one in place (patches are owned by the cache). */
+    Patch<T> then(Patch<T> later);
+  }
+
+  /**
+   * After a transaction of ours succeeded without a listing before it (planned from what the caller knows
+   * the table holds): keeps the cached value, with {@code change} to be applied on the next read, if
+   * exactly one commit (ours) happened since the value was current; else forgets.
+   */
+  void committed(Patch<T> change) {
+    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    long before = lastRead;
+    OptionalLong after = readGeneration();
+    if (basedOnCurrent && after.isPresent() && after.getAsLong() == next(before)) {
+      generation = after.getAsLong();
+      pending = pending == null ? change : pending.then(change);
+    } else {
+      invalidate();
+    }
   }
 
   /**
@@ -132,6 +174,7 @@ final class ListingCache<T> {
 
   void invalidate() {
     value = null;
+    pending = null;
   }
 
   EgressNftables.ObserveStats stats() {

@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Collection;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
@@ -254,8 +255,11 @@ public final class MarkNftables implements AutoCloseable {
     for (Map.Entry<Long, Long> net : new TreeMap<>(desired.networkMarks()).entrySet()) {
       long table = net.getKey();
       Long have = observed.networkChains().get(table);
+      // nft folds the mark's own bits out of the AND it lists (meta mark & 0xc1ffffff | 0x01000000 for mask
+      // 0x3f000000): the mask read back lacks them, which is the same rule.
+      long readMask = observed.networkChainMasks().getOrDefault(table, -1L);
       boolean intact = have != null && have.equals(net.getValue())
-          && observed.networkChainMasks().getOrDefault(table, -1L) == desired.mask();
+          && (readMask == desired.mask() || (readMask | net.getValue()) == desired.mask());
       if (intact) {
         continue;
       }
@@ -392,6 +396,116 @@ public final class MarkNftables implements AutoCloseable {
   /** As {@link #snatCommitted}, for a transaction of ours on another table (NoHostNftables). */
   public synchronized void otherTableCommitted() {
     cache.committedElsewhere();
+  }
+
+  /**
+   * The fast path: runs {@code commands}, which change mark elements only (planned from what the caller
+   * knows the table holds), as one transaction; the cached listing, when current, is kept with
+   * {@code removed} and {@code added} folded in on its next read, instead of being listed again.
+   */
+  public synchronized void runKnown(ArrayNode commands, Collection<IpPrefix> removed, Collection<MarkElement> added) {
+    if (commands.isEmpty()) {
+      return;
+    }
+    ObjectNode doc = F.objectNode();
+    doc.set("nftables", commands);
+    try {
+      client.run(doc);
+    } catch (RuntimeException e) {
+      cache.invalidate();
+      throw e;
+    }
+    cache.committed(new ElementPatch(removed, added));
+  }
+
+  /** Mark element changes, replayed on the cached listing when it is next read. */
+  private static final class ElementPatch implements ListingCache.Patch<MarkState> {
+    private final Map<IpPrefix, Optional<MarkElement>> bySource = new HashMap<>();
+
+    ElementPatch(Collection<IpPrefix> removed, Collection<MarkElement> added) {
+      removed.forEach(s -> bySource.put(s, Optional.empty()));
+      added.forEach(e -> bySource.put(e.source(), Optional.of(e)));
+    }
+
+    @Override
+    public Optional<MarkState> applyTo(MarkState s) {
+      Map<IpPrefix, MarkElement> elements = new HashMap<>(s.elements());
+      bySource.forEach((source, e) -> {
+        if (e.isPresent()) {
+          elements.put(source, e.get());
+        } else {
+          elements.remove(source);
+        }
+      });
+      return Optional.of(new MarkState(s.tablePresent(), s.maps(), s.hookChains(), s.networkChains(),
+          s.networkChainMasks(), elements, s.replyIfaces()));
+    }
+
+    @Override
+    public ListingCache.Patch<MarkState> then(ListingCache.Patch<MarkState> later) {
+      bySource.putAll(((ElementPatch) later).bySource);
+      return this;
+    }
+  }
+
+  /** A mark element the kernel refused, alone, with why. */
+  public record Refusal(String source, String reason) {}
+
+  /**
+   * As {@link #run}, in transactions of bounded size: every command but the element additions first (when that
+   * fails, the failure is thrown), then the additions in chunks of at most {@link
+   * EgressNftables#MAX_ELEMENTS_PER_TRANSACTION}; a refused chunk is split until the refused elements stand alone,
+   * which are returned (every other element is applied).
+   */
+  public synchronized List<Refusal> runInBatches(ArrayNode commands) {
+    int elements = 0;
+    for (JsonNode c : commands) {
+      elements += c.path("add").path("element").path("elem").size();
+    }
+    if (elements <= EgressNftables.MAX_ELEMENTS_PER_TRANSACTION) {
+      run(commands);
+      return List.of();
+    }
+    ArrayNode first = F.arrayNode();
+    List<JsonNode> additions = new ArrayList<>();
+    for (JsonNode c : commands) {
+      if (c.path("add").has("element")) {
+        additions.add(c);
+      } else {
+        first.add(c);
+      }
+    }
+    run(first);
+    List<Refusal> refused = new ArrayList<>();
+    for (JsonNode c : additions) {
+      JsonNode elem = c.path("add").path("element").path("elem");
+      List<JsonNode> all = new ArrayList<>();
+      elem.forEach(all::add);
+      for (int i = 0; i < all.size(); i += EgressNftables.MAX_ELEMENTS_PER_TRANSACTION) {
+        addAlone(c.path("add").path("element"), all.subList(i, Math.min(all.size(), i + EgressNftables.MAX_ELEMENTS_PER_TRANSACTION)),
+            refused);
+      }
+    }
+    return refused;
+  }
+
+  private void addAlone(JsonNode ref, List<JsonNode> chunk, List<Refusal> refused) {
+    ObjectNode body = ((ObjectNode) ref).deepCopy();
+    ArrayNode elems = body.putArray("elem");
+    chunk.forEach(elems::add);
+    try {
+      run(F.arrayNode().add(cmd("add", "element", body)));
+    } catch (NftException.PermissionDenied e) {
+      throw e;
+    } catch (NftException e) {
+      if (chunk.size() == 1) {
+        refused.add(new Refusal(chunk.get(0).path(0).path("elem").path("val").asText(), e.getMessage()));
+        return;
+      }
+      int mid = chunk.size() / 2;
+      addAlone(ref, chunk.subList(0, mid), refused);
+      addAlone(ref, chunk.subList(mid, chunk.size()), refused);
+    }
   }
 
   /** Runs the commands as one transaction; nothing when empty. */

@@ -3,11 +3,15 @@ package io.egressservice.nft;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 
@@ -48,9 +52,20 @@ public final class NoHostNftables {
 
   private final NftClient nft;
   private final Map<String, Long> carried = new HashMap<>();
-  private String applied = "";
-  /** What the last successful write was made from: the same again needs no script (it runs every reconcile). */
-  private Optional<List<Object>> appliedInputs = Optional.empty();
+  /** What the table holds apart from its element sets, as last written; empty: unknown (write it whole). */
+  private Optional<Shape> written = Optional.empty();
+  /** With a guard: the {@code lb_*} and {@code ours_*} elements as last written. */
+  private Set<IpPrefix> writtenLb = new HashSet<>();
+  private Set<IpPrefix> writtenOurs = new HashSet<>();
+
+  /** The table's structure; its {@code lb_*} and {@code ours_*} sets change by element, not by a rewrite. */
+  private record Shape(Set<Hold> holds, List<IpPrefix> inCluster, boolean guard) {
+    static final Shape ABSENT = new Shape(Set.of(), List.of(), false);
+
+    boolean absent() {
+      return holds.isEmpty() && !guard;
+    }
+  }
 
   public NoHostNftables(NftClient nft) {
     this.nft = Objects.requireNonNull(nft);
@@ -78,45 +93,105 @@ public final class NoHostNftables {
   /**
    * As above; {@code ours} are the sources this node SNATs or steers: after NAT, a packet of theirs that leaves
    * the cluster still with its own address, and not over the steering device, is dropped (a flow whose NAT was
-   * chosen under the old treatment, in the moment before its conntrack entry is deleted).
+   * chosen under the old treatment, in the moment before its conntrack entry is deleted). When only the LB IPs
+   * and our sources changed (endpoint churn), their elements are added and deleted in one transaction; the
+   * table is written whole only when its holds, in-cluster set or guard change.
    */
   public synchronized void sync(List<Hold> holds, List<IpPrefix> inCluster, List<IpPrefix> lbIps,
       List<IpPrefix> ours, boolean guard, boolean verify) {
-    List<Object> inputs = List.of(holds, inCluster, lbIps, ours, guard);
-    if (!verify && appliedInputs.isPresent() && appliedInputs.get().equals(inputs)) {
-      return;
+    Shape want = new Shape(Set.copyOf(holds), List.copyOf(inCluster), guard);
+    if (want.absent()) {
+      want = Shape.ABSENT;
     }
-    String wanted = holds.isEmpty() && !guard ? "" : script(holds, inCluster, lbIps, ours, guard);
-    boolean present = !applied.isEmpty();
     if (verify) {
-      present = nft.listTableIfPresent("inet", TABLE).isPresent();
-      if (present && applied.isEmpty()) {
-        applied = "?"; // left by an earlier run: replace it
-      }
+      boolean present = nft.listTableIfPresent("inet", TABLE).isPresent();
       if (!present) {
-        applied = "";
+        written = Optional.of(Shape.ABSENT);
+      } else if (written.isEmpty() || written.get().absent()) {
+        written = Optional.empty(); // someone else's change (or an earlier run's table): written whole
       }
     }
-    if (wanted.equals(applied) && (present || wanted.isEmpty())) {
-      appliedInputs = Optional.of(inputs);
+    if (written.isPresent() && written.get().equals(want)) {
+      if (want.guard()) {
+        Set<IpPrefix> lb = new HashSet<>(lbIps);
+        Set<IpPrefix> our = new HashSet<>(ours);
+        updateElements(difference(lb, writtenLb), difference(writtenLb, lb), difference(our, writtenOurs),
+            difference(writtenOurs, our));
+      }
       return;
     }
+    boolean present = written.isEmpty() || !written.get().absent();
     if (present) {
       carryCounters();
     }
-    if (wanted.isEmpty()) {
+    written = Optional.empty();
+    if (want.absent()) {
       nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
     } else {
-      nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n" + wanted);
+      nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n"
+          + script(holds, inCluster, lbIps, ours, guard));
     }
-    applied = wanted;
-    appliedInputs = Optional.of(inputs);
+    written = Optional.of(want);
+    writtenLb = want.guard() ? new HashSet<>(lbIps) : new HashSet<>();
+    writtenOurs = want.guard() ? new HashSet<>(ours) : new HashSet<>();
+  }
+
+  /**
+   * The fast path: the table keeps its holds, in-cluster set and guard; the given LB IPs and sources come and go.
+   * Returns false (and changes nothing) when the table is not known to have that shape with a guard: the
+   * caller then runs {@link #sync} with the whole lists.
+   */
+  public synchronized boolean updateElements(Collection<IpPrefix> lbAdded, Collection<IpPrefix> lbRemoved,
+      Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved) {
+    if (written.isEmpty() || !written.get().guard()) {
+      return false;
+    }
+    StringBuilder sb = new StringBuilder();
+    elementCommand(sb, "add", "lb_", lbAdded.stream().filter(p -> !writtenLb.contains(p)).toList());
+    elementCommand(sb, "delete", "lb_", lbRemoved.stream().filter(writtenLb::contains).toList());
+    elementCommand(sb, "add", "ours_", oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
+    elementCommand(sb, "delete", "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
+    if (sb.length() == 0) {
+      return true;
+    }
+    try {
+      nft.runScript(sb.toString());
+    } catch (RuntimeException e) {
+      written = Optional.empty(); // the next sync writes it whole
+      throw e;
+    }
+    writtenLb.addAll(lbAdded);
+    writtenLb.removeAll(lbRemoved);
+    writtenOurs.addAll(oursAdded);
+    writtenOurs.removeAll(oursRemoved);
+    return true;
+  }
+
+  private static void elementCommand(StringBuilder sb, String verb, String set, List<IpPrefix> elements) {
+    for (IpFamily f : IpFamily.values()) {
+      List<String> of = elements.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
+          .sorted().toList();
+      if (!of.isEmpty()) {
+        sb.append(verb).append(" element inet ").append(TABLE).append(' ').append(set)
+            .append(f == IpFamily.V4 ? "v4" : "v6").append(" { ").append(String.join(", ", of)).append(" }\n");
+      }
+    }
+  }
+
+  private static List<IpPrefix> difference(Set<IpPrefix> a, Set<IpPrefix> b) {
+    List<IpPrefix> out = new ArrayList<>();
+    for (IpPrefix p : a) {
+      if (!b.contains(p)) {
+        out.add(p);
+      }
+    }
+    return out;
   }
 
   /** Packets dropped per service ({@code namespace/name}) since this instance started. */
   public synchronized Map<String, Long> droppedPackets() {
     Map<String, Long> out = new TreeMap<>(carried);
-    if (!applied.isEmpty()) {
+    if (written.isEmpty() || !written.get().absent()) {
       current().forEach((k, v) -> out.merge(k, v, Long::sum));
     }
     return out;
@@ -125,8 +200,7 @@ public final class NoHostNftables {
   /** Removes the table (cleanup). */
   public synchronized void delete() {
     nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
-    applied = "";
-    appliedInputs = Optional.empty();
+    written = Optional.of(Shape.ABSENT);
   }
 
   private void carryCounters() {
@@ -210,9 +284,11 @@ public final class NoHostNftables {
             .append(" counter name \"steered_unsnatted\" drop\n");
         List<String> sources = ours.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
             .sorted().toList();
-        if (!sources.isEmpty()) {
-          sb.append("  set ours_").append(fam).append(" { type ").append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr")
-              .append("; elements = { ").append(String.join(", ", sources)).append(" } }\n");
+        // Declared even when empty, so that sources come and go by element (updateElements), not by a rewrite.
+        sb.append("  set ours_").append(fam).append(" { type ").append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr")
+            .append("; ").append(sources.isEmpty() ? "" : "elements = { " + String.join(", ", sources) + " } ")
+            .append("}\n");
+        {
           g.append("    oifname != \"").append(EgressNftables.STEERING_DEVICE).append("\" ").append(ip)
               .append(" saddr @ours_").append(fam).append(' ').append(ip).append(" daddr != @in_cluster_").append(fam)
               .append(" counter name \"steered_unsnatted\" drop\n");

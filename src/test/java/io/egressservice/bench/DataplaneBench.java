@@ -72,6 +72,16 @@ public final class DataplaneBench {
         : new int[] {1000, 10000};
     System.out.printf(Locale.ROOT, "kernel %s, %s, %s; %d repetitions (median), fresh netns each%n",
         System.getProperty("os.version"), run(List.of("ip", "-V")).trim(), run(List.of("nft", "-v")).trim(), reps);
+    if (args.length > 2 && args[2].equals("fast-path")) {
+      fastPath(1000, 0); // warm-up, not reported
+      System.out.println();
+      System.out.println("| endpoints (10 per service) | step | kernel ms | wall ms | dumps | nft listings |");
+      System.out.println("|---|---|---:|---:|---:|---:|");
+      for (int n : sizes) {
+        fastPath(n, reps);
+      }
+      return;
+    }
     measure(1000); // warm-up: JNA, libnftables, JIT; not reported
     System.out.println();
     System.out.println("| N | step | kernel ms | wall ms | target |");
@@ -134,6 +144,108 @@ public final class DataplaneBench {
     rules.sort(RuleSpec.ORDER);
     snat.sort(SnatEntry.ORDER);
     return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, IN_CLUSTER, List.of());
+  }
+
+  /** {@code services} LoadBalancerIP services of 10 endpoints each, on tables 100 and 101 in turn. */
+  static List<List<IpPrefix>> spread(int endpoints) {
+    List<List<IpPrefix>> out = new ArrayList<>();
+    List<IpPrefix> all = endpoints(endpoints);
+    for (int i = 0; i < all.size(); i += 10) {
+      out.add(new ArrayList<>(all.subList(i, Math.min(all.size(), i + 10))));
+    }
+    return out;
+  }
+
+  static ObjectRef service(int i) {
+    return new ObjectRef("bench", "svc" + i);
+  }
+
+  static DesiredState desiredServices(List<List<IpPrefix>> services) {
+    List<RuleSpec> rules = new ArrayList<>();
+    List<SnatEntry> snat = new ArrayList<>();
+    List<io.egressservice.plan.RouteSpec> routes = new ArrayList<>();
+    for (int i = 0; i < services.size(); i++) {
+      IpPrefix lb = IpPrefix.host(new byte[] {(byte) 192, 0, (byte) (2 + (i >> 8)), (byte) i});
+      for (IpPrefix ep : services.get(i)) {
+        rules.add(new RuleSpec(IpFamily.V4, PRIORITY, Optional.of(ep), Optional.empty(), TableRef.of(100 + i % 2),
+            Optional.of(service(i))));
+        snat.add(new SnatEntry(ep, lb, service(i)));
+      }
+    }
+    for (long t : new long[] {100, 101}) {
+      for (IpPrefix p : IN_CLUSTER) {
+        routes.add(new io.egressservice.plan.RouteSpec(IpFamily.V4, TableRef.of(t), p));
+      }
+    }
+    rules.sort(RuleSpec.ORDER);
+    snat.sort(SnatEntry.ORDER);
+    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, IN_CLUSTER, List.of(),
+        io.egressservice.plan.RuleMode.SOURCE, io.egressservice.plan.PlanConfig.DEFAULT_MARK_MASK, List.of(),
+        java.util.Map.of(), routes, List.of());
+  }
+
+  /**
+   * The fast path against the full reconcile for one endpoint replaced (its rule and SNAT element), at {@code n}
+   * endpoints in services of 10: median of {@code 2 * reps + 1} changes each, in one namespace after a cold apply.
+   */
+  static void fastPath(int n, int reps) {
+    String ns = newNetns();
+    try (Dataplane dp = Dataplane.open(Optional.of(ns), PRIORITY, PROTOCOL)) {
+      List<List<IpPrefix>> services = spread(n);
+      DesiredState current = desiredServices(services);
+      long t0 = System.nanoTime();
+      ApplyReport cold = dp.reconcile(current);
+      long coldWall = System.nanoTime() - t0;
+      check(cold, cold.applied().size(), "cold");
+      if (reps > 0) {
+        System.out.printf(Locale.ROOT, "| %,d | cold apply (%,d services; rule adds without NLM_F_EXCL) | %.1f | %.1f | | |%n",
+            n, services.size(), ms(cold.kernelNanos()), ms(coldWall));
+      }
+      int r = 2 * Math.max(reps, 1) + 1;
+      double[][] fast = new double[2][r];
+      double[][] full = new double[2][r];
+      long dumps = 0;
+      long listings = 0;
+      for (int i = 0; i < 2 * r; i++) {
+        int which = (i * 7919) % services.size();
+        List<IpPrefix> eps = services.get(which);
+        eps.set(0, endpoint(i + 1, 246)); // a new address for its first endpoint
+        DesiredState next = desiredServices(services);
+        boolean viaFast = i % 2 == 0;
+        long d0 = dp.netlink().dumpRequests();
+        long l0 = dp.nftObserveStats().listings();
+        t0 = System.nanoTime();
+        ApplyReport report = viaFast ? dp.reconcileChanged(current, next, Set.of(service(which)))
+            : dp.reconcile(next);
+        long wall = System.nanoTime() - t0;
+        check(report, 4, viaFast ? "fast path" : "full reconcile");
+        double[][] into = viaFast ? fast : full;
+        into[0][i / 2] = ms(report.kernelNanos());
+        into[1][i / 2] = ms(wall);
+        if (viaFast) {
+          dumps += dp.netlink().dumpRequests() - d0;
+          listings += dp.nftObserveStats().listings() - l0;
+        }
+        current = next;
+      }
+      if (dp.fastPathStats().fallbacks() != 0) {
+        throw new IllegalStateException("the fast path fell back " + dp.fastPathStats().fallbacks() + " times");
+      }
+      for (double[] a : fast) {
+        Arrays.sort(a);
+      }
+      for (double[] a : full) {
+        Arrays.sort(a);
+      }
+      if (reps > 0) {
+        System.out.printf(Locale.ROOT, "| %,d | one endpoint changed: reconcileChanged | %.2f | %.2f | %d | %d |%n", n,
+            fast[0][r / 2], fast[1][r / 2], dumps, listings);
+        System.out.printf(Locale.ROOT, "| %,d | one endpoint changed: full reconcile | %.2f | %.2f | | |%n", n,
+            full[0][r / 2], full[1][r / 2]);
+      }
+    } finally {
+      deleteNetns(ns);
+    }
   }
 
   static double ms(long nanos) {

@@ -46,6 +46,9 @@ public final class NetlinkRulesBench {
     Map<String, Double> results = new LinkedHashMap<>();
     for (int n : sizes) {
       double ours = median(reps, () -> timeOurs(n));
+      double noExcl = median(reps, () -> timeOurs(n, false));
+      System.out.printf(Locale.ROOT, "%6d rules  RtNetlink.apply without NLM_F_EXCL  %9.1f ms  %9.0f rules/s%n", n,
+          noExcl, n / noExcl * 1000);
       double batch = median(reps, () -> timeIpBatch(n));
       results.put(n + " netlink", ours);
       results.put(n + " ip-batch", batch);
@@ -102,6 +105,11 @@ public final class NetlinkRulesBench {
   }
 
   private static double timeOurs(int n) {
+    return timeOurs(n, true);
+  }
+
+  /** {@code exclusive} false: adds without NLM_F_EXCL (the kernel skips its duplicate scan). */
+  private static double timeOurs(int n, boolean exclusive) {
     String ns = newNetns();
     try (RtNetlink nl = RtNetlink.open(Optional.of(ns))) {
       List<RuleChange> changes = new ArrayList<>(n);
@@ -109,7 +117,7 @@ public final class NetlinkRulesBench {
         changes.add(RuleChange.add(Rule.lookup(IpFamily.V4, 5000, 100).from(source(i)).protocol(201)));
       }
       long t0 = System.nanoTime();
-      BatchResult<RuleChange> r = nl.apply(changes);
+      BatchResult<RuleChange> r = nl.apply(changes, exclusive);
       double ms = (System.nanoTime() - t0) / 1e6;
       if (!r.allSucceeded()) {
         throw new IllegalStateException(r.failed().size() + " failed, first: " + r.failed().get(0).error().getMessage());
