@@ -831,6 +831,9 @@ public final class AgentLatencyBench {
    */
   void startAgentProcess(String url, String jvmOptions) throws IOException {
     Map<String, String> extraEnv = daemonSetPlainEnv();
+    // The allocator probes each host's agent on the Node's InternalIP (192.168.1.10 here, no such address on this
+    // machine): after its 30 s grace it drained node-a and every rule went. The Node's Ready condition still counts.
+    extraEnv.put("EGRESS_AGENT_HOST_PROBES", "false");
     for (String kv : System.getProperty("bench.agentEnv", "").split(",")) { // e.g. MALLOC_ARENA_MAX=2,X=Y
       if (kv.contains("=")) {
         extraEnv.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
