@@ -893,6 +893,11 @@ public final class AgentLatencyBench {
     return Optional.ofNullable(arrivals.get(source));
   }
 
+  /** The API server child while it runs. */
+  Optional<Process> serverProcess() {
+    return Optional.ofNullable(serverProcess);
+  }
+
   /** The real agent process while it runs. */
   Optional<Process> agentProcess() {
     return Optional.ofNullable(agentProcess);

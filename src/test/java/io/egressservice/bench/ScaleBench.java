@@ -331,15 +331,15 @@ public final class ScaleBench {
   }
 
   /** How a start ended: seconds to /readyz 200 and to every expected rule (NaN if not), and why it stopped. */
-  record Start(double readySeconds, double programmedSeconds, int rules, int expected, String end) {
+  record Start(double readySeconds, double programmedSeconds, int rules, int expected, String end, String cpu) {
     boolean programmed() {
       return end.equals("programmed");
     }
 
     @Override
     public String toString() {
-      return String.format(Locale.ROOT, "ready (/readyz 200) %s, programmed %s (%d of %d rules): %s",
-          seconds(readySeconds), seconds(programmedSeconds), rules, expected, end);
+      return String.format(Locale.ROOT, "ready (/readyz 200) %s, programmed %s (%d of %d rules): %s; %s",
+          seconds(readySeconds), seconds(programmedSeconds), rules, expected, end, cpu);
     }
   }
 
@@ -374,19 +374,40 @@ public final class ScaleBench {
         nextDump = now + TimeUnit.MILLISECONDS.toNanos(AgentLatencyBench.pollMillis(expected));
       }
       if (!Double.isNaN(programmed) && !Double.isNaN(ready)) {
-        return new Start(ready, programmed, rules, expected, "programmed");
+        return start(b, ready, programmed, rules, expected, "programmed");
       }
       if (!p.isAlive()) {
-        return new Start(ready, programmed, rules, expected, "the agent exited with " + p.exitValue());
+        return start(b, ready, programmed, rules, expected, "the agent exited with " + p.exitValue());
       }
       if (now - lastGrowth > OOM_STALL.toNanos() && b.agentOutput().contains("OutOfMemoryError")) {
-        return new Start(ready, programmed, rules, expected, "OutOfMemoryError logged, no progress for "
+        return start(b, ready, programmed, rules, expected, "OutOfMemoryError logged, no progress for "
             + OOM_STALL.toSeconds() + " s");
       }
       if (now > deadline) {
-        return new Start(ready, programmed, rules, expected, "limit of " + limit.toSeconds() + " s reached");
+        return start(b, ready, programmed, rules, expected, "limit of " + limit.toSeconds() + " s reached");
       }
       Thread.sleep(100);
+    }
+  }
+
+  /**
+   * A Start, with the CPU the agent and the API server child used so far: a start that waits on a starved API
+   * server is not one the agent made slow.
+   */
+  static Start start(AgentLatencyBench b, double ready, double programmed, int rules, int expected, String end) {
+    return new Start(ready, programmed, rules, expected, end, String.format(Locale.ROOT,
+        "CPU so far: agent %s, API server child %s", cpuSeconds(b.agentProcess()), cpuSeconds(b.serverProcess())));
+  }
+
+  static String cpuSeconds(Optional<Process> p) {
+    if (p.isEmpty() || !p.get().isAlive()) {
+      return "n/a";
+    }
+    try {
+      return String.format(Locale.ROOT, "%.1f s",
+          AgentLatencyBench.cpuTicks(Path.of("/proc", Long.toString(p.get().pid()), "stat")) / 100.0);
+    } catch (IllegalStateException e) {
+      return "n/a";
     }
   }
 
