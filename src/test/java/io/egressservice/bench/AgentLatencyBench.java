@@ -99,6 +99,15 @@ public final class AgentLatencyBench {
   /** Current endpoint addresses per service index. */
   String[][] endpoints;
   private int nextAddress = 1;
+  /** Endpoints of each opted-in service's slice (ScaleBench: 10 for its cold starts). */
+  int endpointsPerService = ENDPOINTS_PER_SERVICE;
+  /** Services with a slice that did not opt in (no EgressService), in namespace {@link #OTHER_NS}. */
+  int otherServices;
+  /** Prefix of the network namespace's name, unique to a bench so parallel runs do not collide. */
+  String netnsPrefix = "esa-lat-";
+  /** Prepended to the real agent's command line (ScaleBench: a shell that enters a memory cgroup, then execs). */
+  List<String> agentLauncher = List.of();
+  static final String OTHER_NS = "other";
 
   public static void main(String[] args) throws Exception {
     MOCK_LOG.setLevel(java.util.logging.Level.WARNING);
@@ -114,7 +123,11 @@ public final class AgentLatencyBench {
         case "rss" -> bench.rss(intArg(args, 1, 1000));
         case "rss-remote" -> bench.rssRemote(intArg(args, 1, 1000));
         case "rss-process" -> bench.rssProcess(intArg(args, 1, 1000));
-        case "server" -> bench.serve(intArg(args, 1, 1000));
+        case "server" -> {
+          bench.endpointsPerService = intArg(args, 2, ENDPOINTS_PER_SERVICE);
+          bench.otherServices = intArg(args, 3, 0);
+          bench.serve(intArg(args, 1, 1000));
+        }
         default -> throw new IllegalArgumentException("mode is latency or rss, not " + mode);
       }
     } finally {
@@ -134,7 +147,7 @@ public final class AgentLatencyBench {
         false);
     server.init();
     client = server.createClient();
-    netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+    netns = netnsPrefix + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
     run("ip", "netns", "add", netns);
     run("ip", "-n", netns, "link", "set", "lo", "up");
   }
@@ -155,13 +168,41 @@ public final class AgentLatencyBench {
           "5." + (5 + (i >> 16)) + "." + ((i >> 8) & 255) + "." + (i & 255))).create();
       client.discovery().v1().endpointSlices().resource(slice(i)).create();
     }
+    createOtherServices();
+  }
+
+  /**
+   * {@link #otherServices} ClusterIP Services with one EndpointSlice of 5 endpoints each on another node, in their
+   * own namespace, and no EgressService: what a cluster holds besides the opted-in set.
+   */
+  void createOtherServices() {
+    for (int i = 0; i < otherServices; i++) {
+      String name = String.format(Locale.ROOT, "other-%05d", i);
+      String clusterIp = "172." + (40 + (i >> 16)) + "." + ((i >> 8) & 255) + "." + (i & 255);
+      client.services().resource(new ServiceBuilder()
+          .withNewMetadata().withName(name).withNamespace(OTHER_NS).endMetadata()
+          .withNewSpec().withType("ClusterIP").withClusterIP(clusterIp).withClusterIPs(clusterIp)
+            .addToSelector("app", name).endSpec()
+          .build()).create();
+      List<io.fabric8.kubernetes.api.model.discovery.v1.Endpoint> eps = new ArrayList<>();
+      for (int j = 0; j < 5; j++) {
+        int k = i * 5 + j;
+        eps.add(new EndpointBuilder().withAddresses("10." + (130 + (k >> 16)) + "." + ((k >> 8) & 255) + "." + (k & 255))
+            .withNodeName("node-b").build());
+      }
+      client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder()
+          .withNewMetadata().withName(name + "-1").withNamespace(OTHER_NS)
+            .addToLabels("kubernetes.io/service-name", name)
+            .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
+          .withAddressType("IPv4").withEndpoints(eps).build()).create();
+    }
   }
 
   /** The endpoint addresses the objects start with (the same sequence in every JVM). */
   void initEndpoints(int services) {
-    endpoints = new String[services][ENDPOINTS_PER_SERVICE];
+    endpoints = new String[services][endpointsPerService];
     for (int i = 0; i < services; i++) {
-      for (int j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
+      for (int j = 0; j < endpointsPerService; j++) {
         endpoints[i][j] = freshAddress();
       }
     }
@@ -208,6 +249,15 @@ public final class AgentLatencyBench {
     agent.start();
   }
 
+  int expectedRules(int services) {
+    return services * (endpointsPerService + 1);
+  }
+
+  /** How often to dump the rules while waiting: a dump of 50,000 rules costs the bench a CPU share the agent needs. */
+  static long pollMillis(int expectedRules) {
+    return Math.max(50, Math.min(1000, expectedRules / 20));
+  }
+
   /** Our rules at the endpoint priority: one per endpoint and one per clusterIP. */
   int ownedRules() {
     return (int) observer.listRules(IpFamily.V4).stream()
@@ -216,14 +266,14 @@ public final class AgentLatencyBench {
 
   /** Waits (bounded) until the kernel holds one rule per endpoint and per clusterIP; returns seconds. */
   double awaitConverged(int services, long startNanos, Duration limit) throws InterruptedException {
-    int expected = services * (ENDPOINTS_PER_SERVICE + 1);
+    int expected = expectedRules(services);
     long deadline = System.nanoTime() + limit.toNanos();
     int have = ownedRules();
     while (have != expected) {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("not converged within " + limit + ": " + have + " of " + expected + " rules");
       }
-      Thread.sleep(50);
+      Thread.sleep(pollMillis(expected));
       have = ownedRules();
     }
     return (System.nanoTime() - startNanos) / 1e9;
@@ -240,10 +290,11 @@ public final class AgentLatencyBench {
 
   record Update(IpPrefix address, long sentNanos, long returnedNanos) {}
 
-  void latency(int services, int updates, int intervalMs, int burst, int warmup, boolean realProcess)
+  /** Returns the paced phase's p99 (ms from just before the client call; NaN if any update timed out). */
+  double latency(int services, int updates, int intervalMs, int burst, int warmup, boolean realProcess)
       throws Exception {
     System.out.printf("event-to-kernel latency: %d LoadBalancerIP EgressServices x %d endpoints on %s; java %s, kernel %s,"
-        + " %d CPUs; agent %s%n", services, ENDPOINTS_PER_SERVICE, NODE, System.getProperty("java.version"),
+        + " %d CPUs; agent %s%n", services, endpointsPerService, NODE, System.getProperty("java.version"),
         System.getProperty("os.version"), Runtime.getRuntime().availableProcessors(),
         realProcess ? "in its own process (java -jar " + System.getProperty("bench.agentJar", AGENT_JAR)
             + " run), API server in a child JVM" : "and API server in this JVM");
@@ -252,17 +303,14 @@ public final class AgentLatencyBench {
     if (realProcess) {
       jvmOptions = agentJvmOptions();
       url = startServerProcess(services);
-      client = io.egressservice.controller.AgentSerialization.clientBuilder().withConfig(
-          new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(url).withTrustCerts(true).withNamespace(NS)
-              .build()).build();
+      connect(url);
       newNamespaceAndObserver();
       initEndpoints(services); // as the child created them
     } else {
       startServerAndNamespace();
       observer = RtNetlink.open(Optional.of(netns));
     }
-    subscription = observer.subscribe(EnumSet.of(ChangeGroup.IPV4_RULE), this::onRule,
-        () -> System.out.println("  WARNING: observer notification overflow (ENOBUFS): some arrivals may be missing"));
+    watchRules();
     if (!realProcess) {
       createObjects(services);
     }
@@ -291,7 +339,7 @@ public final class AgentLatencyBench {
     // before every other slot was, so no new address is superseded before the agent could apply it.
     List<int[]> slots = new ArrayList<>();
     for (int i = 0; i < services; i++) {
-      for (int j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
+      for (int j = 0; j < endpointsPerService; j++) {
         slots.add(new int[] {i, j});
       }
     }
@@ -345,6 +393,7 @@ public final class AgentLatencyBench {
       System.out.println("  " + String.join("\n  ", capture("jstat", "-gc", Long.toString(pid)).strip().split("\n")));
       stopAgentProcess();
     }
+    return paced.timeouts == 0 ? p99 : Double.NaN;
   }
 
   final class Phase {
@@ -513,7 +562,7 @@ public final class AgentLatencyBench {
       client = io.egressservice.controller.AgentSerialization.clientBuilder().withConfig(
           new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(url).withTrustCerts(true).withNamespace(NS)
               .build()).build();
-      netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+      netns = netnsPrefix + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
       run("ip", "netns", "add", netns);
       run("ip", "-n", netns, "link", "set", "lo", "up");
       observer = RtNetlink.open(Optional.of(netns));
@@ -630,6 +679,12 @@ public final class AgentLatencyBench {
 
   /** Where the paced phase's CPU went, by thread name (numbers folded), in ms per reconcile. */
   static void printThreadCpu(Map<String, long[]> before, Map<String, long[]> after, long totalTicks, long reconciles) {
+    printThreadCpu(before, after, totalTicks, reconciles, "reconcile");
+  }
+
+  /** The same, per {@code unit} (e.g. "change"), {@code count} of them. */
+  static void printThreadCpu(Map<String, long[]> before, Map<String, long[]> after, long totalTicks, long reconciles,
+      String unit) {
     if (reconciles == 0) {
       return;
     }
@@ -646,7 +701,7 @@ public final class AgentLatencyBench {
       seen += user + sys;
     }
     byName.put("(threads that ended)", new long[] {Math.max(0, totalTicks - seen), 0});
-    StringBuilder sb = new StringBuilder("  by thread, ms of CPU per reconcile (user+sys):");
+    StringBuilder sb = new StringBuilder("  by thread, ms of CPU per " + unit + " (user+sys):");
     byName.entrySet().stream().filter(e -> e.getValue()[0] + e.getValue()[1] > 0)
         .sorted((x, y) -> Long.compare(y.getValue()[0] + y.getValue()[1], x.getValue()[0] + x.getValue()[1]))
         .forEach(e -> sb.append(String.format(Locale.ROOT, "%n    %-40s %5.1f (%.1f+%.1f)", e.getKey(),
@@ -728,8 +783,11 @@ public final class AgentLatencyBench {
   /** The API server in a child JVM, with the objects of {@code services} created; returns its URL. */
   String startServerProcess(int services) throws IOException {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    serverProcess = new ProcessBuilder(java, "-Xmx512m", "-cp", System.getProperty("java.class.path"),
-        AgentLatencyBench.class.getName(), "server", Integer.toString(services))
+    // The mock server keeps every object in memory as JSON and as maps: 512 MiB hold 1,000 services, not 15,000.
+    int objects = services + otherServices;
+    serverProcess = new ProcessBuilder(java, objects > 2000 ? "-Xmx2g" : "-Xmx512m", "-cp",
+        System.getProperty("java.class.path"), AgentLatencyBench.class.getName(), "server", Integer.toString(services),
+        Integer.toString(endpointsPerService), Integer.toString(otherServices))
         .redirectError(ProcessBuilder.Redirect.INHERIT).start();
     return readUrl(serverProcess);
   }
@@ -773,6 +831,9 @@ public final class AgentLatencyBench {
    */
   void startAgentProcess(String url, String jvmOptions) throws IOException {
     Map<String, String> extraEnv = daemonSetPlainEnv();
+    // The allocator probes each host's agent on the Node's InternalIP (192.168.1.10 here, no such address on this
+    // machine): after its 30 s grace it drained node-a and every rule went. The Node's Ready condition still counts.
+    extraEnv.put("EGRESS_AGENT_HOST_PROBES", "false");
     for (String kv : System.getProperty("bench.agentEnv", "").split(",")) { // e.g. MALLOC_ARENA_MAX=2,X=Y
       if (kv.contains("=")) {
         extraEnv.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
@@ -785,10 +846,11 @@ public final class AgentLatencyBench {
     }
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     agentLog = Files.createTempFile("esa-agent-", ".log");
-    ProcessBuilder pb = new ProcessBuilder(java, "-jar", System.getProperty("bench.agentJar", AGENT_JAR), "run",
+    List<String> command = new ArrayList<>(agentLauncher);
+    command.addAll(List.of(java, "-jar", System.getProperty("bench.agentJar", AGENT_JAR), "run",
         "--node-name", NODE, "--netns", netns, "--metrics-port", Integer.toString(agentMetricsPort),
-        "--lease-namespace", NS)
-        .redirectErrorStream(true).redirectOutput(agentLog.toFile());
+        "--lease-namespace", NS));
+    ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(agentLog.toFile());
     Map<String, String> env = pb.environment();
     env.put("JAVA_TOOL_OPTIONS", jvmOptions);
     env.putAll(extraEnv);
@@ -799,6 +861,70 @@ public final class AgentLatencyBench {
     env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
     env.put("EGRESS_AGENT_LOG_LEVEL", System.getProperty("bench.agentLogLevel", "WARN"));
     agentProcess = pb.start();
+  }
+
+  /** The agent's client, as RunCommand builds it (AgentSerialization: no scan of fabric8's whole model). */
+  void connect(String url) {
+    client = io.egressservice.controller.AgentSerialization.clientBuilder().withConfig(
+        new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(url).withTrustCerts(true).withNamespace(NS)
+            .build()).build();
+  }
+
+  /** Records the arrival of every new rule's source in the namespace (call after the observer is open). */
+  void watchRules() {
+    subscription = observer.subscribe(EnumSet.of(ChangeGroup.IPV4_RULE), this::onRule,
+        () -> System.out.println("  WARNING: observer notification overflow (ENOBUFS): some arrivals may be missing"));
+  }
+
+  /** Replaces endpoint {@code j} of service {@code i} with a never-used address; returns it. */
+  IpPrefix replaceEndpoint(int i, int j) {
+    String address = freshAddress();
+    endpoints[i][j] = address;
+    client.discovery().v1().endpointSlices().resource(slice(i)).update();
+    return IpPrefix.parseHost(address);
+  }
+
+  /** Nanotime of the first NEW rule with this source, waiting up to {@code limit}; empty when none came. */
+  Optional<Long> awaitArrival(IpPrefix source, Duration limit) throws InterruptedException {
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (!arrivals.containsKey(source) && System.nanoTime() < deadline) {
+      Thread.sleep(2);
+    }
+    return Optional.ofNullable(arrivals.get(source));
+  }
+
+  /** The API server child while it runs. */
+  Optional<Process> serverProcess() {
+    return Optional.ofNullable(serverProcess);
+  }
+
+  /** The real agent process while it runs. */
+  Optional<Process> agentProcess() {
+    return Optional.ofNullable(agentProcess);
+  }
+
+  /** What the real agent has written so far (stdout and stderr); "" when none runs. */
+  String agentOutput() {
+    try {
+      return agentLog == null || !Files.exists(agentLog) ? "" : Files.readString(agentLog);
+    } catch (IOException e) {
+      return "";
+    }
+  }
+
+  /** The HTTP status of GET {@code path} on the real process's metrics port; 0 while it does not answer. */
+  int processHttpStatus(String path) {
+    try {
+      var http = java.net.http.HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+      return http.send(java.net.http.HttpRequest.newBuilder(
+              java.net.URI.create("http://127.0.0.1:" + agentMetricsPort + path)).timeout(Duration.ofSeconds(2)).build(),
+          java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+    } catch (IOException e) {
+      return 0;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 0;
+    }
   }
 
   /** The reconcile count of the real process, from its reconcile-duration histogram on /metrics. */
@@ -858,7 +984,7 @@ public final class AgentLatencyBench {
   }
 
   void newNamespaceAndObserver() {
-    netns = "esa-lat-" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
+    netns = netnsPrefix + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
     run("ip", "netns", "add", netns);
     run("ip", "-n", netns, "link", "set", "lo", "up");
     observer = RtNetlink.open(Optional.of(netns));
@@ -866,7 +992,7 @@ public final class AgentLatencyBench {
 
   void rssProcess(int services) throws Exception {
     System.out.printf("memory of the real agent process: %d LoadBalancerIP EgressServices x %d endpoints; java %s%n",
-        services, ENDPOINTS_PER_SERVICE, System.getProperty("java.version"));
+        services, endpointsPerService, System.getProperty("java.version"));
     String jvmOptions = agentJvmOptions();
     try {
       String url = startServerProcess(services);
@@ -882,7 +1008,7 @@ public final class AgentLatencyBench {
       long rss = statusKib(pid, "VmRSS");
       System.out.printf(Locale.ROOT, "  %-58s RSS %.1f MiB (peak VmHWM %.1f MiB); %d rules in the kernel%n",
           "converged and idle, no forced GC", rss / 1024.0, statusKib(pid, "VmHWM") / 1024.0, ownedRules());
-      if (ownedRules() != services * (ENDPOINTS_PER_SERVICE + 1)) {
+      if (ownedRules() != expectedRules(services)) {
         throw new IllegalStateException("the agent no longer holds every service's rules: measured the wrong state");
       }
       System.out.println("  " + String.join("\n  ", capture("jstat", "-gc", Long.toString(pid)).strip().split("\n")));
