@@ -14,7 +14,6 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
-import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Instant;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
@@ -145,11 +144,11 @@ public final class Allocator implements AutoCloseable {
 
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
   public synchronized void start() {
-    informer(informers.egressServices(), null);
-    informer(informers.services(), null);
-    informer(informers.endpointSlices(), null);
+    informer(EgressService.class, null);
+    informer(io.fabric8.kubernetes.api.model.Service.class, null);
+    informer(io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice.class, null);
     // Nodes change status every few seconds; only what the allocator reads matters.
-    informer(informers.nodes(), AllocatorInputs::node);
+    informer(io.fabric8.kubernetes.api.model.Node.class, AllocatorInputs::node);
     if (config.probes().enabled()) {
       prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
           config.probes().netns(), this::probed);
@@ -213,8 +212,8 @@ public final class Allocator implements AutoCloseable {
     return Map.copyOf(lastHostChangeEpochSeconds);
   }
 
-  private <T extends HasMetadata> void informer(SharedIndexInformer<T> informer, Function<T, Object> relevant) {
-    informer.addEventHandler(new ResourceEventHandler<T>() {
+  private <T extends HasMetadata> void informer(Class<T> kind, Function<T, Object> relevant) {
+    informers.addEventHandler(kind, new ResourceEventHandler<T>() {
       @Override
       public void onAdd(T obj) {
         requestPass();
