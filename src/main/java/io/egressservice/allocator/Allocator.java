@@ -17,7 +17,6 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
-import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.time.Instant;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
@@ -167,10 +166,10 @@ public final class Allocator implements AutoCloseable {
 
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
   public synchronized void start() {
-    listen(EgressService.class, informers.egressServices(), egressServiceEvents());
-    listen(Service.class, informers.services(), serviceEvents());
-    listen(EndpointSlice.class, informers.endpointSlices(), sliceEvents());
-    listen(Node.class, informers.nodes(), nodeEvents());
+    listen(EgressService.class, egressServiceEvents());
+    listen(Service.class, serviceEvents());
+    listen(EndpointSlice.class, sliceEvents());
+    listen(Node.class, nodeEvents());
     long resync = config.resyncPeriod().toMillis();
     if (resync > 0) {
       try {
@@ -243,10 +242,9 @@ public final class Allocator implements AutoCloseable {
     return Map.copyOf(lastHostChangeEpochSeconds);
   }
 
-  /** Where every handler is registered: one line to change when the informers register handlers themselves. */
-  private static <T extends HasMetadata> void listen(Class<T> kind, SharedIndexInformer<T> informer,
-      ResourceEventHandler<T> handler) {
-    informer.addEventHandler(handler);
+  /** Where every handler is registered: the informers' own registration, which also delivers backfilled objects. */
+  private <T extends HasMetadata> void listen(Class<T> kind, ResourceEventHandler<T> handler) {
+    informers.addEventHandler(kind, handler);
   }
 
   /**

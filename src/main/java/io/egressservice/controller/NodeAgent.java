@@ -147,12 +147,15 @@ public final class NodeAgent implements AutoCloseable {
   /** Starts the informers, the kernel subscription and the worker; returns at once. */
   public void start() {
     running = true;
-    informers.egressServices().addEventHandler(new RelevantChangeHandler<>(PlanInputs::egressService, es -> true));
-    informers.services().addEventHandler(new RelevantChangeHandler<>(PlanInputs::service,
+    informers.addEventHandler(org.ovn.k8s.v1.EgressService.class,
+        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true));
+    informers.addEventHandler(io.fabric8.kubernetes.api.model.Service.class, new RelevantChangeHandler<>(PlanInputs::service,
         s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName())));
-    informers.endpointSlices().addEventHandler(new RelevantChangeHandler<>(PlanInputs::slice,
+    informers.addEventHandler(io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice.class,
+        new RelevantChangeHandler<>(PlanInputs::slice,
         s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s))));
-    informers.nodes().addEventHandler(new RelevantChangeHandler<>(PlanInputs::node, n -> true));
+    informers.addEventHandler(io.fabric8.kubernetes.api.model.Node.class,
+        new RelevantChangeHandler<>(PlanInputs::node, n -> true));
     informers.start();
     metrics.apiConnectivity(informers.connectivity());
     eventRecorder.start(reporter::seeded);

@@ -8,29 +8,49 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
-import io.fabric8.kubernetes.client.informers.cache.BasicItemStore;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.cache.Cache;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.UnaryOperator;
 import org.ovn.k8s.v1.EgressService;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The four cluster-wide informers (EgressService, Service, EndpointSlice, Node) that the node agent
- * and the allocator both read: one set per process, so a node runs one watch per kind and one copy
- * of each cache, however many parts of the agent use them.
+ * The four informers (EgressService, Service, EndpointSlice, Node) that the node agent and the allocator
+ * both read: one set per process, so a node runs one watch per kind and one copy of each cache, however
+ * many parts of the agent use them.
  *
- * <p>EndpointSlices are watched only with the {@code kubernetes.io/service-name} label: a slice
- * without it belongs to no Service, so no EgressService can use it. The caches keep a
- * {@linkplain LeanObjects lean copy} of each object, with only the fields the agent reads: a real
- * cluster's Services, EndpointSlices and Nodes are mostly managedFields, annotations, ports, endpoint
- * conditions and node images, times every Service, slice and node of the cluster.
+ * <p>What they cache follows the opted-in set, not the cluster ({@link OptInCaches}): a Service only while
+ * an EgressService of its namespace and name exists, an EndpointSlice only while its Service's does, each
+ * EgressService and each Node. EndpointSlices are watched only with the {@code kubernetes.io/service-name}
+ * label. The EgressService informer starts first, and the Service and slice informers once it has listed
+ * (or after {@link #EGRESS_SERVICES_FIRST}), so that their first listing is already filtered; an
+ * EgressService that arrives later fetches its Service and slices (a backfill). Every list, the first and
+ * each relist, is read in pages of {@link #PAGE}: a cold start in a cluster of 10,000 Services never holds
+ * one response of all of them. The caches keep a {@linkplain LeanObjects lean copy} of each object.
+ *
+ * <p>Handlers registered through {@link #addEventHandler} see exactly the stream of the cached objects:
+ * adds (backfills included), updates, deletes (drops included) and resyncs. Handlers added straight to an
+ * informer ({@code services().addEventHandler}) see fabric8's notifications, which announce every change of
+ * an object the cache does not keep as an add.
  */
 public final class ClusterInformers implements AutoCloseable {
   /** The kinds watched, in the order of {@link #all()}. */
   public static final List<Class<? extends HasMetadata>> KINDS =
       List.of(EgressService.class, Service.class, EndpointSlice.class, Node.class);
+
+  /** Objects per list request. */
+  static final long PAGE = 500;
+  /** How long the Service and slice informers wait for the EgressServices to be listed before they list. */
+  static final Duration EGRESS_SERVICES_FIRST = Duration.ofSeconds(10);
+
+  private static final Logger LOG = LoggerFactory.getLogger(ClusterInformers.class);
 
   private final SharedIndexInformer<EgressService> egressServices;
   private final SharedIndexInformer<Service> services;
@@ -38,20 +58,31 @@ public final class ClusterInformers implements AutoCloseable {
   private final SharedIndexInformer<Node> nodes;
   private final AtomicBoolean started = new AtomicBoolean();
   private final ApiConnectivity connectivity;
+  private final CacheEvents events = new CacheEvents("informer-events");
+  private final OptInCaches caches;
+  private final Map<Class<?>, OptInCaches.Store<?>> stores;
 
   private ClusterInformers(KubernetesClient client, long resyncMillis) {
     // runnableInformer + start() does not block on the initial list, so an unreachable API server
     // leaves everything as it is while the informers keep retrying.
-    egressServices = client.resources(EgressService.class).inAnyNamespace().runnableInformer(resyncMillis);
-    services = client.services().inAnyNamespace().runnableInformer(resyncMillis);
-    slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
+    egressServices = client.resources(EgressService.class).inAnyNamespace().withLimit(PAGE)
         .runnableInformer(resyncMillis);
-    nodes = client.nodes().runnableInformer(resyncMillis);
-    egressServices.itemStore(new LeanItemStore<>(LeanObjects::egressService));
-    services.itemStore(new LeanItemStore<>(LeanObjects::service));
-    slices.itemStore(new LeanItemStore<>(LeanObjects::endpointSlice));
-    nodes.itemStore(new LeanItemStore<>(LeanObjects::node));
+    services = client.services().inAnyNamespace().withLimit(PAGE).runnableInformer(resyncMillis);
+    slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
+        .withLimit(PAGE).runnableInformer(resyncMillis);
+    nodes = client.nodes().withLimit(PAGE).runnableInformer(resyncMillis);
     connectivity = new ApiConnectivity(all());
+    caches = new OptInCaches(events, (namespace, name) -> new OptInCaches.Fetched(
+        Optional.ofNullable(client.services().inNamespace(namespace).withName(name).get()),
+        client.discovery().v1().endpointSlices().inNamespace(namespace)
+            .withLabel(PlanInputs.SERVICE_NAME_LABEL, name).list().getItems()),
+        e -> connectivity.failed("Service", e));
+    bind(egressServices, caches.egressServices);
+    bind(services, caches.services);
+    bind(slices, caches.slices);
+    bind(nodes, caches.nodes);
+    stores = Map.of(EgressService.class, caches.egressServices, Service.class, caches.services,
+        EndpointSlice.class, caches.slices, Node.class, caches.nodes);
     for (SharedIndexInformer<? extends HasMetadata> i : all()) {
       i.exceptionHandler((isStarted, error) -> {
         connectivity.failed(i.getApiTypeClass().getSimpleName(), error);
@@ -60,32 +91,10 @@ public final class ClusterInformers implements AutoCloseable {
     }
   }
 
-  /**
-   * An informer store that keeps the {@link LeanObjects} copy of each object it is given.
-   *
-   * <p>The store is where this has to happen: fabric8 7.5 has no transform hook on its informers (like
-   * client-go's SetTransform), and its {@code ReducedStateItemStore} keeps chosen fields but rebuilds a
-   * whole object through the JSON mapper on every get and list, while every reconcile and allocation pass
-   * lists all the caches.
-   *
-   * <p>Event handlers see both kinds of object. fabric8 hands them the object it decoded from the API
-   * (adds, the new side of an update, a watched delete) but what the store holds for the old side of an
-   * update, for resyncs and for deletions found on a relist. A handler that compares old with new
-   * therefore compares a lean copy with a full object; that works because both project to the same plan
-   * and allocator inputs ({@code LeanObjectsTest}). The full object is garbage once the handlers ran.
-   */
-  static final class LeanItemStore<T extends HasMetadata> extends BasicItemStore<T> {
-    private final UnaryOperator<T> lean;
-
-    LeanItemStore(UnaryOperator<T> lean) {
-      super(Cache::metaNamespaceKeyFunc);
-      this.lean = lean;
-    }
-
-    @Override
-    public T put(String key, T obj) {
-      return super.put(key, lean.apply(obj));
-    }
+  private static <T extends HasMetadata> void bind(SharedIndexInformer<T> informer, OptInCaches.Store<T> store) {
+    informer.removeIndexer(Cache.NAMESPACE_INDEX);
+    informer.itemStore(store);
+    informer.addEventHandler(store.resyncs());
   }
 
   /**
@@ -95,6 +104,21 @@ public final class ClusterInformers implements AutoCloseable {
    */
   public static ClusterInformers create(KubernetesClient client, Duration resync) {
     return new ClusterInformers(client, resync.toMillis());
+  }
+
+  /**
+   * Handlers registered here see every object that enters or leaves the cache, backfills included: an add
+   * for each, an update when its resourceVersion changes or at a resync, a delete when it leaves; in the order
+   * the caches changed, on one thread for all kinds. A handler registered after the start first gets an
+   * add for each object cached then.
+   */
+  @SuppressWarnings("unchecked")
+  public <T extends HasMetadata> void addEventHandler(Class<T> kind, ResourceEventHandler<T> handler) {
+    OptInCaches.Store<T> store = (OptInCaches.Store<T>) stores.get(kind);
+    if (store == null) {
+      throw new IllegalArgumentException("no informer for " + kind.getName() + "; the kinds are " + KINDS);
+    }
+    caches.register(store, handler);
   }
 
   public SharedIndexInformer<EgressService> egressServices() {
@@ -117,11 +141,28 @@ public final class ClusterInformers implements AutoCloseable {
     return List.of(egressServices, services, slices, nodes);
   }
 
-  /** Starts the informers once; later calls do nothing. Returns at once. */
+  /**
+   * Starts the informers once; later calls do nothing. Returns at once: the Service and slice informers start
+   * when the EgressServices are listed, or after {@link #EGRESS_SERVICES_FIRST} (until then
+   * {@link #hasSynced()} is false).
+   */
   public void start() {
     if (started.compareAndSet(false, true)) {
-      all().forEach(SharedIndexInformer::start);
       connectivity.start();
+      nodes.start();
+      CompletableFuture<Void> listed = egressServices.start().toCompletableFuture();
+      CompletableFuture<Void> bound = CompletableFuture.runAsync(() -> { },
+          CompletableFuture.delayedExecutor(EGRESS_SERVICES_FIRST.toMillis(), TimeUnit.MILLISECONDS));
+      CompletableFuture.anyOf(listed, bound).whenComplete((ignored, error) -> {
+        if (!listed.isDone()) {
+          LOG.warn("EgressServices not listed after {} s: listing Services and EndpointSlices anyway; each"
+              + " EgressService listed later fetches its own", EGRESS_SERVICES_FIRST.toSeconds());
+        }
+        if (caches.dependentsListing()) {
+          services.start();
+          slices.start();
+        }
+      });
     }
   }
 
@@ -136,7 +177,22 @@ public final class ClusterInformers implements AutoCloseable {
 
   /** Whether an EgressService of this namespace and name is in the cache. */
   public boolean hasEgressService(String namespace, String name) {
-    return egressServices.getStore().getByKey(namespace + "/" + name) != null;
+    return caches.egressServices.get(Cache.namespaceKeyFunc(namespace, name)) != null;
+  }
+
+  /** The cached Service of this namespace and name: present only while an EgressService names it. */
+  public Optional<Service> service(String namespace, String name) {
+    return Optional.ofNullable(caches.services.get(Cache.namespaceKeyFunc(namespace, name)));
+  }
+
+  /** The cached EndpointSlices of a Service (its {@code kubernetes.io/service-name} label), without listing. */
+  public List<EndpointSlice> endpointSlicesOf(String namespace, String serviceName) {
+    return caches.slices.owned(Cache.namespaceKeyFunc(namespace, serviceName));
+  }
+
+  /** Whether every backfill asked for so far has been applied (or abandoned with its EgressService). */
+  boolean backfillsDone() {
+    return caches.backfillsDone();
   }
 
   /** What the caches hold now. */
@@ -149,6 +205,8 @@ public final class ClusterInformers implements AutoCloseable {
   @Override
   public void close() {
     connectivity.close();
+    caches.close();
     all().forEach(SharedIndexInformer::close);
+    events.close();
   }
 }

@@ -72,6 +72,9 @@ import org.slf4j.LoggerFactory;
  *       allocator included) with the DaemonSet's JAVA_TOOL_OPTIONS (read from deploy/daemonset.yaml, or
  *       {@code -Dbench.agentJvmOptions}) against the child API server: its VmRSS once it has converged and gone
  *       idle, then after {@code jcmd PID GC.run}.
+ *   <li>{@code rss-process-unrelated [services=50] [bystanders=10000]}: the same, with that many more Services and
+ *       EndpointSlices (5 endpoints each) in the API server's lists that no EgressService names
+ *       ({@link BystanderDispatcher}); run it with 0 and with 10000 for the two rows of issue 20.
  * </ul>
  */
 public final class AgentLatencyBench {
@@ -122,11 +125,12 @@ public final class AgentLatencyBench {
             intArg(args, 4, 200), intArg(args, 5, 200), true);
         case "rss" -> bench.rss(intArg(args, 1, 1000));
         case "rss-remote" -> bench.rssRemote(intArg(args, 1, 1000));
-        case "rss-process" -> bench.rssProcess(intArg(args, 1, 1000));
+        case "rss-process" -> bench.rssProcess(intArg(args, 1, 1000), 0);
+        case "rss-process-unrelated" -> bench.rssProcess(intArg(args, 1, 50), intArg(args, 2, 10_000));
         case "server" -> {
           bench.endpointsPerService = intArg(args, 2, ENDPOINTS_PER_SERVICE);
           bench.otherServices = intArg(args, 3, 0);
-          bench.serve(intArg(args, 1, 1000));
+          bench.serve(intArg(args, 1, 1000), intArg(args, 4, 0));
         }
         default -> throw new IllegalArgumentException("mode is latency or rss, not " + mode);
       }
@@ -523,9 +527,10 @@ public final class AgentLatencyBench {
   }
 
   /** Child-JVM API server: prints its URL once the objects exist, then serves until stdin closes. */
-  void serve(int services) throws Exception {
-    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(),
-        false);
+  void serve(int services, int bystanders) throws Exception {
+    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
+        bystanders > 0 ? new BystanderDispatcher(new KubernetesCrudDispatcher(), bystanders)
+            : new KubernetesCrudDispatcher(), false);
     server.init();
     client = server.createClient();
     createObjects(services);
@@ -782,12 +787,16 @@ public final class AgentLatencyBench {
 
   /** The API server in a child JVM, with the objects of {@code services} created; returns its URL. */
   String startServerProcess(int services) throws IOException {
+    return startServerProcess(services, 0);
+  }
+
+  String startServerProcess(int services, int bystanders) throws IOException {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     // The mock server keeps every object in memory as JSON and as maps: 512 MiB hold 1,000 services, not 15,000.
     int objects = services + otherServices;
     serverProcess = new ProcessBuilder(java, objects > 2000 ? "-Xmx2g" : "-Xmx512m", "-cp",
         System.getProperty("java.class.path"), AgentLatencyBench.class.getName(), "server", Integer.toString(services),
-        Integer.toString(endpointsPerService), Integer.toString(otherServices))
+        Integer.toString(endpointsPerService), Integer.toString(otherServices), Integer.toString(bystanders))
         .redirectError(ProcessBuilder.Redirect.INHERIT).start();
     return readUrl(serverProcess);
   }
@@ -990,12 +999,12 @@ public final class AgentLatencyBench {
     observer = RtNetlink.open(Optional.of(netns));
   }
 
-  void rssProcess(int services) throws Exception {
+  void rssProcess(int services, int bystanders) throws Exception {
     System.out.printf("memory of the real agent process: %d LoadBalancerIP EgressServices x %d endpoints; java %s%n",
         services, endpointsPerService, System.getProperty("java.version"));
     String jvmOptions = agentJvmOptions();
     try {
-      String url = startServerProcess(services);
+      String url = startServerProcess(services, bystanders);
       newNamespaceAndObserver();
       long t0 = System.nanoTime();
       startAgentProcess(url, jvmOptions);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.egressservice.allocator.AllocatorInputs;
+import io.egressservice.objects.EgressServices;
 import io.egressservice.objects.PlanInputs;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntryBuilder;
 import io.fabric8.kubernetes.api.model.Node;
@@ -34,6 +35,7 @@ class ClusterInformersTest {
         .endMetadata()
         .withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").endSpec()
         .build()).create();
+    client.resource(EgressServices.of("default", "web", null, null, null)).create();
     try (ClusterInformers informers = ClusterInformers.create(client, Duration.ZERO)) {
       informers.start();
       await().atMost(Duration.ofSeconds(10)).until(informers::hasSynced);
@@ -51,6 +53,7 @@ class ClusterInformersTest {
 
   @Test
   void endpointSlicesWithoutAServiceAreNotCached() {
+    client.resource(EgressServices.of("default", "web", null, null, null)).create();
     client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder()
         .withNewMetadata().withName("web-1").withNamespace("default")
           .withLabels(Map.of("kubernetes.io/service-name", "web")).endMetadata()
@@ -76,7 +79,7 @@ class ClusterInformersTest {
     // for each update: did what the plan or the allocator reads change?
     List<Boolean> updates = new CopyOnWriteArrayList<>();
     try (ClusterInformers informers = ClusterInformers.create(client, Duration.ZERO)) {
-      informers.nodes().addEventHandler(new ResourceEventHandler<Node>() {
+      informers.addEventHandler(Node.class, new ResourceEventHandler<Node>() {
         @Override
         public void onAdd(Node obj) {}
 
