@@ -187,13 +187,16 @@ final class PlanContext {
 
     /** One EgressService's part of the plan; {@code claims} decides its contested endpoints. Never throws. */
     ServicePlan plan(EgressServiceInfo es, ServiceOrder order, Claims claims) {
-      Evaluation ev;
+      return decide(es, order, evaluateSafely(es), claims);
+    }
+
+    /** {@link #evaluate}, or a refusal of this service alone when its inputs make planning fail. */
+    Evaluation evaluateSafely(EgressServiceInfo es) {
       try {
-        ev = evaluate(es);
+        return evaluate(es);
       } catch (RuntimeException e) {
-        return failed(es, order, Evaluation.refused("planning this service failed: " + e), List.of(), e);
+        return Evaluation.refused("planning this service failed: " + e);
       }
-      return decide(es, order, ev, claims);
     }
 
     /** The addresses the service tries to own, given its evaluation: what {@link #decide} claims. */
