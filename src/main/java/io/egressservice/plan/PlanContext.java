@@ -138,9 +138,15 @@ final class PlanContext {
       return in.nodeName();
     }
 
+    /** Complete once the context is built (the node-wide inputs are read in the constructor). */
     List<String> refusedInputs() {
-      return List.copyOf(refusedInputs);
+      if (refused == null) {
+        refused = List.copyOf(refusedInputs);
+      }
+      return refused;
     }
+
+    private List<String> refused;
 
     Map<Long, Long> existingMarks() {
       return in.existingMarks();
