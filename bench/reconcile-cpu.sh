@@ -4,7 +4,10 @@
 # Thread CPU time, so it holds on a busy machine. Needs root. Builds nothing: run
 # `mvn -B -q -DskipTests package` and `mvn -B -q test-compile` first.
 #
-#   bench/reconcile-cpu.sh [services=100] [reconciles=3000]
+#   bench/reconcile-cpu.sh [services=100] [reconciles=3000] [incremental|full|plan]
+# incremental (the default): the agent's fast path for an API change (the changed object converted alone, its
+# service re-planned by IncrementalPlanner); full: every reconcile plans every service, as startup and resync do;
+# plan: the incremental planning phases alone (the kernel observed and programmed once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates a network namespace)" >&2; exit 2; fi
@@ -12,4 +15,4 @@ if [ ! -f target/egress-service-agent.jar ] || [ ! -f target/test-classes/io/egr
   echo "build first: mvn -B -q -DskipTests package && mvn -B -q test-compile" >&2; exit 2
 fi
 exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx96m -Xmn12m -XX:ReservedCodeCacheSize=32m \
-  -cp target/egress-service-agent.jar:target/test-classes io.egressservice.bench.ReconcileCpuBench "${1:-100}" "${2:-3000}"
+  -cp target/egress-service-agent.jar:target/test-classes io.egressservice.bench.ReconcileCpuBench "${1:-100}" "${2:-3000}" "${3:-incremental}"

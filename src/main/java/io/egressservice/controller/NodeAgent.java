@@ -14,18 +14,30 @@ import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
-import io.egressservice.objects.ClusterObjects;
-import io.egressservice.objects.MalformedEgressService;
+import io.egressservice.dataplane.Differ;
+import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.objects.ChangeFeed;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.IncrementalPlanner;
+import io.egressservice.plan.NodeObservations;
+import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.PlanDelta;
+import io.egressservice.plan.RouteSpec;
+import io.egressservice.plan.RuleMode;
+import io.egressservice.plan.RuleSpec;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
@@ -107,11 +119,27 @@ public final class NodeAgent implements AutoCloseable {
   private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
   private OptionalLong lastNftGeneration = OptionalLong.empty();
-  /** The rules of the last plan: kernel notifications about them are the echo of our own changes. */
-  private volatile java.util.Set<Rule> expectedRules = java.util.Set.of();
+  /**
+   * The rules of the last plan, each with how many services want it: kernel notifications about them are the echo
+   * of our own changes. A full plan replaces the map; an incremental one updates it for the changed services.
+   */
+  private volatile Map<Rule, Integer> expectedRules = new ConcurrentHashMap<>();
   /** The throw routes of the last plan, as (family, table, destination): the same for route notifications. */
   private volatile java.util.Set<String> expectedRoutes = java.util.Set.of();
   private java.util.List<String> lastRefusedInputs = java.util.List.of();
+  private List<RouteSpec> lastRoutes = List.of();
+  /** The objects changed since the last reconcile, and the plan kept up to date from them (worker thread). */
+  private final ChangeFeed changes = new ChangeFeed();
+  private IncrementalPlanner planner;
+  /** The plan the kernel holds, when the last reconcile applied it in full. */
+  private DesiredState applied;
+  /**
+   * Kernel notifications that cast doubt on our view of the kernel (drift, an address or link change, an overflow
+   * of the subscription, an nft edit): the kernel is taken to hold {@link #applied} only while none came since the
+   * reconcile that applied it ({@link #cleanAt}); otherwise the next reconcile observes and diffs in full.
+   */
+  private final AtomicLong kernelDoubts = new AtomicLong();
+  private long cleanAt = -1;
   private volatile Optional<ReconcileSummary> lastReconcile = Optional.empty();
   private final CountDownLatch stopped = new CountDownLatch(1);
   /** Informer caches replace objects, never mutate them: each reconcile converts only what changed. */
@@ -148,14 +176,14 @@ public final class NodeAgent implements AutoCloseable {
   public void start() {
     running = true;
     informers.addEventHandler(org.ovn.k8s.v1.EgressService.class,
-        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true));
+        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true, changes::egressService));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.Service.class, new RelevantChangeHandler<>(PlanInputs::service,
-        s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName())));
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName()), changes::service));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice.class,
         new RelevantChangeHandler<>(PlanInputs::slice,
-        s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s))));
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s)), changes::slice));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.Node.class,
-        new RelevantChangeHandler<>(PlanInputs::node, n -> true));
+        new RelevantChangeHandler<>(PlanInputs::node, n -> true, changes::node));
     informers.start();
     metrics.apiConnectivity(informers.connectivity());
     eventRecorder.start(reporter::seeded);
@@ -163,7 +191,12 @@ public final class NodeAgent implements AutoCloseable {
       kernelEvents = dataplane.netlink().subscribe(
           EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.IPV4_ROUTE, ChangeGroup.IPV6_ROUTE,
               ChangeGroup.LINK, ChangeGroup.IPV4_ADDRESS, ChangeGroup.IPV6_ADDRESS), this::onKernelEvent,
-          () -> trigger(TRIGGER_KERNEL));
+          () -> {
+            // Notifications were lost: the view of the kernel is stale until a full observation.
+            doubtKernel();
+            dataplane.invalidateFacts();
+            trigger(TRIGGER_KERNEL);
+          });
     } catch (RuntimeException e) {
       LOG.warn("no kernel change notifications ({}); drift is repaired at each resync only", e.getMessage());
     }
@@ -173,34 +206,45 @@ public final class NodeAgent implements AutoCloseable {
   }
 
   /**
-   * Triggers a reconcile only for a change the plan can see: the object's plan input (its projection
+   * Records every change of plan input in the {@link ChangeFeed} (a Service may come before its EgressService),
+   * and triggers a reconcile only for a change the plan can see: the object's plan input (its projection
    * to {@link PlanInputs}) changed, and the object concerns an EgressService. A cluster's churn of
-   * unrelated EndpointSlices, or Node status heartbeats, then costs no reconcile. A change missed
-   * because its EgressService arrived later is picked up by that EgressService's own event, since a
-   * reconcile always reads the whole caches.
+   * unrelated EndpointSlices, or Node status heartbeats, then costs no reconcile.
    */
   private final class RelevantChangeHandler<T extends HasMetadata> implements ResourceEventHandler<T> {
     private final Function<T, ?> planInput;
     private final Predicate<T> concernsEgressService;
+    private final BiConsumer<T, Boolean> record;
 
-    RelevantChangeHandler(Function<T, ?> planInput, Predicate<T> concernsEgressService) {
+    RelevantChangeHandler(Function<T, ?> planInput, Predicate<T> concernsEgressService, BiConsumer<T, Boolean> record) {
       this.planInput = planInput;
       this.concernsEgressService = concernsEgressService;
+      this.record = record;
     }
 
     @Override
     public void onAdd(T obj) {
+      record.accept(obj, false);
       apiEvent(concernsEgressService.test(obj));
     }
 
     @Override
     public void onUpdate(T oldObj, T newObj) {
-      apiEvent((concernsEgressService.test(newObj) || concernsEgressService.test(oldObj))
-          && !planInput.apply(oldObj).equals(planInput.apply(newObj)));
+      boolean concerns = concernsEgressService.test(newObj) || concernsEgressService.test(oldObj);
+      if (oldObj == newObj) {
+        apiEvent(false); // an informer's resync: nothing changed
+        return;
+      }
+      boolean changed = !planInput.apply(oldObj).equals(planInput.apply(newObj));
+      if (changed) {
+        record.accept(newObj, false);
+      }
+      apiEvent(concerns && changed);
     }
 
     @Override
     public void onDelete(T obj, boolean deletedFinalStateUnknown) {
+      record.accept(obj, true);
       apiEvent(concernsEgressService.test(obj));
     }
   }
@@ -225,9 +269,18 @@ public final class NodeAgent implements AutoCloseable {
         // the steering device removed by someone else: re-create it now, not at the next resync
         || (e.kind() == ChangeKind.DELETED
             && e.link().filter(l -> l.name().equals(io.egressservice.plan.SteeringPlan.DEVICE)).isPresent());
+    if (e.address().isPresent() || e.link().isPresent()) {
+      dataplane.invalidateFacts();
+    }
     if (relevant) {
+      doubtKernel();
       trigger(TRIGGER_KERNEL);
     }
+  }
+
+  /** The next reconcile observes the kernel in full (it may not hold the last plan). */
+  private void doubtKernel() {
+    kernelDoubts.incrementAndGet();
   }
 
   private boolean isDrift(ChangeKind kind, Rule r) {
@@ -235,7 +288,7 @@ public final class NodeAgent implements AutoCloseable {
     if (r.protocol() != settings.config().ruleProtocol() || (r.priority() != p && r.priority() != p - 1)) {
       return false;
     }
-    boolean expected = expectedRules.contains(r);
+    boolean expected = expectedRules.containsKey(r);
     return kind == ChangeKind.DELETED ? expected : !expected;
   }
 
@@ -296,6 +349,7 @@ public final class NodeAgent implements AutoCloseable {
             lock.wait(waitMillis);
             lastLoopNanos = System.nanoTime();
             if (!dirty && nftChangedSinceLastReconcile()) {
+              doubtKernel();
               dirty = true;
               pendingTrigger = TRIGGER_KERNEL;
             }
@@ -396,41 +450,121 @@ public final class NodeAgent implements AutoCloseable {
     return now.isPresent() && lastNftGeneration.isPresent() && now.getAsLong() != lastNftGeneration.getAsLong();
   }
 
-  /** One reconcile; true when everything was applied. Never throws: the loop must go on. */
+  /**
+   * One reconcile; true when everything was applied. Never throws: the loop must go on.
+   *
+   * <p>An API change while the kernel holds the last plan (it was applied in full and no kernel notification
+   * doubted it since) takes the fast path: only the changed objects are converted, only the services they touch
+   * re-planned, and the dataplane applies the difference for those services. Every other reconcile (startup,
+   * resync, drift, a retry) observes the kernel and diffs in full; startup and resync also reload the plan's inputs
+   * from the caches.
+   */
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
+    long doubts = kernelDoubts.get();
+    boolean succeeded = false;
     try {
-      ClusterObjects objects = informers.snapshot();
-      metrics.malformedObjects("EgressService",
-          objects.egressServices().stream().filter(MalformedEgressService.class::isInstance).count());
-      NodePlan plan = dataplane.plan(objects, settings.nodeName(), settings.config(), planInputs);
-      DesiredState desired = plan.desired();
-      expectedRules = plan.wantedRules().keySet();
-      expectedRoutes = desired.routes().stream()
-          .map(spec -> routeKey(io.egressservice.dataplane.Differ.toRoute(spec, desired.ruleProtocol())))
-          .collect(java.util.stream.Collectors.toUnmodifiableSet());
-      if (!desired.refusedInputs().equals(lastRefusedInputs)) {
-        desired.refusedInputs().forEach(r -> LOG.warn("refused input: {}", r));
-        lastRefusedInputs = desired.refusedInputs();
+      boolean reload = planner == null || TRIGGER_STARTUP.equals(trigger) || TRIGGER_RESYNC.equals(trigger);
+      if (reload) {
+        changes.clear();
+        planner = changes.load(informers.snapshot(), settings.nodeName(), settings.config(), planInputs);
+        if (TRIGGER_RESYNC.equals(trigger)) {
+          dataplane.invalidateFacts();
+        }
+      } else {
+        changes.drainInto(planner);
       }
-      ApplyReport report = dataplane.reconcile(plan);
+      metrics.malformedObjects("EgressService", changes.malformedEgressServices());
+      boolean fast = TRIGGER_API.equals(trigger) && applied != null && cleanAt == doubts && !reload;
+      PlanDelta delta;
+      ApplyReport report;
+      if (fast) {
+        delta = planner.plan(observations(dataplane.currentFacts(planner.networks())));
+        if (delta.full()) {
+          expectedRules = ruleCounts(delta.desired());
+          report = dataplane.reconcile(delta.desired());
+        } else {
+          updateExpectedRules(delta);
+          report = dataplane.reconcileChanged(applied, delta.desired(), delta.changedServices());
+        }
+      } else {
+        long observeStart = System.nanoTime();
+        ObservedState observed = dataplane.observe();
+        long observeNanos = System.nanoTime() - observeStart;
+        delta = planner.planFull(observations(dataplane.facts(planner.networks(), observed)));
+        DesiredState desired = delta.desired();
+        Map<Rule, RuleSpec> wanted = Differ.wantedRules(desired);
+        expectedRules = ruleCounts(desired);
+        // Mark mode's reverse-path facts are the dataplane's to observe: it observes again for them.
+        report = desired.ruleMode() == RuleMode.MARK && !desired.networkMarks().isEmpty()
+            ? dataplane.reconcile(desired)
+            : dataplane.reconcile(new NodePlan(desired, wanted, observed, observeNanos, dataplane.steeringMtu(desired)));
+      }
+      DesiredState desired = delta.desired();
+      if (desired.routes() != lastRoutes) {
+        expectedRoutes = desired.routes().stream()
+            .map(spec -> routeKey(Differ.toRoute(spec, desired.ruleProtocol())))
+            .collect(java.util.stream.Collectors.toUnmodifiableSet());
+        lastRoutes = desired.routes();
+      }
+      if (desired.refusedInputs() != lastRefusedInputs && !desired.refusedInputs().equals(lastRefusedInputs)) {
+        desired.refusedInputs().forEach(r -> LOG.warn("refused input: {}", r));
+      }
+      lastRefusedInputs = desired.refusedInputs();
       lastNftGeneration = dataplane.nftGeneration();
+      succeeded = report.succeeded();
+      applied = succeeded ? desired : null;
       double seconds = (System.nanoTime() - start) / 1e9;
       // Applied in full: the kernel holds the plan, so the gauges need no second dump of it (a reconcile per
       // endpoint update made that dump a large part of its cost). Otherwise ask the kernel what it holds.
-      AgentMetrics.Owned after = report.succeeded() ? AgentMetrics.Owned.planned(desired)
+      AgentMetrics.Owned after = succeeded ? AgentMetrics.Owned.planned(delta.totals())
           : AgentMetrics.Owned.observed(dataplane.observe());
-      metrics.reconciled(trigger, seconds, desired, report, after, clock.millis() / 1000.0, apiTriggered);
-      reporter.report(desired);
-      lastReconcile = Optional.of(new ReconcileSummary(trigger, report.applied().size(), report.failures().size()));
+      metrics.reconciled(trigger, seconds, delta.totals(), report, after, clock.millis() / 1000.0, apiTriggered);
+      metrics.servicesPlanned(delta.servicesPlanned());
+      if (delta.full()) {
+        reporter.report(desired);
+      } else {
+        reporter.reportChanged(desired, delta.changedServices(), delta.outcomes());
+      }
+      lastReconcile = Optional.of(new ReconcileSummary(trigger, report.applied().size(), report.failures().size(),
+          delta.full(), delta.servicesPlanned()));
       reconciles.incrementAndGet();
       log(trigger, seconds, report);
-      firstReconcileDone = firstReconcileDone || report.succeeded();
-      return report.succeeded();
+      firstReconcileDone = firstReconcileDone || succeeded;
+      return succeeded;
     } catch (RuntimeException e) {
+      applied = null;
       metrics.reconcileFailed(trigger, (System.nanoTime() - start) / 1e9);
       LOG.error("reconcile ({}) failed: {}", trigger, e.getMessage(), e);
       return false;
+    } finally {
+      // Clean only as of the doubts seen before this reconcile observed or applied anything.
+      cleanAt = succeeded ? doubts : -1;
+    }
+  }
+
+  private static NodeObservations observations(NodeFacts facts) {
+    return new NodeObservations(facts.localAddresses(), facts.networks(), facts.existingMarks(),
+        facts.existingSteerTables());
+  }
+
+  private static Map<Rule, Integer> ruleCounts(DesiredState desired) {
+    Map<Rule, Integer> counts = new ConcurrentHashMap<>(Math.max(16, desired.rules().size() * 2));
+    for (RuleSpec r : desired.rules()) {
+      counts.merge(Differ.toRule(r, desired.ruleProtocol(), desired.markMask()), 1, Integer::sum);
+    }
+    return counts;
+  }
+
+  /** The drift filter follows the changed services' rules: added first, so a rule that stays is never absent. */
+  private void updateExpectedRules(PlanDelta delta) {
+    DesiredState d = delta.desired();
+    Map<Rule, Integer> counts = expectedRules;
+    for (RuleSpec r : delta.rulesAdded()) {
+      counts.merge(Differ.toRule(r, d.ruleProtocol(), d.markMask()), 1, Integer::sum);
+    }
+    for (RuleSpec r : delta.rulesRemoved()) {
+      counts.computeIfPresent(Differ.toRule(r, d.ruleProtocol(), d.markMask()), (k, n) -> n == 1 ? null : n - 1);
     }
   }
 
@@ -507,8 +641,17 @@ public final class NodeAgent implements AutoCloseable {
     return lastReconcile;
   }
 
-  /** @param trigger api, resync, kernel, startup or retry */
-  public record ReconcileSummary(String trigger, int changesApplied, int changesRefused) {}
+  /**
+   * @param trigger api, resync, kernel, startup or retry
+   * @param full whether every service was planned and the kernel observed in full (else only the changed services)
+   * @param servicesPlanned how many EgressServices were planned
+   */
+  public record ReconcileSummary(String trigger, int changesApplied, int changesRefused, boolean full,
+      int servicesPlanned) {
+    public ReconcileSummary(String trigger, int changesApplied, int changesRefused) {
+      this(trigger, changesApplied, changesRefused, true, 0);
+    }
+  }
 
   /** Stops after the current reconcile; leaves the kernel as it is. */
   @Override

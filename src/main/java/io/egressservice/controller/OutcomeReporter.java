@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
@@ -81,6 +82,26 @@ final class OutcomeReporter {
     process(state.services());
   }
 
+  /**
+   * An incremental plan: only the outcomes of {@code changed} services can differ from the last report ({@code
+   * outcomes} holds those that still exist), so only they are compared: O(changed), not O(services).
+   */
+  synchronized void reportChanged(DesiredState state, Set<ObjectRef> changed, Map<ObjectRef, ServiceOutcome> outcomes) {
+    if (earlier == null) {
+      held = state.services(); // a view of the plan: holding it copies nothing
+      return;
+    }
+    for (ObjectRef ref : changed) {
+      ServiceOutcome o = outcomes.get(ref);
+      if (o == null) {
+        last.remove(ref);
+      } else {
+        State now = processOne(o, last.get(ref));
+        last.put(ref, now);
+      }
+    }
+  }
+
   /** What this node's Events said last, per service and channel; reports what was held meanwhile. */
   synchronized void seeded(Map<ObjectRef, EnumMap<Channel, EventRecord>> lastSaid) {
     earlier = new HashMap<>(lastSaid);
@@ -93,31 +114,33 @@ final class OutcomeReporter {
   private void process(List<ServiceOutcome> outcomes) {
     Map<ObjectRef, State> now = new HashMap<>();
     for (ServiceOutcome o : outcomes) {
-      State before = last.get(o.service());
-      if (before == null) {
-        EnumMap<Channel, EventRecord> said = earlier.remove(o.service());
-        before = new State(null, said == null ? new EnumMap<>(Channel.class) : said);
-      } else if (sameOutcome(before.outcome(), o)) {
-        now.put(o.service(), before);
-        continue;
-      }
-      EnumMap<Channel, EventRecord> said = new EnumMap<>(Channel.class);
-      for (Channel ch : Channel.values()) {
-        EventRecord previous = before.said().get(ch);
-        EventRecord wanted = wanted(ch, o, previous);
-        if (wanted == null) {
-          continue;
-        }
-        if (!wanted.sameAs(previous)) {
-          recorder.record(ch, wanted);
-          said.put(ch, wanted);
-        } else {
-          said.put(ch, previous);
-        }
-      }
-      now.put(o.service(), new State(o, said));
+      now.put(o.service(), processOne(o, last.get(o.service())));
     }
     last = now;
+  }
+
+  private State processOne(ServiceOutcome o, State before) {
+    if (before == null) {
+      EnumMap<Channel, EventRecord> said = earlier.remove(o.service());
+      before = new State(null, said == null ? new EnumMap<>(Channel.class) : said);
+    } else if (sameOutcome(before.outcome(), o)) {
+      return before;
+    }
+    EnumMap<Channel, EventRecord> said = new EnumMap<>(Channel.class);
+    for (Channel ch : Channel.values()) {
+      EventRecord previous = before.said().get(ch);
+      EventRecord wanted = wanted(ch, o, previous);
+      if (wanted == null) {
+        continue;
+      }
+      if (!wanted.sameAs(previous)) {
+        recorder.record(ch, wanted);
+        said.put(ch, wanted);
+      } else {
+        said.put(ch, previous);
+      }
+    }
+    return new State(o, said);
   }
 
   private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {

@@ -24,6 +24,12 @@ public final class AgentMetrics {
       .classicUpperBounds(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
       .labelNames("trigger")
       .register(registry);
+  private final Histogram servicesPlanned = Histogram.builder()
+      .name("egress_service_agent_services_planned")
+      .help("EgressServices planned per reconcile: every one in a full plan, only the changed ones (and those sharing"
+          + " an endpoint or LoadBalancer IP with them) in an incremental one")
+      .classicUpperBounds(0, 1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000)
+      .register(registry);
   private final Counter reconcileErrors = Counter.builder()
       .name("egress_service_agent_reconcile_errors_total")
       .help("Reconciles that failed or were partly refused by the kernel.")
@@ -185,6 +191,11 @@ public final class AgentMetrics {
           s.routes().stream().collect(Collectors.groupingBy(r -> r.family(), Collectors.counting())));
     }
 
+    /** What the kernel holds once a plan was applied in full, from the plan's counts. */
+    public static Owned planned(io.egressservice.plan.PlanTotals t) {
+      return new Owned(t.rules(), t.snatEntries(), t.routes());
+    }
+
     /** What the kernel holds once a plan was applied in full: the plan itself, without a second dump. */
     public static Owned planned(DesiredState d) {
       return new Owned(
@@ -197,6 +208,13 @@ public final class AgentMetrics {
   /** Records one reconcile; {@code trigger} is startup, api, resync, kernel or retry. */
   public void reconciled(String trigger, double seconds, DesiredState desired, ApplyReport report, Owned after,
       double nowEpochSeconds, boolean apiTriggered) {
+    reconciled(trigger, seconds, io.egressservice.plan.PlanTotals.of(desired), report, after, nowEpochSeconds,
+        apiTriggered);
+  }
+
+  /** The same, with the plan's counts kept by the planner (no pass over the plan). */
+  public void reconciled(String trigger, double seconds, io.egressservice.plan.PlanTotals totals, ApplyReport report,
+      Owned after, double nowEpochSeconds, boolean apiTriggered) {
     reconcileDuration.labelValues(trigger).observe(seconds);
     for (Change c : report.applied()) {
       changesApplied.labelValues(c.kind().name().toLowerCase(java.util.Locale.ROOT),
@@ -215,15 +233,18 @@ public final class AgentMetrics {
       snatEntries.labelValues(f.iproute2Name()).set(after.snatEntries().getOrDefault(f, 0L));
       ownedRoutes.labelValues(f.iproute2Name()).set(after.routes().getOrDefault(f, 0L));
     }
-    long configured = desired.services().stream().filter(ServiceOutcome::configured).count();
-    services.labelValues("configured").set(configured);
-    services.labelValues("not_configured").set(desired.services().size() - configured);
-    skippedEndpoints.set(desired.services().stream().mapToInt(o -> o.skippedEndpoints().size()).sum());
-    remoteEndpoints.set(desired.services().stream().mapToInt(o -> o.remoteEndpoints().size()).sum());
+    services.labelValues("configured").set(totals.configuredServices());
+    services.labelValues("not_configured").set(totals.notConfiguredServices());
+    skippedEndpoints.set(totals.skippedEndpoints());
+    remoteEndpoints.set(totals.remoteEndpoints());
     for (IpFamily f : IpFamily.values()) {
-      steeredEndpoints.labelValues(f.iproute2Name())
-          .set(desired.steering().endpoints().stream().filter(e -> e.family() == f).count());
+      steeredEndpoints.labelValues(f.iproute2Name()).set(totals.steeredEndpoints().getOrDefault(f, 0L));
     }
+  }
+
+  /** How many EgressServices one reconcile planned: all of them in a full plan, the changed ones otherwise. */
+  public void servicesPlanned(int count) {
+    servicesPlanned.observe(count);
   }
 
   /** How many cached objects of {@code kind} are malformed now. */

@@ -6,7 +6,8 @@ import java.util.Map;
 
 /**
  * The node's desired state: ip rules, SNAT map elements, the in-cluster destinations SNAT skips, and
- * an outcome per EgressService. Lists are sorted, so equal inputs give equal output.
+ * an outcome per EgressService. A full plan's lists are sorted, so equal inputs give equal output; an
+ * incremental plan's ({@link IncrementalPlanner}) hold the same elements, in no particular order.
  *
  * @param inCluster the {@code in_cluster_v4/v6} set: aggregated prefixes plus Node addresses
  * @param marks mark mode: which source gets which network's mark (empty in source mode)
@@ -68,15 +69,15 @@ public record DesiredState(
   }
 
   public DesiredState {
-    rules = List.copyOf(rules);
-    snat = List.copyOf(snat);
+    rules = PlanSlots.frozen(rules);
+    snat = PlanSlots.frozen(snat);
     inCluster = List.copyOf(inCluster);
-    services = List.copyOf(services);
-    marks = List.copyOf(marks);
+    services = PlanSlots.frozen(services);
+    marks = PlanSlots.frozen(marks);
     networkMarks = Map.copyOf(networkMarks);
     routes = List.copyOf(routes);
     refusedInputs = List.copyOf(refusedInputs);
     java.util.Objects.requireNonNull(steering, "steering");
-    held = List.copyOf(held);
+    held = PlanSlots.frozen(held);
   }
 }

@@ -2,6 +2,7 @@ package io.egressservice.plan;
 
 import io.egressservice.ip.IpPrefix;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -30,19 +31,59 @@ final class LoadBalancerIps {
       new Special(IpPrefix.parse("fe80::/10"), "a link-local address"),
       new Special(IpPrefix.parse("ff00::/8"), "a multicast address"));
 
-  /** Per LB IP, the Service that keeps it when Services of several namespaces hold it: the oldest. */
-  private final Map<IpPrefix, ServiceInfo> holders = new HashMap<>();
+  /** Per LB IP, every LoadBalancer Service that holds it; the oldest keeps it when they are of several namespaces. */
+  private final Map<IpPrefix, List<ServiceInfo>> holders = new HashMap<>();
 
   LoadBalancerIps(Collection<ServiceInfo> services) {
-    for (ServiceInfo s : services) {
-      if (!ServiceInfo.LOAD_BALANCER.equals(s.type())) {
-        continue;
-      }
-      for (ServiceInfo.Ingress ing : s.ingress()) {
-        IpPrefix.tryParse(ing.ip()).filter(IpPrefix::isHost)
-            .ifPresent(ip -> holders.merge(ip, s, (a, b) -> older(a, b) ? a : b));
+    services.forEach(this::add);
+  }
+
+  /** The host addresses {@code s} holds as a LoadBalancer Service (none for another type). */
+  static List<IpPrefix> heldBy(ServiceInfo s) {
+    if (!ServiceInfo.LOAD_BALANCER.equals(s.type())) {
+      return List.of();
+    }
+    List<IpPrefix> out = new ArrayList<>(1);
+    for (ServiceInfo.Ingress ing : s.ingress()) {
+      IpPrefix.tryParse(ing.ip()).filter(IpPrefix::isHost).ifPresent(out::add);
+    }
+    return out;
+  }
+
+  void add(ServiceInfo s) {
+    for (IpPrefix ip : heldBy(s)) {
+      List<ServiceInfo> list = holders.computeIfAbsent(ip, k -> new ArrayList<>(1));
+      if (!list.contains(s)) {
+        list.add(s);
       }
     }
+  }
+
+  void remove(ServiceInfo s) {
+    for (IpPrefix ip : heldBy(s)) {
+      List<ServiceInfo> list = holders.get(ip);
+      if (list != null) {
+        list.remove(s);
+        if (list.isEmpty()) {
+          holders.remove(ip);
+        }
+      }
+    }
+  }
+
+  /** The Services that hold {@code ip}. */
+  List<ServiceInfo> holdersOf(IpPrefix ip) {
+    return holders.getOrDefault(ip, List.of());
+  }
+
+  private ServiceInfo keeper(IpPrefix ip) {
+    ServiceInfo keeper = null;
+    for (ServiceInfo s : holders.getOrDefault(ip, List.of())) {
+      if (keeper == null || older(s, keeper)) {
+        keeper = s;
+      }
+    }
+    return keeper;
   }
 
   private static boolean older(ServiceInfo a, ServiceInfo b) {
@@ -81,7 +122,7 @@ final class LoadBalancerIps {
             + ": not an egress source");
       }
     }
-    ServiceInfo holder = holders.get(ip);
+    ServiceInfo holder = keeper(ip);
     if (holder != null && !holder.ref().namespace().equals(service.ref().namespace())) {
       return Optional.of("LoadBalancer ingress IP " + ip + " is also held by Service " + holder.ref()
           + " of another namespace, which is older and keeps it as its egress source");

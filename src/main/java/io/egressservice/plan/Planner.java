@@ -2,26 +2,22 @@ package io.egressservice.plan;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.plan.EndpointSliceInfo.Endpoint;
-import io.egressservice.plan.ServiceOutcome.SkippedEndpoint;
-import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.OptionalInt;
-import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 /**
  * The pure heart of the agent: {@link NodeInputs} to {@link DesiredState} (DESIGN.md section 1). No
- * kernel, no API, no clock: the same inputs always give the same, sorted output.
+ * kernel, no API, no clock: the same inputs always give the same, sorted output. This is the full plan
+ * (every service, oldest first); {@link IncrementalPlanner} re-plans only what changed, through the same
+ * per-service code ({@link PlanContext}), and this plan is its oracle.
  */
 public final class Planner {
   /** The start of the reason when a node has local endpoints it cannot steer (a node-local problem to report). */
@@ -30,794 +26,147 @@ public final class Planner {
   private Planner() {}
 
   public static DesiredState plan(NodeInputs in) {
-    return new Planner.Run(in).plan();
+    return planFull(in).desired();
   }
 
-  /** One planning pass; holds the indexes built from the inputs. */
-  private static final class Run {
-    private final NodeInputs in;
-    private final PlanConfig config;
-    private final Map<ObjectRef, ServiceInfo> services = new HashMap<>();
-    private final Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
-    private final Set<IpPrefix> nodeAddresses = new TreeSet<>();
-    /** Addresses on this node's interfaces (observed), whether or not a Node object lists them. */
-    private final Set<IpPrefix> localAddresses = new TreeSet<>();
-    private final List<String> refusedInputs = new ArrayList<>();
-    /** --service-cidr and --exclude-cidr, without a prefix that covers a whole family. */
-    private final List<IpPrefix> otherInClusterPrefixes = new ArrayList<>();
-    private final Map<IpFamily, List<IpPrefix>> podNetworks = new EnumMap<>(IpFamily.class);
-    private final List<IpPrefix> localPodCidrs = new ArrayList<>();
-    private final Map<String, NodeInfo> nodesByName = new HashMap<>();
-    private final SteerTables steerTables;
-    private final List<SteeredEndpoint> steered = new ArrayList<>();
-    private final List<HeldEndpoint> held = new ArrayList<>();
-    private boolean receivesSteered;
-    private final Set<IpPrefix> ownNodeAddresses = new HashSet<>();
-    private final LoadBalancerIps loadBalancerIps;
+  /** A full plan with what it was made of: the context and every service's part, oldest first. */
+  record Full(PlanContext context, List<ServicePlan> services, Map<Long, Long> networkMarks, DesiredState desired) {}
 
-    Run(NodeInputs in) {
-      this.in = in;
-      this.config = in.config();
-      for (ServiceInfo s : in.services()) {
-        services.put(s.ref(), s);
-      }
-      for (EndpointSliceInfo slice : in.endpointSlices()) {
-        if (!slice.serviceName().isEmpty()) {
-          slicesByService
-              .computeIfAbsent(new ObjectRef(slice.ref().namespace(), slice.serviceName()), k -> new ArrayList<>())
-              .add(slice);
-        }
-      }
-      for (IpFamily f : IpFamily.values()) {
-        podNetworks.put(f, new ArrayList<>());
-      }
-      steerTables = new SteerTables(config.steering(), in.existingSteerTables());
-      for (NodeInfo node : in.nodes()) {
-        nodesByName.putIfAbsent(node.name(), node);
-        for (String a : node.addresses()) {
-          IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeAddresses::add);
-          if (node.name().equals(in.nodeName())) {
-            IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(ownNodeAddresses::add);
-          }
-        }
-        for (String c : node.podCidrs()) {
-          IpPrefix.tryParse(c).filter(p -> usableInClusterPrefix(p, "Node " + node.name() + " pod CIDR")).ifPresent(p -> {
-            podNetworks.get(p.family()).add(p);
-            if (node.name().equals(in.nodeName())) {
-              localPodCidrs.add(p);
-            }
-          });
-        }
-      }
-      for (IpPrefix p : config.clusterCidrs()) {
-        if (usableInClusterPrefix(p, "--cluster-cidr")) {
-          podNetworks.get(p.family()).add(p);
-        }
-      }
-      for (IpPrefix p : config.serviceCidrs()) {
-        if (usableInClusterPrefix(p, "--service-cidr")) {
-          otherInClusterPrefixes.add(p);
-        }
-      }
-      for (IpPrefix p : config.excludeCidrs()) {
-        if (usableInClusterPrefix(p, "--exclude-cidr")) {
-          otherInClusterPrefixes.add(p);
-        }
-      }
-      for (IpPrefix a : in.localAddresses()) {
-        if (a.isHost()) {
-          localAddresses.add(a);
-        }
-      }
-      loadBalancerIps = new LoadBalancerIps(in.services());
+  static Full planFull(NodeInputs in) {
+    PlanContext ctx = new PlanContext(in);
+    List<EgressServiceInfo> ordered = new ArrayList<>(in.egressServices());
+    // Oldest first: an endpoint claimed by two EgressServices belongs to the older one.
+    ordered.sort((a, b) -> ServiceOrder.of(a).compareTo(ServiceOrder.of(b)));
+    Map<IpPrefix, ObjectRef> claims = new HashMap<>();
+    List<ServicePlan> plans = new ArrayList<>(ordered.size());
+    for (EgressServiceInfo es : ordered) {
+      plans.add(ctx.plan(es, ServiceOrder.of(es), claims::putIfAbsent));
     }
-
-    /**
-     * An in-cluster prefix that covers a whole address family (0.0.0.0/0, ::/0) would exempt every
-     * destination: every service silently without effect. It is refused, and said so.
-     */
-    private boolean usableInClusterPrefix(IpPrefix p, String what) {
-      if (p.length() > 0) {
-        return true;
-      }
-      refusedInputs.add(what + " " + p.cidrText() + " covers every " + familyName(p.family())
-          + " address: ignored (as an in-cluster destination it would exempt all egress from every service)");
-      return false;
+    Map<Long, Long> networkMarks = Map.of();
+    if (ctx.config().ruleMode() == RuleMode.MARK) {
+      networkMarks = ctx.allocateMarks(tablesOf(plans));
+      Map<Long, Long> marks = networkMarks;
+      plans.replaceAll(p -> ctx.withMarks(p, marks));
+      Set<IpPrefix> marked = markedSources(plans);
+      plans.replaceAll(p -> p.withSteeredFinal(keepMarked(p.steered(), marked)));
     }
-
-    DesiredState plan() {
-      List<EgressServiceInfo> ordered = new ArrayList<>(in.egressServices());
-      // Oldest first: an endpoint claimed by two EgressServices belongs to the older one.
-      ordered.sort((a, b) -> {
-        int c = a.created().orElse(Instant.MAX).compareTo(b.created().orElse(Instant.MAX));
-        return c != 0 ? c : a.ref().compareTo(b.ref());
-      });
-
-      Map<IpPrefix, ObjectRef> claims = new HashMap<>();
-      Map<ObjectRef, ServiceOutcome> outcomes = new HashMap<>();
-      List<RuleSpec> rules = new ArrayList<>();
-      List<SnatEntry> snat = new ArrayList<>();
-
-      for (EgressServiceInfo es : ordered) {
-        try {
-          outcomes.put(es.ref(), planService(es, claims, rules, snat));
-        } catch (RuntimeException e) {
-          // One object must not fail the node's plan: whatever this service's inputs hold, it is refused alone.
-          outcomes.put(es.ref(), notConfigured(es.ref(), "planning this service failed: " + e, List.of()));
-        }
-      }
-
-      List<MarkEntry> marks = new ArrayList<>();
-      Map<Long, Long> networkMarks = new HashMap<>();
-      if (config.ruleMode() == RuleMode.MARK) {
-        rules = toMarkMode(rules, marks, networkMarks, outcomes);
-        // A steered source left without a mark (no free mark) is not steered: its outcome says why.
-        Set<IpPrefix> marked = new HashSet<>();
-        marks.forEach(m -> marked.add(m.source()));
-        steered.removeIf(e -> !marked.contains(e.source()));
-      }
-      List<IpPrefix> inCluster = List.of();
-      List<RouteSpec> routes = new ArrayList<>();
-      if (config.inClusterExclusion()) {
-        inCluster = inClusterSet();
-        routes = throwRoutes(rules, inCluster);
-      }
-      rules.sort(RuleSpec.ORDER);
-      routes.sort(RouteSpec.ORDER);
-      snat.sort(SnatEntry.ORDER);
-      marks.sort(MarkEntry.ORDER);
-      List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
-      outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
-      steered.sort(SteeredEndpoint.ORDER);
-      held.sort(HeldEndpoint.ORDER);
-      return new DesiredState(in.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
-          outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, refusedInputs,
-          steeringPlan(), held);
-    }
-
-    /**
-     * {@code --no-host=drop}: this node's endpoints (not owned by an older service) of a service without a host
-     * are held; returns how many.
-     */
-    private int hold(EgressServiceInfo es, List<CandidateEndpoint> endpoints, Map<IpPrefix, ObjectRef> claims) {
-      if (config.steering().noHost() != NoHost.DROP) {
-        return 0;
-      }
-      int n = 0;
-      for (CandidateEndpoint c : endpoints) {
-        if (isSteerLocal(c) && claims.putIfAbsent(c.address(), es.ref()) == null) {
-          held.add(new HeldEndpoint(es.ref(), c.address()));
-          n++;
-        }
-      }
-      return n;
-    }
-
-    private static String holdDescription(int holds) {
-      return holds + " local endpoint(s) held: their traffic out of the cluster is dropped until the service has a "
-          + "host (--no-host=drop)";
-    }
-
-    private SteeringPlan steeringPlan() {
-      Map<String, SteerRoute> routes = new HashMap<>();
-      for (SteeredEndpoint e : steered) {
-        routes.putIfAbsent(e.table() + "/" + e.family(), new SteerRoute(e.family(), e.table(), e.host(), e.hostAddress()));
-      }
-      List<SteerRoute> sorted = new ArrayList<>(routes.values());
-      sorted.sort(SteerRoute.ORDER);
-      return new SteeringPlan(steered, sorted, receivesSteered, config.steering().port());
-    }
-
-    /** One EgressService's outcome; its rules and SNAT entries are added to {@code rules} and {@code snat}. */
-    private ServiceOutcome planService(EgressServiceInfo es, Map<IpPrefix, ObjectRef> claims, List<RuleSpec> rules,
-        List<SnatEntry> snat) {
-      Evaluation ev = evaluate(es);
-      if (ev.notConfiguredReason().isPresent()) {
-        String reason = ev.notConfiguredReason().get();
-        int holds = hold(es, ev.endpoints(), claims);
-        if (holds > 0) {
-          reason += "; " + holdDescription(holds);
-        }
-        return notConfigured(es.ref(), reason, ev.skipped());
-      }
-      if (ev.lbIpRefusal().isPresent()) {
-        // Only the host says why (and reports it): every other node just leaves the service to it. Its
-        // endpoints claim nothing, so a refused service never keeps another from its own pods.
-        return es.statusHost().equals(in.nodeName())
-            ? notConfigured(es.ref(), ev.lbIpRefusal().get(), ev.skipped())
-            : notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", ev.skipped());
-      }
-      List<SkippedEndpoint> skipped = new ArrayList<>(ev.skipped());
-      List<CandidateEndpoint> owned = new ArrayList<>();
-      for (CandidateEndpoint c : ev.endpoints()) {
-        ObjectRef owner = claims.putIfAbsent(c.address(), es.ref());
-        if (owner == null) {
-          owned.add(c);
-        } else {
-          skipped.add(new SkippedEndpoint(
-              c.address().toString(),
-              "also an endpoint of " + owner + ", whose EgressService is older and owns it"));
-        }
-      }
-      return actOnNode(es, ev, owned, skipped, rules, snat);
-    }
-
-    /**
-     * Mark mode: every per-source rule becomes a mark entry (nftables marks the source's packets) and
-     * each network gets one {@code fwmark <mark>/<mask> lookup <table>} rule per family. Marks the
-     * kernel already uses for a table are kept (stable across restarts); new tables take the lowest
-     * free value.
-     */
-    private List<RuleSpec> toMarkMode(List<RuleSpec> sourceRules, List<MarkEntry> marks, Map<Long, Long> networkMarks,
-        Map<ObjectRef, ServiceOutcome> outcomes) {
-      TreeSet<Long> tables = new TreeSet<>();
-      sourceRules.forEach(r -> tables.add(r.table().id().orElseThrow()));
-      Set<Long> taken = new HashSet<>();
-      for (long table : tables) {
-        Long existing = in.existingMarks().get(table);
-        if (existing != null && (existing & ~config.markMask()) == 0 && existing != 0 && taken.add(existing)) {
-          networkMarks.put(table, existing);
-        }
-      }
-      long next = 1;
-      for (long table : tables) {
-        if (networkMarks.containsKey(table)) {
-          continue;
-        }
-        while (next <= config.maxMarkValue() && taken.contains(config.markOf(next))) {
-          next++;
-        }
-        if (next > config.maxMarkValue()) {
-          break;
-        }
-        taken.add(config.markOf(next));
-        networkMarks.put(table, config.markOf(next));
-      }
-      List<RuleSpec> out = new ArrayList<>();
-      Set<String> perNetwork = new HashSet<>();
-      for (RuleSpec r : sourceRules) {
-        if (r.sourcePort().isPresent()) {
-          out.add(r); // the masquerade IP's rule stays a rule: a mark keyed by source address cannot hold the port
-          continue;
-        }
-        long table = r.table().id().orElseThrow();
-        Long mark = networkMarks.get(table);
-        ObjectRef service = r.service().orElseThrow();
-        if (mark == null) {
-          ServiceOutcome o = outcomes.get(service);
-          outcomes.put(service, new ServiceOutcome(service, false,
-              "no free mark for table " + table + " in --mark-mask 0x" + Long.toHexString(config.markMask())
-                  + " (" + config.maxMarkValue() + " networks at most)", o.skippedEndpoints(), o.remoteEndpoints()));
-          continue;
-        }
-        marks.add(new MarkEntry(r.from().orElseThrow(), table, mark, service));
-        if (perNetwork.add(r.family() + "/" + table)) {
-          out.add(new RuleSpec(r.family(), config.priority(), Optional.empty(), Optional.empty(), r.table(),
-              Optional.empty(), OptionalLong.of(mark)));
-        }
-      }
-      return out;
-    }
-
-    /** Cluster-wide checks (the same on every node) and the service's usable endpoints. */
-    private Evaluation evaluate(EgressServiceInfo es) {
-      if (es.malformed().isPresent()) {
-        return Evaluation.refused("the EgressService is malformed (" + es.malformed().get() + "): nothing is applied"
-            + " for it until it is fixed");
-      }
-      ServiceInfo svc = services.get(es.ref());
-      if (svc == null) {
-        return Evaluation.refused(
-            "no Service " + es.ref() + ": an EgressService applies to the LoadBalancer Service of the same name");
-      }
-      if (!ServiceInfo.LOAD_BALANCER.equals(svc.type())) {
-        return Evaluation.refused("Service type is " + svc.type() + ", not LoadBalancer");
-      }
-      List<SkippedEndpoint> skipped = new ArrayList<>();
-      Map<IpFamily, IpPrefix> lbIps = new EnumMap<>(IpFamily.class);
-      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
-      List<SkippedEndpoint> refusedLbIps = new ArrayList<>();
-      for (ServiceInfo.Ingress ing : svc.ingress()) {
-        if (ing.ip().isEmpty()) {
-          continue;
-        }
-        Optional<IpPrefix> ip = IpPrefix.tryParse(ing.ip()).filter(IpPrefix::isHost);
-        if (ip.isEmpty()) {
-          skipped.add(new SkippedEndpoint(ing.ip(), "LoadBalancer ingress IP is not a valid address; ignored"));
-          continue;
-        }
-        if (lbMode && !lbIps.containsKey(ip.get().family())) {
-          Optional<String> problem = lbIpProblem(svc, ip.get());
-          if (problem.isPresent()) {
-            refusedLbIps.add(new SkippedEndpoint(ing.ip(), problem.get()));
-            continue;
-          }
-        }
-        lbIps.putIfAbsent(ip.get().family(), ip.get());
-      }
-      if (lbMode && lbIps.isEmpty() && refusedLbIps.isEmpty()) {
-        String hostnames =
-            svc.ingress().stream().map(ServiceInfo.Ingress::hostname).filter(h -> !h.isEmpty())
-                .collect(Collectors.joining(", "));
-        return Evaluation.refused(hostnames.isEmpty()
-            ? "the Service has no LoadBalancer ingress IP yet"
-            : "the Service's LoadBalancer ingress has only a hostname (" + hostnames + "): no IP to SNAT to");
-      }
-      String host = es.statusHost();
-      if (host.isEmpty()) {
-        String why = "not allocated: status.host is empty (no node chosen yet)";
-        return lbMode ? Evaluation.held(why, svc, lbIps, endpointsOf(svc, skipped), skipped)
-            : Evaluation.refused(why);
-      }
-      if (lbMode && host.equals(EgressServiceInfo.HOST_ALL)) {
-        return Evaluation.refused(
-            "status.host is ALL, which is for sourceIPBy: Network; waiting for the allocator to choose a node");
-      }
-      if (!lbMode && !host.equals(EgressServiceInfo.HOST_ALL)) {
-        return Evaluation.refused(
-            "status.host is '" + host + "' but sourceIPBy: Network needs ALL; waiting for the allocator");
-      }
-      if (!lbMode && es.network().isEmpty()) {
-        return Evaluation.refused("sourceIPBy: Network without spec.network: nothing to do");
-      }
-      if (lbMode && lbIps.isEmpty()) {
-        String reasons = refusedLbIps.stream().map(SkippedEndpoint::reason).collect(Collectors.joining("; "));
-        return new Evaluation(Optional.empty(), Optional.of(reasons), svc, lbIps, List.of(), skipped);
-      }
-      // Another IP of the family is the source: the refused one is told among the skipped addresses.
-      skipped.addAll(refusedLbIps);
-      List<CandidateEndpoint> endpoints = endpointsOf(svc, skipped);
-      return new Evaluation(Optional.empty(), Optional.empty(), svc, lbIps, endpoints, skipped);
-    }
-
-    /**
-     * Why {@code ip} cannot be the service's egress source. The host's own Node address can: it is what the
-     * node masquerades to anyway (k3s' servicelb gives Services the node addresses), and every Service on
-     * the node may share it.
-     */
-    private Optional<String> lbIpProblem(ServiceInfo svc, IpPrefix ip) {
-      if (ownNodeAddresses.contains(ip)) {
-        return Optional.empty();
-      }
-      return loadBalancerIps.problem(svc, ip, nodeAddresses, inClusterPrefixes(ip.family()));
-    }
-
-    /** The pod-network endpoints of the service, deduplicated; everything else refused with a reason. */
-    private List<CandidateEndpoint> endpointsOf(ServiceInfo service, List<SkippedEndpoint> skipped) {
-      Map<IpPrefix, CandidateEndpoint> byAddress = new LinkedHashMap<>();
-      EndpointTrust trust = config.endpointTrust();
-      List<EndpointSliceInfo> slices = new ArrayList<>(slicesByService.getOrDefault(service.ref(), List.of()));
-      slices.sort((a, b) -> a.ref().compareTo(b.ref()));
-      for (EndpointSliceInfo slice : slices) {
-        Optional<IpFamily> sliceFamily =
-            switch (slice.addressType()) {
-              case "IPv4" -> Optional.of(IpFamily.V4);
-              case "IPv6" -> Optional.of(IpFamily.V6);
-              default -> Optional.empty();
-            };
-        if (sliceFamily.isEmpty()) {
-          skipped.add(new SkippedEndpoint(
-              "EndpointSlice " + slice.ref(),
-              "addressType " + (slice.addressType().isEmpty() ? "(none)" : slice.addressType())
-                  + " is not supported: only IPv4 and IPv6 endpoints are handled"));
-          continue;
-        }
-        // Refused before anything else, so an untrusted address claims nothing (see the oldest-wins rule).
-        Optional<String> distrust = trust.sliceProblem(slice, Optional.of(service));
-        if (distrust.isPresent()) {
-          slice.endpoints().forEach(ep -> ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, distrust.get()))));
-          continue;
-        }
-        for (Endpoint ep : slice.endpoints()) {
-          Optional<String> foreign = trust.endpointProblem(slice, ep);
-          if (foreign.isPresent()) {
-            ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, foreign.get())));
-            continue;
-          }
-          for (String raw : ep.addresses()) {
-            Optional<IpPrefix> parsed = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
-            if (parsed.isEmpty()) {
-              skipped.add(new SkippedEndpoint(raw, "not a valid IP address"));
-              continue;
-            }
-            IpPrefix address = parsed.get();
-            if (address.family() != sliceFamily.get()) {
-              skipped.add(new SkippedEndpoint(raw, "an " + address.family() + " address in an "
-                  + slice.addressType() + " EndpointSlice (" + slice.ref() + ")"));
-              continue;
-            }
-            if (nodeAddresses.contains(address)) {
-              skipped.add(new SkippedEndpoint(raw,
-                  "host-network endpoint (a Node address): the node's own traffic is never changed"));
-              continue;
-            }
-            if (localAddresses.contains(address)) {
-              skipped.add(new SkippedEndpoint(raw,
-                  "an address of this node (on its interfaces, not in its Node object): the node's own traffic is never changed"));
-              continue;
-            }
-            List<IpPrefix> pods = podNetworks.get(address.family());
-            if (!pods.isEmpty() && !Cidrs.anyContains(pods, address)) {
-              skipped.add(new SkippedEndpoint(raw,
-                  "outside the pod CIDRs (a host-network endpoint?): never touched"));
-              continue;
-            }
-            CandidateEndpoint candidate = new CandidateEndpoint(address, ep.nodeName());
-            byAddress.merge(address, candidate, (a, b) -> a.nodeName().isPresent() ? a : b);
-          }
-        }
-      }
-      return new ArrayList<>(byAddress.values());
-    }
-
-    private ServiceOutcome actOnNode(
-        EgressServiceInfo es,
-        Evaluation ev,
-        List<CandidateEndpoint> owned,
-        List<SkippedEndpoint> skipped,
-        List<RuleSpec> rules,
-        List<SnatEntry> snat) {
-      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
-      if (lbMode && !es.statusHost().equals(in.nodeName())) {
-        return config.steering().steers()
-            ? steerToHost(es, ev, owned, skipped, rules)
-            : notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
-      }
-      Optional<TableRef> table = Optional.empty();
-      if (!es.network().isEmpty()) {
-        TableOrFailure resolved = resolveNetwork(es.network());
-        if (resolved.failure().isPresent()) {
-          return notConfigured(es.ref(), resolved.failure().get(), skipped);
-        }
-        table = resolved.table();
-      }
-
-      List<RuleSpec> myRules = new ArrayList<>();
-      List<SnatEntry> mySnat = new ArrayList<>();
-      List<String> remote = new ArrayList<>();
-      List<String> steeredIn = new ArrayList<>();
-      Set<IpFamily> families = new HashSet<>();
-      for (CandidateEndpoint c : owned) {
-        IpFamily family = c.address().family();
-        if (lbMode) {
-          IpPrefix lbIp = ev.lbIps().get(family);
-          if (lbIp == null) {
-            // As OVN-Kubernetes: only SNAT needs an LB IP of the family; the network still applies.
-            if (table.isEmpty()) {
-              skipped.add(new SkippedEndpoint(c.address().toString(),
-                  "the Service has no " + familyName(family) + " LoadBalancer ingress IP: not SNATed"));
-              continue;
-            }
-            skipped.add(new SkippedEndpoint(c.address().toString(),
-                "the Service has no " + familyName(family) + " LoadBalancer ingress IP: routed to table "
-                    + table.get().name() + " but not SNATed (leaves with its own address)"));
-          } else {
-            mySnat.add(new SnatEntry(c.address(), lbIp, es.ref()));
-          }
-          if (c.nodeName().isPresent() && !c.nodeName().get().equals(in.nodeName())) {
-            // Its node steers it here when this node has an InternalIP of the family to steer to.
-            boolean arrives = config.steering().steers() && ownInternalIp(family).isPresent();
-            (arrives ? steeredIn : remote).add(c.address().toString());
-          }
-        } else if (!isLocal(c)) {
-          continue;
-        }
-        families.add(family);
-        table.ifPresent(t -> myRules.add(serviceRule(c.address(), t, es.ref())));
-      }
-      if (table.isPresent()) {
-        for (String raw : ev.service().clusterIps()) {
-          if (raw.isEmpty() || raw.equals("None")) {
-            continue;
-          }
-          Optional<IpPrefix> cip = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
-          if (cip.isEmpty()) {
-            skipped.add(new SkippedEndpoint(raw, "ClusterIP is not a valid IP address"));
-            continue;
-          }
-          myRules.add(serviceRule(cip.get(), table.get(), es.ref()));
-        }
-        myRules.addAll(etpLocalMasqueradeRules(ev, table.get(), es.ref()));
-      }
-      rules.addAll(myRules);
-      snat.addAll(mySnat);
-      receivesSteered |= !steeredIn.isEmpty();
-      return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size(), steeredIn.size()),
-          skipped, remote, List.of(), steeredIn);
-    }
-
-    /**
-     * OVN-Kubernetes' local gateway sends ETP=Local traffic for the LB to {@code <masquerade IP>:<nodePort>} and
-     * on to the pod, so the reply's routing decision sees that address and port: one rule per node port and
-     * family with an ingress IP, {@code from <masquerade IP> sport <nodePort>}, as OVN-Kubernetes adds.
-     */
-    private List<RuleSpec> etpLocalMasqueradeRules(Evaluation ev, TableRef table, ObjectRef service) {
-      if (config.etpLocalMasqueradeIps().isEmpty()
-          || !ServiceInfo.ETP_LOCAL.equals(ev.service().externalTrafficPolicy())) {
-        return List.of();
-      }
-      List<RuleSpec> out = new ArrayList<>();
-      for (IpPrefix masquerade : config.etpLocalMasqueradeIps()) {
-        if (!ev.lbIps().containsKey(masquerade.family())) {
-          continue;
-        }
-        for (int port : new TreeSet<>(ev.service().nodePorts())) {
-          if (port > 0 && port <= 65535) {
-            out.add(new RuleSpec(masquerade.family(), config.priority(), Optional.of(masquerade), Optional.empty(),
-                table, Optional.of(service), OptionalLong.empty(), OptionalInt.of(port)));
-          }
-        }
-      }
-      return out;
-    }
-
-    /**
-     * A node that is not the host of a LoadBalancerIP service, with {@code --remote-endpoints=steer}: its
-     * local endpoints go to the host's InternalIP of their family through a steering table (a rule per
-     * source; marks in mark mode), and leave there with the LB IP. A family the host has no InternalIP of
-     * is reported, never guessed.
-     */
-    private ServiceOutcome steerToHost(EgressServiceInfo es, Evaluation ev, List<CandidateEndpoint> owned,
-        List<SkippedEndpoint> skipped, List<RuleSpec> rules) {
-      String host = es.statusHost();
-      Optional<NodeInfo> hostNode = Optional.ofNullable(nodesByName.get(host));
-      List<SteeredEndpoint> mine = new ArrayList<>();
-      Set<String> missing = new TreeSet<>();
-      int unsteered = 0;
-      for (CandidateEndpoint c : owned) {
-        if (!isSteerLocal(c)) {
-          continue;
-        }
-        IpFamily family = c.address().family();
-        if (!ev.lbIps().containsKey(family) && es.network().isEmpty()) {
-          skipped.add(new SkippedEndpoint(c.address().toString(), "the Service has no " + familyName(family)
-              + " LoadBalancer ingress IP and no network: not steered to host " + host + " (it would do nothing for it)"));
-          continue;
-        }
-        Optional<IpPrefix> hostAddress = hostNode.flatMap(n -> internalIp(n, family));
-        if (hostAddress.isEmpty()) {
-          String why = hostNode.isEmpty() ? "host " + host + " is not a known Node"
-              : "host " + host + " has no " + familyName(family) + " InternalIP";
-          missing.add(why);
-          skipped.add(new SkippedEndpoint(c.address().toString(), why + ": not steered (never guessed)"));
-          unsteered++;
-          continue;
-        }
-        OptionalLong table = steerTables.tableFor(host, hostNode.get().internalIps());
-        if (table.isEmpty()) {
-          String why = "no free steering table (" + SteeringConfig.TABLES + " from --steer-table "
-              + config.steering().firstTable() + " are in use)";
-          missing.add(why);
-          skipped.add(new SkippedEndpoint(c.address().toString(), why + ": not steered"));
-          unsteered++;
-          continue;
-        }
-        mine.add(new SteeredEndpoint(es.ref(), c.address(), host, hostAddress.get(), table.getAsLong()));
-        rules.add(serviceRule(c.address(), TableRef.of(table.getAsLong()), es.ref()));
-      }
-      if (mine.isEmpty() && unsteered == 0) {
-        return notConfigured(es.ref(), "handled by node " + host + " (status.host)", skipped);
-      }
-      steered.addAll(mine);
-      if (mine.isEmpty()) {
-        return notConfigured(es.ref(), NOT_STEERED + host + ": " + String.join("; ", missing), skipped);
-      }
-      StringBuilder reason = new StringBuilder("steers ").append(mine.size()).append(" endpoint(s) of this node to host ")
-          .append(host).append(" (").append(mine.stream().map(e -> e.hostAddress().toString()).distinct().sorted()
-              .collect(Collectors.joining(", "))).append(") over ").append(SteeringPlan.DEVICE)
-          .append(": they leave there with ")
-          .append(ev.lbIps().values().stream().map(IpPrefix::toString).collect(Collectors.joining(", ")));
-      if (!missing.isEmpty()) {
-        reason.append("; ").append(unsteered).append(" endpoint(s) not steered: ").append(String.join("; ", missing));
-      }
-      return new ServiceOutcome(es.ref(), true, reason.toString(), skipped, List.of(), mine, List.of());
-    }
-
-    /** On a node that steers: its own endpoints, by nodeName, else by this node's pod CIDRs (never guessed). */
-    private boolean isSteerLocal(CandidateEndpoint c) {
-      if (c.nodeName().isPresent()) {
-        return c.nodeName().get().equals(in.nodeName());
-      }
-      List<IpPrefix> own = localPodCidrs.stream().filter(p -> p.family() == c.address().family()).toList();
-      return !own.isEmpty() && Cidrs.anyContains(own, c.address());
-    }
-
-    private Optional<IpPrefix> ownInternalIp(IpFamily family) {
-      return Optional.ofNullable(nodesByName.get(in.nodeName())).flatMap(n -> internalIp(n, family));
-    }
-
-    private String describe(EgressServiceInfo es, Evaluation ev, Optional<TableRef> table, int snats, int ruleCount,
-        int steeredIn) {
-      StringBuilder sb = new StringBuilder();
-      if (es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP) {
-        sb.append("host of this service: SNAT of ").append(snats).append(" endpoint(s) to ")
-            .append(ev.lbIps().values().stream().map(IpPrefix::toString).collect(Collectors.joining(", ")));
-        if (steeredIn > 0) {
-          sb.append(" (").append(steeredIn).append(" endpoint(s) on other nodes arrive steered over ")
-              .append(SteeringPlan.DEVICE).append(')');
-        }
-      } else {
-        sb.append("sourceIPBy Network (status.host ALL): local endpoints keep the network's source");
-      }
-      table.ifPresent(t -> {
-        sb.append("; ").append(ruleCount).append(" source(s) routed to table ").append(t.name());
-        if (!t.resolved()) {
-          sb.append(" (a name: resolved on each node)");
-        }
-      });
-      return sb.toString();
-    }
-
-    private boolean isLocal(CandidateEndpoint c) {
-      if (c.nodeName().isPresent()) {
-        return c.nodeName().get().equals(in.nodeName());
-      }
-      // No nodeName: judge by this node's pod CIDRs; when unknown, act (as OVN-Kubernetes does): the
-      // address can only originate on the node that hosts the pod, so a rule elsewhere is inert.
-      List<IpPrefix> own = localPodCidrs.stream().filter(p -> p.family() == c.address().family()).toList();
-      return own.isEmpty() || Cidrs.anyContains(own, c.address());
-    }
-
-    private TableOrFailure resolveNetwork(String network) {
-      if (NetworkNames.isTableNumber(network)) {
-        long id;
-        try {
-          id = Long.parseLong(network);
-        } catch (NumberFormatException e) {
-          id = -1;
-        }
-        if (id < 0 || id > 0xFFFFFFFFL) {
-          return TableOrFailure.failed("network '" + network + "' is not a usable routing table id (1 to 4294967295)");
-        }
-        Optional<String> reserved = NetworkNames.reservedTable(id);
-        if (reserved.isPresent()) {
-          return TableOrFailure.failed("network '" + network + "' is " + reserved.get() + ", not an egress network");
-        }
-        return TableOrFailure.of(TableRef.of(id));
-      }
-      Optional<String> reservedName = NetworkNames.reservedName(network);
-      if (reservedName.isPresent()) {
-        return TableOrFailure.failed("network '" + network + "' is " + reservedName.get() + ", not an egress network");
-      }
-      OptionalLong id = in.networks().table(network);
-      if (id.isPresent()) {
-        Optional<String> reserved = NetworkNames.reservedTable(id.getAsLong());
-        if (reserved.isPresent()) {
-          return TableOrFailure.failed(
-              "network '" + network + "' resolves to " + reserved.get() + ", not an egress network");
-        }
-        return TableOrFailure.of(new TableRef(id, network));
-      }
-      Optional<String> failure = in.networks().failure(network);
-      if (failure.isPresent()) {
-        return TableOrFailure.failed(failure.get());
-      }
-      if (in.networks().offline()) {
-        return TableOrFailure.of(TableRef.unresolved(network));
-      }
-      return TableOrFailure.failed(
-          "network '" + network + "' not found on this node: not a table number, a VRF device, or a name in"
-              + " /etc/iproute2/rt_tables");
-    }
-
-    private RuleSpec serviceRule(IpPrefix source, TableRef table, ObjectRef service) {
-      return new RuleSpec(source.family(), config.priority(), Optional.of(source), Optional.empty(), table,
-          Optional.of(service));
-    }
-
-    private List<IpPrefix> inClusterPrefixes(IpFamily family) {
-      List<IpPrefix> all = new ArrayList<>(podNetworks.get(family));
-      otherInClusterPrefixes.stream().filter(p -> p.family() == family).forEach(all::add);
-      return all;
-    }
-
-    /**
-     * SNAT skips these destinations, and the service tables throw them back: in-cluster prefixes, every
-     * Node address and every address of this node's interfaces, exactly (an external host on a node's
-     * subnet is not in the cluster). Loopback and IPv6 link-local addresses are left out: they are never
-     * routed through a table, and a node has a link-local address per pod veth on many CNIs (churn).
-     */
-    private List<IpPrefix> inClusterSet() {
-      List<IpPrefix> out = new ArrayList<>();
-      for (IpFamily f : IpFamily.values()) {
-        List<IpPrefix> all = new ArrayList<>(inClusterPrefixes(f));
-        nodeAddresses.stream().filter(a -> a.family() == f).forEach(all::add);
-        localAddresses.stream().filter(a -> a.family() == f && !isLoopback(a) && !LINK_LOCAL_V6.contains(a))
-            .forEach(all::add);
-        out.addAll(Cidrs.aggregate(all));
-      }
-      return out;
-    }
-
-    private static boolean isLoopback(IpPrefix a) {
-      return a.family() == IpFamily.V4 ? LOOPBACK_V4.contains(a) : a.equals(LOOPBACK_V6);
-    }
-
-    /**
-     * {@code throw <destination>} for each in-cluster destination, in every table that a rule at P looks
-     * up (a source's table in source mode, a network's in mark mode), per family that has such rules.
-     * Only opted-in traffic looks there; a throw hands its lookup back to the rules after P, as if the
-     * agent were not there. The route count is O(destinations x tables), the rule count unchanged.
-     */
-    private List<RouteSpec> throwRoutes(List<RuleSpec> rules, List<IpPrefix> inCluster) {
-      Map<IpFamily, Map<String, TableRef>> tables = new EnumMap<>(IpFamily.class);
-      IpFamily lastFamily = null;
-      String lastTable = null;
-      for (RuleSpec r : rules) {
-        // One pass over thousands of rules, looking up a table only when it differs from the previous one's.
-        if (r.priority() != config.priority() || (r.family() == lastFamily && r.table().name().equals(lastTable))) {
-          continue;
-        }
-        tables.computeIfAbsent(r.family(), k -> new HashMap<>()).putIfAbsent(r.table().name(), r.table());
-        lastFamily = r.family();
-        lastTable = r.table().name();
-      }
-      List<RouteSpec> out = new ArrayList<>();
-      for (Map.Entry<IpFamily, Map<String, TableRef>> e : tables.entrySet()) {
-        for (TableRef table : e.getValue().values()) {
-          for (IpPrefix p : inCluster) {
-            if (p.family() == e.getKey()) {
-              out.add(new RouteSpec(e.getKey(), table, p));
-            }
-          }
-        }
-      }
-      return out;
-    }
-
-    /** The first InternalIP of the family of a Node: where steered traffic goes. */
-    private static Optional<IpPrefix> internalIp(NodeInfo node, IpFamily family) {
-      for (String raw : node.internalIps()) {
-        Optional<IpPrefix> ip = IpPrefix.tryParse(raw).filter(IpPrefix::isHost).filter(p -> p.family() == family);
-        if (ip.isPresent()) {
-          return ip;
-        }
-      }
-      return Optional.empty();
-    }
-
-    private static ServiceOutcome notConfigured(ObjectRef ref, String reason, List<SkippedEndpoint> skipped) {
-      return new ServiceOutcome(ref, false, reason, skipped, List.of());
-    }
-
-    private static String familyName(IpFamily f) {
-      return f == IpFamily.V4 ? "IPv4" : "IPv6";
-    }
+    return new Full(ctx, plans, networkMarks, assemble(ctx, plans, networkMarks));
   }
 
-  private static final IpPrefix LOOPBACK_V4 = IpPrefix.parse("127.0.0.0/8");
-  private static final IpPrefix LOOPBACK_V6 = IpPrefix.parse("::1");
-  private static final IpPrefix LINK_LOCAL_V6 = IpPrefix.parse("fe80::/10");
-
-  private record CandidateEndpoint(IpPrefix address, Optional<String> nodeName) {}
-
-  /** @param lbIpRefusal LoadBalancerIP mode: why none of the ingress IPs may be the source (the host reports it) */
-  private record Evaluation(
-      Optional<String> notConfiguredReason,
-      Optional<String> lbIpRefusal,
-      ServiceInfo service,
-      Map<IpFamily, IpPrefix> lbIps,
-      List<CandidateEndpoint> endpoints,
-      List<SkippedEndpoint> skipped) {
-    /** Refused, but with the service's endpoints: a node may have to hold its own ones. */
-    static Evaluation held(String reason, ServiceInfo service, Map<IpFamily, IpPrefix> lbIps,
-        List<CandidateEndpoint> endpoints, List<SkippedEndpoint> skipped) {
-      return new Evaluation(Optional.of(reason), Optional.empty(), service, lbIps, endpoints, skipped);
+  /** Mark mode: the tables the services' rules look up (each network gets a mark). */
+  static TreeSet<Long> tablesOf(Collection<ServicePlan> plans) {
+    TreeSet<Long> tables = new TreeSet<>();
+    for (ServicePlan p : plans) {
+      p.sourceRules().forEach(r -> tables.add(r.table().id().orElseThrow()));
     }
-
-    static Evaluation refused(String reason) {
-      return new Evaluation(Optional.of(reason), Optional.empty(), new ServiceInfo(new ObjectRef("", ""), "", List.of(), List.of()),
-          Map.of(), List.of(), List.of());
-    }
+    return tables;
   }
 
-  private record TableOrFailure(Optional<TableRef> table, Optional<String> failure) {
-    static TableOrFailure of(TableRef t) {
-      return new TableOrFailure(Optional.of(t), Optional.empty());
-    }
+  private static Set<IpPrefix> markedSources(List<ServicePlan> plans) {
+    Set<IpPrefix> marked = new HashSet<>();
+    plans.forEach(p -> p.marks().forEach(m -> marked.add(m.source())));
+    return marked;
+  }
 
-    static TableOrFailure failed(String reason) {
-      return new TableOrFailure(Optional.empty(), Optional.of(reason));
+  /** A steered source left without a mark (no free mark) is not steered: its outcome says why. */
+  private static List<SteeredEndpoint> keepMarked(List<SteeredEndpoint> steered, Set<IpPrefix> marked) {
+    return steered.stream().filter(e -> marked.contains(e.source())).toList();
+  }
+
+  private static DesiredState assemble(PlanContext ctx, List<ServicePlan> plans, Map<Long, Long> networkMarks) {
+    PlanConfig config = ctx.config();
+    List<RuleSpec> rules = new ArrayList<>();
+    List<SnatEntry> snat = new ArrayList<>();
+    List<MarkEntry> marks = new ArrayList<>();
+    List<SteeredEndpoint> steered = new ArrayList<>();
+    List<HeldEndpoint> held = new ArrayList<>();
+    Map<ObjectRef, ServiceOutcome> outcomes = new LinkedHashMap<>();
+    Map<String, RuleSpec> perNetwork = new LinkedHashMap<>();
+    boolean receives = false;
+    for (ServicePlan p : plans) {
+      rules.addAll(p.rules());
+      snat.addAll(p.snat());
+      marks.addAll(p.marks());
+      steered.addAll(p.steeredFinal());
+      held.addAll(p.held());
+      outcomes.put(p.service(), p.outcome());
+      p.networkRules().forEach(perNetwork::putIfAbsent);
+      receives |= p.receivesSteered();
     }
+    rules.addAll(perNetwork.values());
+    List<IpPrefix> inCluster = List.of();
+    List<RouteSpec> routes = new ArrayList<>();
+    if (config.inClusterExclusion()) {
+      inCluster = ctx.inClusterSet();
+      routes = throwRoutes(tablesLookedUp(rules), inCluster);
+    }
+    rules.sort(RuleSpec.ORDER);
+    routes.sort(RouteSpec.ORDER);
+    snat.sort(SnatEntry.ORDER);
+    marks.sort(MarkEntry.ORDER);
+    List<ServiceOutcome> outcomeList = new ArrayList<>(outcomes.values());
+    outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
+    steered.sort(SteeredEndpoint.ORDER);
+    held.sort(HeldEndpoint.ORDER);
+    return new DesiredState(ctx.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
+        outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, ctx.refusedInputs(),
+        new SteeringPlan(steered, steerRoutes(steered), receives, config.steering().port()), held);
+  }
+
+  /** A table a rule looks up, per family. */
+  record TableKey(IpFamily family, TableRef table) {}
+
+  static Set<TableKey> tablesLookedUp(Collection<RuleSpec> rules) {
+    Set<TableKey> out = new HashSet<>();
+    IpFamily lastFamily = null;
+    TableRef lastTable = null;
+    for (RuleSpec r : rules) {
+      // One pass over thousands of rules, adding a table only when it differs from the previous one's.
+      if (r.family() == lastFamily && r.table().equals(lastTable)) {
+        continue;
+      }
+      out.add(new TableKey(r.family(), r.table()));
+      lastFamily = r.family();
+      lastTable = r.table();
+    }
+    return out;
+  }
+
+  /**
+   * {@code throw <destination>} for each in-cluster destination, in every table that a rule at P looks
+   * up (a source's table in source mode, a network's in mark mode), per family that has such rules.
+   * Only opted-in traffic looks there; a throw hands its lookup back to the rules after P, as if the
+   * agent were not there. The route count is O(destinations x tables), the rule count unchanged.
+   */
+  static List<RouteSpec> throwRoutes(Collection<TableKey> tables, List<IpPrefix> inCluster) {
+    Map<IpFamily, Map<String, TableRef>> byName = new EnumMap<>(IpFamily.class);
+    tables.stream().sorted((a, b) -> a.table().name().compareTo(b.table().name()))
+        .forEach(k -> byName.computeIfAbsent(k.family(), f -> new HashMap<>()).putIfAbsent(k.table().name(), k.table()));
+    List<RouteSpec> out = new ArrayList<>();
+    for (Map.Entry<IpFamily, Map<String, TableRef>> e : byName.entrySet()) {
+      for (TableRef table : e.getValue().values()) {
+        for (IpPrefix p : inCluster) {
+          if (p.family() == e.getKey()) {
+            out.add(new RouteSpec(e.getKey(), table, p));
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** One route per steering table and family, to its host. */
+  static List<SteerRoute> steerRoutes(Collection<SteeredEndpoint> steered) {
+    Map<String, SteerRoute> routes = new HashMap<>();
+    for (SteeredEndpoint e : steered) {
+      routes.putIfAbsent(e.table() + "/" + e.family(), steerRoute(e));
+    }
+    List<SteerRoute> sorted = new ArrayList<>(routes.values());
+    sorted.sort(SteerRoute.ORDER);
+    return sorted;
+  }
+
+  static SteerRoute steerRoute(SteeredEndpoint e) {
+    return new SteerRoute(e.family(), e.table(), e.host(), e.hostAddress());
   }
 }

@@ -20,6 +20,9 @@ final class SteerTables {
   private final Map<Long, Set<IpPrefix>> existing;
   private final Map<String, Long> byHost = new HashMap<>();
   private final Set<Long> taken = new HashSet<>();
+  /** After a full plan: only hosts already given a table are answered (a new one needs the full plan's order). */
+  private boolean frozen;
+  private boolean missed;
 
   SteerTables(SteeringConfig config, Map<Long, Set<IpPrefix>> existing) {
     this.config = config;
@@ -36,6 +39,10 @@ final class SteerTables {
     Long known = byHost.get(host);
     if (known != null) {
       return OptionalLong.of(known);
+    }
+    if (frozen) {
+      missed = true;
+      return OptionalLong.empty();
     }
     Set<IpPrefix> addresses = new HashSet<>();
     for (String raw : internalIps) {
@@ -54,6 +61,21 @@ final class SteerTables {
       }
     }
     return OptionalLong.empty();
+  }
+
+  /**
+   * From now on a host without a table is not given one: which table a new host takes depends on the order in
+   * which the whole plan asks, so an incremental plan that meets one must be redone in full ({@link #missed}).
+   */
+  void freeze() {
+    frozen = true;
+  }
+
+  /** Whether a host without a table was asked for since the last call; resets. */
+  boolean missed() {
+    boolean m = missed;
+    missed = false;
+    return m;
   }
 
   private OptionalLong claim(String host, long table) {

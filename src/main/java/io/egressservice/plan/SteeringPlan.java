@@ -17,7 +17,7 @@ public record SteeringPlan(List<SteeredEndpoint> endpoints, List<SteerRoute> rou
   public static final long VNI = 1;
 
   public SteeringPlan {
-    endpoints = List.copyOf(endpoints);
+    endpoints = PlanSlots.frozen(endpoints);
     routes = List.copyOf(routes);
   }
 
