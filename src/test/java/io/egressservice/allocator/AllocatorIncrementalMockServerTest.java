@@ -91,7 +91,7 @@ class AllocatorIncrementalMockServerTest {
     Allocator a = new Allocator(client, informers, config, "a", metrics);
     a.start();
     a.startLeading();
-    await().atMost(Duration.ofSeconds(20)).until(() -> a.statusWrites() == OPTED_IN && a.labelPatches() == 2);
+    await().atMost(Duration.ofSeconds(20)).until(() -> a.statusWrites() >= OPTED_IN && a.labelPatches() >= 2);
     // converged: the status writes and label patches come back as events and are decided once more
     long[] seen = {-1};
     await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(400)).until(() -> {
@@ -112,8 +112,9 @@ class AllocatorIncrementalMockServerTest {
     for (int i = 0; i < throughApi; i++) {
       client.resource(unrelatedSlice(i, 0)).create();
     }
+    // The caches keep only what an EgressService names: the unrelated slices never stay (ClusterInformers).
     await().atMost(Duration.ofSeconds(20))
-        .until(() -> informers.endpointSlices().getStore().list().size() == UNRELATED + OPTED_IN);
+        .until(() -> informers.endpointSlices().getStore().list().size() == OPTED_IN);
     allocator = leadingAllocator();
     long passes = allocator.passes();
     long evaluated = allocator.servicesEvaluated();
@@ -126,13 +127,15 @@ class AllocatorIncrementalMockServerTest {
     }
     client.discovery().v1().endpointSlices().inNamespace(NS).withName("other0-x").delete();
     cluster.lbService("other1", "203.0.113.250"); // a Service of the same name as a slice, still not opted in
+    // The caches keep only what an EgressService names: none of this churn is cached, so there is nothing to wait
+    // for in them; the updates are on the server, and the quiet period below covers their watch events.
     await().atMost(Duration.ofSeconds(20)).until(() ->
-        informers.endpointSlices().getStore().getByKey(NS + "/other0-x") == null
-            && informers.services().getStore().getByKey(NS + "/other1") != null
-            && informers.endpointSlices().getStore().getByKey(NS + "/other" + (throughApi - 1) + "-x")
-                .getEndpoints().get(0).getAddresses().get(0).equals("10.128.1.13"));
+        client.discovery().v1().endpointSlices().inNamespace(NS).withName("other" + (throughApi - 1) + "-x").get()
+            .getEndpoints().get(0).getAddresses().get(0).equals("10.128.1.13"));
+    assertThat(informers.endpointSlices().getStore().getByKey(NS + "/other5-x")).isNull();
+    assertThat(informers.services().getStore().getByKey(NS + "/other1")).isNull();
     // A pass that fails (a write timing out on a loaded machine) is retried as a full pass: those are not the churn's.
-    await().during(Duration.ofMillis(600)).atMost(Duration.ofSeconds(2))
+    await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(4))
         .until(() -> allocator.passes() - passes == allocator.fullPasses() - full);
     assertThat(allocator.servicesEvaluated() - evaluated).isEqualTo(OPTED_IN * (allocator.fullPasses() - full));
     assertThat(allocator.statusWrites()).isEqualTo(OPTED_IN);
