@@ -237,7 +237,7 @@ class DeployManifestsTest {
     TreeMap<String, Set<String>> grants = grantsOf(SERVICE_ACCOUNT);
     assertThat(grants).isEqualTo(new TreeMap<>(Map.of(
         "k8s.ovn.org/egressservices", Set.of("list", "watch"),
-        "/services", Set.of("list", "watch"),
+        "/services", Set.of("get", "list", "watch"),
         "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
         "/nodes", Set.of("list", "watch"),
         "/events", Set.of("get", "create", "patch", "list"))));
@@ -253,7 +253,7 @@ class DeployManifestsTest {
     assertThat(grantsOf(ALLOCATOR_ACCOUNT)).isEqualTo(new TreeMap<>(Map.of(
         "k8s.ovn.org/egressservices", Set.of("get", "list", "watch"),
         "k8s.ovn.org/egressservices/status", Set.of("update"),
-        "/services", Set.of("list", "watch"),
+        "/services", Set.of("get", "list", "watch"),
         "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
         "/nodes", Set.of("get", "list", "watch", "patch"),
         "/events", Set.of("create"),
