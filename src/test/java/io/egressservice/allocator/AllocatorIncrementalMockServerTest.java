@@ -119,6 +119,7 @@ class AllocatorIncrementalMockServerTest {
     long passes = allocator.passes();
     long evaluated = allocator.servicesEvaluated();
     long full = allocator.fullPasses();
+    long writes = allocator.statusWrites();
 
     for (int round = 1; round <= 3; round++) {
       for (int i = 0; i < throughApi; i++) {
@@ -138,7 +139,8 @@ class AllocatorIncrementalMockServerTest {
     await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(4))
         .until(() -> allocator.passes() - passes == allocator.fullPasses() - full);
     assertThat(allocator.servicesEvaluated() - evaluated).isEqualTo(OPTED_IN * (allocator.fullPasses() - full));
-    assertThat(allocator.statusWrites()).isEqualTo(OPTED_IN);
+    // the churn writes nothing (a write before convergence's last echo may land before this point, not after)
+    assertThat(allocator.statusWrites()).isEqualTo(writes);
 
     // an EgressService for one of them: now its slices count
     cluster.egressService("other1", null, null);
