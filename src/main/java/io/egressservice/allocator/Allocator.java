@@ -306,7 +306,6 @@ public final class Allocator implements AutoCloseable {
     return new ResourceEventHandler<>() {
       @Override
       public void onAdd(EndpointSlice slice) {
-        objects.sliceChanged(null, slice);
         AllocatorObjects.serviceOf(slice).ifPresent(Allocator.this::touchIfOptedIn);
       }
 
@@ -315,7 +314,6 @@ public final class Allocator implements AutoCloseable {
         if (resync(before, after)) {
           return;
         }
-        objects.sliceChanged(before, after);
         Optional<ObjectRef> was = AllocatorObjects.serviceOf(before);
         Optional<ObjectRef> is = AllocatorObjects.serviceOf(after);
         is.ifPresent(Allocator.this::touchIfOptedIn);
@@ -326,7 +324,6 @@ public final class Allocator implements AutoCloseable {
 
       @Override
       public void onDelete(EndpointSlice slice, boolean finalStateUnknown) {
-        objects.sliceChanged(slice, null);
         AllocatorObjects.serviceOf(slice).ifPresent(Allocator.this::touchIfOptedIn);
       }
     };

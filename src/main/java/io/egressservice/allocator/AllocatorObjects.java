@@ -15,8 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
 import org.ovn.k8s.v1.EgressService;
 
 /**
@@ -24,9 +22,8 @@ import org.ovn.k8s.v1.EgressService;
  * store), each converted once per object. The caches replace an object when it changes and never mutate it, so an
  * object seen before (by identity) keeps its conversion, as {@code PlanInputs.Memo} does for the node agent.
  *
- * <p>The slices of a Service are found through an index by their {@code kubernetes.io/service-name} label, kept
- * from the slice informer's events ({@link #sliceChanged}, any thread) and holding store keys only.
- * Everything else is for the allocator's worker thread.
+ * <p>The slices of a Service come from the informers' own index by their {@code kubernetes.io/service-name} label
+ * ({@link ClusterInformers#endpointSlicesOf}). Everything here is for the allocator's worker thread.
  */
 final class AllocatorObjects {
   /** One EgressService's objects as last read, and what they converted to. */
@@ -34,8 +31,6 @@ final class AllocatorObjects {
       ServiceInputs inputs) {}
 
   private final ClusterInformers informers;
-  /** Service (namespace, name) -> store keys of the slices labelled with it. */
-  private final Map<ObjectRef, Set<String>> slicesByService = new ConcurrentHashMap<>();
   private final Map<ObjectRef, Read> reads = new HashMap<>();
   private IdentityHashMap<Node, NodeState> nodeMemo = new IdentityHashMap<>();
   private List<Node> nodeObjects = List.of();
@@ -48,23 +43,6 @@ final class AllocatorObjects {
   static Optional<ObjectRef> serviceOf(EndpointSlice slice) {
     String name = PlanInputs.serviceName(slice);
     return name.isEmpty() ? Optional.empty() : Optional.of(new ObjectRef(slice.getMetadata().getNamespace(), name));
-  }
-
-  /**
-   * Keeps the index current: {@code before} left the cache or was replaced by {@code after} (either may be
-   * null). O(1).
-   */
-  void sliceChanged(EndpointSlice before, EndpointSlice after) {
-    if (before != null) {
-      serviceOf(before).ifPresent(ref -> slicesByService.computeIfPresent(ref, (k, keys) -> {
-        keys.remove(key(before));
-        return keys.isEmpty() ? null : keys;
-      }));
-    }
-    if (after != null) {
-      serviceOf(after).ifPresent(ref ->
-          slicesByService.computeIfAbsent(ref, k -> ConcurrentHashMap.newKeySet()).add(key(after)));
-    }
   }
 
   /** Whether an EgressService of this namespace and name is cached. O(1). */
@@ -81,13 +59,9 @@ final class AllocatorObjects {
     }
     Read before = reads.get(ref);
     Service svc = informers.services().getStore().getByKey(key(ref));
-    List<EndpointSlice> slices = new ArrayList<>();
-    for (String k : new TreeSet<>(slicesByService.getOrDefault(ref, Set.of()))) {
-      EndpointSlice s = informers.endpointSlices().getStore().getByKey(k);
-      if (s != null && serviceOf(s).filter(ref::equals).isPresent()) {
-        slices.add(s);
-      }
-    }
+    // In store-key order, as the full pass lists them: equal inputs give equal decisions.
+    List<EndpointSlice> slices = new ArrayList<>(informers.endpointSlicesOf(ref.namespace(), ref.name()));
+    slices.sort(java.util.Comparator.comparing((EndpointSlice s) -> key(s)));
     if (before != null && before.egressService() == es && before.service() == svc
         && sameObjects(before.sliceObjects(), slices)) {
       return Optional.of(before.inputs());
