@@ -1,0 +1,146 @@
+package io.egressservice.netlink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.net.DatagramPacket;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Conntrack#deleteBySource}: both ways (a filtered delete per source, and one dump with a delete per matching
+ * entry above {@link Conntrack#FILTERED_DELETES_MAX} sources) remove exactly the flows of the given sources, in both
+ * families, and leave every other flow alone. The oracle is the kernel's {@code /proc/net/nf_conntrack} of the
+ * namespace.
+ */
+class ConntrackNetnsTest {
+  private static final Pattern SRC = Pattern.compile("^\\S+\\s+\\d+\\s+\\S+\\s+\\d+\\s+\\d+\\s+(?:\\S+\\s+)?src=(\\S+)");
+  private Netns ns;
+  private NetnsThread thread;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("ct");
+    ns.exec("ip", "link", "set", "lo", "up");
+    // A table with a ct expression makes the namespace track connections (locally sent datagrams included).
+    ns.exec("nft", "add table inet ct_test; add chain inet ct_test out { type filter hook output priority 0; };"
+        + " add rule inet ct_test out ct state new counter");
+    for (int i = 1; i <= 30; i++) {
+      ns.exec("ip", "addr", "add", "10.77.0." + i + "/32", "dev", "lo");
+      ns.exec("ip", "addr", "add", "fd77::" + Integer.toHexString(i) + "/128", "dev", "lo", "nodad");
+    }
+    thread = NetnsThread.enter(Optional.of(ns.name()));
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (thread != null) {
+      thread.close();
+    }
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  @Test
+  void fewIpv4SourcesGoAsFilteredDeletesAndOnlyTheirFlowsEnd() {
+    flowsFrom(30);
+    List<IpPrefix> gone = List.of(v4(3), v4(7));
+
+    assertThat(Conntrack.deleteBySource(thread, gone)).isEmpty();
+
+    assertThat(trackedSources()).isEqualTo(allBut(gone));
+  }
+
+  /**
+   * The kernel's IPv6 source filter matches inverted (Linux 6.18): a filtered delete of one IPv6 source removed
+   * every other IPv6 flow of the node and kept that source's own.
+   */
+  @Test
+  void anIpv6SourceEndsItsOwnFlowsAndNoOther() {
+    flowsFrom(30);
+    List<IpPrefix> gone = List.of(v6(5));
+
+    assertThat(Conntrack.deleteBySource(thread, gone)).isEmpty();
+
+    assertThat(trackedSources()).isEqualTo(allBut(gone));
+  }
+
+  @Test
+  void manySourcesGoAsOneDumpAndEveryFlowOfThemEnds() {
+    flowsFrom(30);
+    flowsFrom(30); // two flows (source ports) per source: each is deleted
+    List<IpPrefix> gone = new ArrayList<>();
+    for (int i = 1; i <= 12; i++) {
+      gone.add(v4(i));
+      gone.add(v6(i + 10));
+    }
+    gone.add(IpPrefix.parseHost("10.77.9.9")); // a source without flows: nothing to delete, no error
+    assertThat(gone.size()).isGreaterThan(Conntrack.FILTERED_DELETES_MAX);
+
+    assertThat(Conntrack.deleteBySource(thread, gone)).isEmpty();
+
+    assertThat(trackedSources()).isEqualTo(allBut(gone));
+  }
+
+  /** One UDP datagram from each address 1..n of both families to the namespace's first address. */
+  private void flowsFrom(int n) {
+    thread.call(() -> {
+      for (int i = 1; i <= n; i++) {
+        send(v4(i), "10.77.0.1");
+        send(v6(i), "fd77::1");
+      }
+      return null;
+    });
+  }
+
+  private static void send(IpPrefix from, String to) throws Exception {
+    try (DatagramSocket s = new DatagramSocket(new InetSocketAddress(InetAddress.getByName(from.addressText()), 0))) {
+      byte[] b = {1};
+      s.send(new DatagramPacket(b, 1, InetAddress.getByName(to), 9));
+    }
+  }
+
+  private Set<String> trackedSources() {
+    Set<String> sources = new TreeSet<>();
+    for (String line : ns.exec("cat", "/proc/net/nf_conntrack").split("\n")) {
+      Matcher m = SRC.matcher(line);
+      if (line.contains(" udp ") && m.find()) {
+        sources.add(IpPrefix.parseHost(m.group(1)).addressText());
+      }
+    }
+    return sources;
+  }
+
+  private static Set<String> allBut(List<IpPrefix> gone) {
+    Set<String> expected = new TreeSet<>();
+    for (int i = 1; i <= 30; i++) {
+      expected.add(v4(i).addressText());
+      expected.add(v6(i).addressText());
+    }
+    gone.forEach(p -> expected.remove(p.addressText()));
+    return expected;
+  }
+
+  private static IpPrefix v4(int i) {
+    return IpPrefix.parseHost("10.77.0." + i);
+  }
+
+  private static IpPrefix v6(int i) {
+    return IpPrefix.parseHost("fd77::" + Integer.toHexString(i));
+  }
+}
