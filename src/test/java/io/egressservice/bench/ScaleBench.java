@@ -413,8 +413,8 @@ public final class ScaleBench {
 
   String oomSummary(AgentLatencyBench b) {
     String log = b.agentOutput();
-    int errors = 0;
-    for (Matcher m = Pattern.compile("OutOfMemoryError").matcher(log); m.find(); ) {
+    int errors = 0; // not the flag -XX:+ExitOnOutOfMemoryError of the "Picked up JAVA_TOOL_OPTIONS" line
+    for (Matcher m = Pattern.compile("(?<![A-Za-z])OutOfMemoryError").matcher(log); m.find(); ) {
       errors++;
     }
     Optional<Long> kills = currentCgroup.oomKills();
