@@ -379,7 +379,7 @@ public final class ScaleBench {
       if (!p.isAlive()) {
         return start(b, ready, programmed, rules, expected, "the agent exited with " + p.exitValue());
       }
-      if (now - lastGrowth > OOM_STALL.toNanos() && b.agentOutput().contains("OutOfMemoryError")) {
+      if (now - lastGrowth > OOM_STALL.toNanos() && OOM_LOGGED.matcher(b.agentOutput()).find()) {
         return start(b, ready, programmed, rules, expected, "OutOfMemoryError logged, no progress for "
             + OOM_STALL.toSeconds() + " s");
       }
@@ -411,10 +411,13 @@ public final class ScaleBench {
     }
   }
 
+  /** An OutOfMemoryError, not the flag -XX:+ExitOnOutOfMemoryError of the "Picked up JAVA_TOOL_OPTIONS" line. */
+  private static final Pattern OOM_LOGGED = Pattern.compile("(?<![A-Za-z])OutOfMemoryError");
+
   String oomSummary(AgentLatencyBench b) {
     String log = b.agentOutput();
-    int errors = 0; // not the flag -XX:+ExitOnOutOfMemoryError of the "Picked up JAVA_TOOL_OPTIONS" line
-    for (Matcher m = Pattern.compile("(?<![A-Za-z])OutOfMemoryError").matcher(log); m.find(); ) {
+    int errors = 0;
+    for (Matcher m = OOM_LOGGED.matcher(log); m.find(); ) {
       errors++;
     }
     Optional<Long> kills = currentCgroup.oomKills();
