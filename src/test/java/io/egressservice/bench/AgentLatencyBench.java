@@ -288,6 +288,40 @@ public final class AgentLatencyBench {
   }
 
   /** Our rules at the endpoint priority: one per endpoint and one per clusterIP. */
+  /** The agent runs with --rule-mode mark: one fwmark rule per network, the endpoints in the nft map mark_v4. */
+  boolean markMode;
+
+  /**
+   * The sources (endpoints and clusterIPs) the kernel steers: owned rules at the priority in source mode, elements
+   * of the mark map in mark mode.
+   */
+  int programmedSources() {
+    if (!markMode) {
+      return ownedRules();
+    }
+    try {
+      Process p = new ProcessBuilder("ip", "netns", "exec", netns, "nft", "-j", "list", "map", "inet",
+          "egress_service_agent", "mark_v4").redirectErrorStream(false).start();
+      byte[] out = p.getInputStream().readAllBytes();
+      p.waitFor();
+      if (p.exitValue() != 0) {
+        return 0;
+      }
+      for (com.fasterxml.jackson.databind.JsonNode o : new com.fasterxml.jackson.databind.ObjectMapper().readTree(out)
+          .path("nftables")) {
+        if (o.has("map")) {
+          return o.path("map").path("elem").size();
+        }
+      }
+      return 0;
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 0;
+    }
+  }
+
   int ownedRules() {
     return (int) observer.listRules(IpFamily.V4).stream()
         .filter(r -> r.protocol() == PROTOCOL && r.priority() == PRIORITY).count();
@@ -868,6 +902,9 @@ public final class AgentLatencyBench {
     // The allocator probes each host's agent on the Node's InternalIP (192.168.1.10 here, no such address on this
     // machine): after its 30 s grace it drained node-a and every rule went. The Node's Ready condition still counts.
     extraEnv.put("EGRESS_AGENT_HOST_PROBES", "false");
+    if (markMode) {
+      extraEnv.put("EGRESS_AGENT_RULE_MODE", "mark");
+    }
     for (String kv : System.getProperty("bench.agentEnv", "").split(",")) { // e.g. MALLOC_ARENA_MAX=2,X=Y
       if (kv.contains("=")) {
         extraEnv.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));

@@ -109,7 +109,7 @@ public final class NetlinkRulesBench {
   }
 
   /** {@code exclusive} false: adds without NLM_F_EXCL (the kernel skips its duplicate scan). */
-  private static double timeOurs(int n, boolean exclusive) {
+  static double timeOurs(int n, boolean exclusive) {
     String ns = newNetns();
     try (RtNetlink nl = RtNetlink.open(Optional.of(ns))) {
       List<RuleChange> changes = new ArrayList<>(n);
