@@ -17,6 +17,7 @@ import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
+import io.egressservice.plan.ServiceParts;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.SteeredEndpoint;
 import io.egressservice.plan.SteeringPlan;
@@ -42,42 +43,20 @@ final class ServiceSlices {
    */
   record Slice(DesiredState state, List<RuleSpec> nodeRules) {}
 
-  /** One pass over each list of {@code d}, keeping what {@code services} own and the rules of no service. */
+  /**
+   * What {@code services} own in each list of {@code d}, and the rules of no service: on an incremental plan's lists
+   * O(those services' items), see {@link ServiceParts}.
+   */
   static Slice restrict(DesiredState d, Set<ObjectRef> services) {
-    List<RuleSpec> rules = new ArrayList<>();
-    List<RuleSpec> nodeRules = new ArrayList<>();
-    for (RuleSpec r : d.rules()) {
-      if (r.service().isEmpty()) {
-        nodeRules.add(r);
-        rules.add(r);
-      } else if (services.contains(r.service().get())) {
-        rules.add(r);
-      }
-    }
-    List<SnatEntry> snat = new ArrayList<>();
-    for (SnatEntry e : d.snat()) {
-      if (services.contains(e.service())) {
-        snat.add(e);
-      }
-    }
-    List<MarkEntry> marks = new ArrayList<>();
-    for (MarkEntry m : d.marks()) {
-      if (services.contains(m.service())) {
-        marks.add(m);
-      }
-    }
-    List<SteeredEndpoint> steered = new ArrayList<>();
-    for (SteeredEndpoint e : d.steering().endpoints()) {
-      if (services.contains(e.service())) {
-        steered.add(e);
-      }
-    }
-    List<HeldEndpoint> held = new ArrayList<>();
-    for (HeldEndpoint h : d.held()) {
-      if (services.contains(h.service())) {
-        held.add(h);
-      }
-    }
+    ServiceParts.Split<RuleSpec> ruleSplit = ServiceParts.split(d.rules(), services, RuleSpec::service);
+    List<RuleSpec> nodeRules = ruleSplit.ofNoService();
+    List<RuleSpec> rules = new ArrayList<>(ruleSplit.ofServices());
+    rules.addAll(nodeRules);
+    List<SnatEntry> snat = ServiceParts.split(d.snat(), services, e -> Optional.of(e.service())).ofServices();
+    List<MarkEntry> marks = ServiceParts.split(d.marks(), services, m -> Optional.of(m.service())).ofServices();
+    List<SteeredEndpoint> steered = ServiceParts.split(d.steering().endpoints(), services,
+        e -> Optional.of(e.service())).ofServices();
+    List<HeldEndpoint> held = ServiceParts.split(d.held(), services, h -> Optional.of(h.service())).ofServices();
     SteeringPlan steering = new SteeringPlan(steered, d.steering().routes(), d.steering().receives(),
         d.steering().port());
     DesiredState slice = new DesiredState(d.node(), d.priority(), d.ruleProtocol(), rules, snat, d.inCluster(),

@@ -3,8 +3,10 @@ package io.egressservice.plan;
 import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.function.Function;
 
@@ -55,6 +57,12 @@ final class PlanSlots {
   private Chunk[] chunks = new Chunk[0];
   /** Whether {@link #chunks} has been handed to a snapshot (then it is copied before a change). */
   private boolean shared;
+  /**
+   * The slot of each service's part. Copied before a change once handed to a snapshot, as {@link #chunks}: it
+   * changes only when a service comes or goes, so an endpoint change copies nothing.
+   */
+  private Map<ObjectRef, Integer> index = new HashMap<>();
+  private boolean indexShared;
   private final List<Integer> free = new ArrayList<>();
   private int used;
 
@@ -76,6 +84,21 @@ final class PlanSlots {
       chunks = chunks.clone();
       shared = false;
     }
+    ServicePlan old = chunks[slot / CHUNK].plans()[slot % CHUNK];
+    ObjectRef was = old == null ? null : old.service();
+    ObjectRef now = plan == null ? null : plan.service();
+    if (!java.util.Objects.equals(was, now)) {
+      if (indexShared) {
+        index = new HashMap<>(index);
+        indexShared = false;
+      }
+      if (was != null) {
+        index.remove(was);
+      }
+      if (now != null) {
+        index.put(now, slot);
+      }
+    }
     ServicePlan[] plans = chunks[slot / CHUNK].plans().clone();
     plans[slot % CHUNK] = plan;
     chunks[slot / CHUNK] = Chunk.of(plans);
@@ -96,13 +119,19 @@ final class PlanSlots {
       chunks[c] = Chunk.of(part);
     }
     shared = false;
+    index = new HashMap<>();
+    for (int i = 0; i < plans.size(); i++) {
+      index.put(plans.get(i).service(), i);
+    }
+    indexShared = false;
     free.clear();
     used = plans.size();
   }
 
   <T> List<T> list(Kind kind, List<T> tail) {
     shared = true;
-    return new PlanList<>(chunks, kind, List.copyOf(tail));
+    indexShared = true;
+    return new PlanList<>(chunks, index, kind, List.copyOf(tail));
   }
 
   /** An immutable list; a {@link PlanList} is kept as it is (it is one already), anything else is copied. */
@@ -113,12 +142,14 @@ final class PlanSlots {
   /** One kind of every part of a snapshot, then {@code tail}: immutable, in slot order. */
   static final class PlanList<T> extends AbstractList<T> {
     private final Chunk[] chunks;
+    private final Map<ObjectRef, Integer> index;
     private final Kind kind;
     private final List<T> tail;
     private final int size;
 
-    private PlanList(Chunk[] chunks, Kind kind, List<T> tail) {
+    private PlanList(Chunk[] chunks, Map<ObjectRef, Integer> index, Kind kind, List<T> tail) {
       this.chunks = chunks;
+      this.index = index;
       this.kind = kind;
       this.tail = tail;
       int n = tail.size();
@@ -131,6 +162,27 @@ final class PlanSlots {
     @Override
     public int size() {
       return size;
+    }
+
+    /** The parts of {@code services} (those with one), in the order given: O(their elements), not O(size). */
+    @SuppressWarnings("unchecked")
+    List<T> partsOf(Iterable<ObjectRef> services) {
+      List<T> out = new ArrayList<>();
+      for (ObjectRef ref : services) {
+        Integer slot = index.get(ref);
+        if (slot != null) {
+          ServicePlan p = chunks[slot / CHUNK].plans()[slot % CHUNK];
+          if (p != null) {
+            out.addAll((List<T>) kind.of.apply(p));
+          }
+        }
+      }
+      return out;
+    }
+
+    /** What follows the services' parts (the node-wide items). */
+    List<T> tail() {
+      return tail;
     }
 
     @Override

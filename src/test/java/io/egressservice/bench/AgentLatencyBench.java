@@ -1004,6 +1004,23 @@ public final class AgentLatencyBench {
   }
 
   /** The sum over all label values of one sample name on the real process's /metrics. */
+  /** The sum of the agent's /metrics samples whose line starts with {@code prefix}; 0 when there is none. */
+  double processMetricLines(String prefix) {
+    try {
+      var http = java.net.http.HttpClient.newHttpClient();
+      String body = http.send(java.net.http.HttpRequest.newBuilder(
+              java.net.URI.create("http://127.0.0.1:" + agentMetricsPort + "/metrics")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+      return body.lines().filter(l -> l.startsWith(prefix))
+          .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    } catch (IOException e) {
+      throw new IllegalStateException("the agent's /metrics: " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   double processMetric(String name) {
     try {
       var http = java.net.http.HttpClient.newHttpClient();

@@ -127,6 +127,19 @@ public final class ScaleBench {
 
   // ------------------------------------------------------------------------------------ scenarios
 
+  private static final String RESYNCS = "egress_service_agent_reconcile_duration_seconds_count{trigger=\"resync\"";
+
+  /** Waits (bounded) for the agent's next periodic resync to end; returns the resync count 2 s after it. */
+  static double awaitResync(AgentLatencyBench b, Duration limit) throws InterruptedException {
+    double before = b.processMetricLines(RESYNCS);
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (b.processMetricLines(RESYNCS) == before && System.nanoTime() < deadline) {
+      Thread.sleep(200);
+    }
+    Thread.sleep(2000);
+    return b.processMetricLines(RESYNCS);
+  }
+
   record ChangeCost(double cpuMs, double netCpuMs, double bytes, long idleRssKib, String idleMachine) {}
 
   /** CPU and bytes per isolated endpoint change at {@code services} x 5 endpoints; null when not converged. */
@@ -156,8 +169,11 @@ public final class ScaleBench {
       List<int[]> slots = slots(services, 5);
       int[] cursor = {0};
       isolatedChanges(b, WARMUP, slots, cursor);
+      // Both windows fall between two periodic resyncs (--resync 60s: a full reconcile, O(services), the safety net
+      // whatever changes): they start 2 s after one.
+      double resyncs0 = awaitResync(b, Duration.ofSeconds(75));
       // The background right before the changes, as long as they take: what the process spends whatever changes
-      // (the rate-limited Events of its start, 10 a second, which last 500 s at 5,000 services; the resync).
+      // (the rate-limited Events of its start, 10 a second, which last 500 s at 5,000 services).
       double events0 = b.processMetric("egress_service_agent_events_written_total");
       long baseline = AgentLatencyBench.cpuTicks(stat);
       long idleStart = System.nanoTime();
@@ -177,14 +193,15 @@ public final class ScaleBench {
       Map<String, long[]> threads1 = AgentLatencyBench.threadTicks(stat.getParent());
       double bytes = b.processMetric("jvm_allocated_bytes_total") - bytes0;
       long reconciles = b.processReconciles() - reconciles0;
+      double resyncsDuring = b.processMetricLines(RESYNCS) - resyncs0;
       String machine = m.since();
       double cpuMs = ticks * 10.0 / CHANGES;
       double backgroundMsPerS = idleTicks * 10.0 / idleS;
       double netCpuMs = Math.max(0, (ticks * 10.0 - backgroundMsPerS * wallS) / CHANGES);
       double bytesPer = bytes / CHANGES;
-      System.out.printf(Locale.ROOT, "  %d changes in %.1f s, %d timeouts (> %d s), %d reconciles; latency p50 %.0f ms,"
-              + " max %.0f ms%n", CHANGES, wallS, done.timeouts(), CHANGE_TIMEOUT.toSeconds(), reconciles,
-          done.percentile(0.5), done.percentile(1.0));
+      System.out.printf(Locale.ROOT, "  %d changes in %.1f s, %d timeouts (> %d s), %d reconciles (%.0f of them resyncs);"
+              + " latency p50 %.0f ms, max %.0f ms%n", CHANGES, wallS, done.timeouts(), CHANGE_TIMEOUT.toSeconds(),
+          reconciles, resyncsDuring, done.percentile(0.5), done.percentile(1.0));
       System.out.printf(Locale.ROOT, "  agent CPU per change: %.1f ms (%.2f s for %d); heap allocated per change: %.2f"
               + " MiB; background %.1f ms/s (%d ticks in the %.0f s before, %.0f Events written meanwhile), i.e."
               + " %.1f ms of each change's figure; net of it: %.1f ms per change%n",

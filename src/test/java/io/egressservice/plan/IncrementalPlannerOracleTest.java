@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
@@ -79,6 +80,7 @@ class IncrementalPlannerOracleTest {
       DesiredState oracle = Planner.plan(planner.inputs(node));
       assertSame(oracle, delta.desired(), "step " + step + " (" + what + "), full=" + delta.full());
       assertEquals(PlanTotals.of(oracle), delta.totals(), "totals at step " + step + " (" + what + ")");
+      assertPartsOfSomeServices(oracle, delta.desired(), random, "step " + step + " (" + what + ")");
       if (!delta.full()) {
         incremental++;
         assertTrue(delta.servicesPlanned() <= NAMES.size() * NAMESPACES.size());
@@ -196,6 +198,35 @@ class IncrementalPlannerOracleTest {
   }
 
   /** Equal but for the order of the lists (an incremental plan's are in no particular order). */
+  /**
+   * {@link ServiceParts#split} of the incremental plan's views (which read only the given services' parts and the
+   * tail) holds what filtering the oracle's plain lists holds, for a random set of services.
+   */
+  private static void assertPartsOfSomeServices(DesiredState want, DesiredState got, Random random, String when) {
+    Set<ObjectRef> some = new HashSet<>();
+    for (String ns : NAMESPACES) {
+      for (String n : NAMES) {
+        if (random.nextBoolean()) {
+          some.add(new ObjectRef(ns, n));
+        }
+      }
+    }
+    ServiceParts.Split<RuleSpec> w = ServiceParts.split(want.rules(), some, RuleSpec::service);
+    ServiceParts.Split<RuleSpec> g = ServiceParts.split(got.rules(), some, RuleSpec::service);
+    assertEquals(sorted(w.ofServices()), sorted(g.ofServices()), when + ": rules of " + some);
+    assertEquals(sorted(w.ofNoService()), sorted(g.ofNoService()), when + ": rules of no service");
+    assertEquals(sorted(ServiceParts.split(want.snat(), some, e -> Optional.of(e.service())).ofServices()),
+        sorted(ServiceParts.split(got.snat(), some, e -> Optional.of(e.service())).ofServices()), when + ": snat");
+    assertEquals(sorted(ServiceParts.split(want.marks(), some, e -> Optional.of(e.service())).ofServices()),
+        sorted(ServiceParts.split(got.marks(), some, e -> Optional.of(e.service())).ofServices()), when + ": marks");
+    assertEquals(sorted(ServiceParts.split(want.held(), some, e -> Optional.of(e.service())).ofServices()),
+        sorted(ServiceParts.split(got.held(), some, e -> Optional.of(e.service())).ofServices()), when + ": held");
+    assertEquals(sorted(ServiceParts.split(want.steering().endpoints(), some, e -> Optional.of(e.service()))
+            .ofServices()),
+        sorted(ServiceParts.split(got.steering().endpoints(), some, e -> Optional.of(e.service())).ofServices()),
+        when + ": steered");
+  }
+
   private static void assertSame(DesiredState want, DesiredState got, String when) {
     assertEquals(want.node(), got.node(), when);
     assertEquals(want.priority(), got.priority(), when);
