@@ -213,7 +213,7 @@ public final class NoHostNftables {
 
   private Map<String, Long> current() {
     Map<String, Long> out = new HashMap<>();
-    JsonNode listing = nft.listTableIfPresent("inet", TABLE).orElse(null);
+    JsonNode listing = nft.listCountersIfPresent("inet", TABLE).orElse(null);
     if (listing == null) {
       return out;
     }
