@@ -61,7 +61,8 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
 # agent runs as root (uid 0) with only CAP_NET_ADMIN, both set by the DaemonSet (deploy/daemonset.yaml).
 # JNA needs a writable jna.tmpdir; the DaemonSet mounts an emptyDir at /tmp and sets
 # JAVA_TOOL_OPTIONS="-XX:+ExitOnOutOfMemoryError -XX:MaxRAMPercentage=70 -Xms16m -Xmn12m -XX:MinHeapFreeRatio=25
-#   -XX:MaxHeapFreeRatio=40 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=32m
+#   -XX:MaxHeapFreeRatio=40 -XX:-ShrinkHeapInSteps -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+#   -XX:ReservedCodeCacheSize=32m
 #   -XX:TrimNativeHeapInterval=10000 -Xss512k -Dsun.reflect.inflationThreshold=2147483647 -Djna.tmpdir=/tmp"
 # and MALLOC_ARENA_MAX=2 (bench/README.md, "Memory"): the heap ceiling is 70 % of the container's memory limit.
 # TrimNativeHeapInterval needs a JDK 17.0.9 or later.

@@ -135,6 +135,7 @@ public final class RunCommand implements Callable<Integer> {
       }
     }
     Optional<HealthServer> inNetns = nodeHealth;
+    agent.afterFirstReconcile(new io.egressservice.lifecycle.HeapCompaction());
     agent.start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {

@@ -116,6 +116,7 @@ public final class NodeAgent implements AutoCloseable {
   private volatile boolean running;
   private volatile boolean synced;
   private volatile boolean firstReconcileDone;
+  private volatile Runnable afterFirstReconcile = () -> { };
   private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
   private OptionalLong lastNftGeneration = OptionalLong.empty();
@@ -419,6 +420,14 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs {@code action} once, on the reconcile thread, right after the first reconcile that applied everything
+   * (the process uses it to give back the heap its start needed; see {@code lifecycle.HeapCompaction}).
+   */
+  public void afterFirstReconcile(Runnable action) {
+    afterFirstReconcile = java.util.Objects.requireNonNull(action);
+  }
+
   private void awaitSync() throws InterruptedException {
     long lastLog = 0;
     while (running) {
@@ -530,7 +539,11 @@ public final class NodeAgent implements AutoCloseable {
           delta.full(), delta.servicesPlanned()));
       reconciles.incrementAndGet();
       log(trigger, seconds, report);
+      boolean first = !firstReconcileDone && succeeded;
       firstReconcileDone = firstReconcileDone || succeeded;
+      if (first) {
+        afterFirstReconcile.run();
+      }
       return succeeded;
     } catch (RuntimeException e) {
       applied = null;

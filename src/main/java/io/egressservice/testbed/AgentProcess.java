@@ -29,7 +29,7 @@ public final class AgentProcess {
    * (a JDK before 17.0.9 refuses it). No memory limit applies here: the heap ceiling is 70 % of the host's.
    */
   public static final String DAEMONSET_JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError -XX:MaxRAMPercentage=70 -Xms16m "
-      + "-Xmn12m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+      + "-Xmn12m -XX:MinHeapFreeRatio=25 -XX:MaxHeapFreeRatio=40 -XX:-ShrinkHeapInSteps -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
       + "-XX:ReservedCodeCacheSize=32m -Xss512k -Dsun.reflect.inflationThreshold=2147483647";
   public static final String LEASE_NAMESPACE = "egress-service-agent";
   private static final Duration READY_LIMIT = Duration.ofSeconds(60);

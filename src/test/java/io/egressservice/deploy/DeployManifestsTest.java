@@ -177,7 +177,7 @@ class DeployManifestsTest {
       String options = c.getEnv().stream().filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS")).findFirst()
           .orElseThrow().getValue();
       assertThat(options).as(c.getName()).contains("-XX:+ExitOnOutOfMemoryError").doesNotContain("-Xmx")
-          .contains("-Xms16m", "-Xmn12m", "-XX:MinHeapFreeRatio=25", "-XX:MaxHeapFreeRatio=40");
+          .contains("-Xms16m", "-Xmn12m", "-XX:MinHeapFreeRatio=25", "-XX:MaxHeapFreeRatio=40", "-XX:-ShrinkHeapInSteps");
       java.util.regex.Matcher percent = java.util.regex.Pattern.compile("-XX:MaxRAMPercentage=(\\d+)").matcher(options);
       assertThat(percent.find()).as(c.getName() + ": " + options).isTrue();
       long limit = io.fabric8.kubernetes.api.model.Quantity.getAmountInBytes(c.getResources().getLimits().get("memory"))
