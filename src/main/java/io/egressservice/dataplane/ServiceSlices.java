@@ -52,11 +52,10 @@ final class ServiceSlices {
     List<RuleSpec> nodeRules = ruleSplit.ofNoService();
     List<RuleSpec> rules = new ArrayList<>(ruleSplit.ofServices());
     rules.addAll(nodeRules);
-    List<SnatEntry> snat = ServiceParts.split(d.snat(), services, e -> Optional.of(e.service())).ofServices();
-    List<MarkEntry> marks = ServiceParts.split(d.marks(), services, m -> Optional.of(m.service())).ofServices();
-    List<SteeredEndpoint> steered = ServiceParts.split(d.steering().endpoints(), services,
-        e -> Optional.of(e.service())).ofServices();
-    List<HeldEndpoint> held = ServiceParts.split(d.held(), services, h -> Optional.of(h.service())).ofServices();
+    List<SnatEntry> snat = ServiceParts.of(d.snat(), services, SnatEntry::service);
+    List<MarkEntry> marks = ServiceParts.of(d.marks(), services, MarkEntry::service);
+    List<SteeredEndpoint> steered = ServiceParts.of(d.steering().endpoints(), services, SteeredEndpoint::service);
+    List<HeldEndpoint> held = ServiceParts.of(d.held(), services, HeldEndpoint::service);
     SteeringPlan steering = new SteeringPlan(steered, d.steering().routes(), d.steering().receives(),
         d.steering().port());
     DesiredState slice = new DesiredState(d.node(), d.priority(), d.ruleProtocol(), rules, snat, d.inCluster(),

@@ -21,15 +21,8 @@ public final class Conntrack {
   private static final int MSG_NEW = 1 << 8; // NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_NEW (a dumped entry)
   private static final int MSG_GET = (1 << 8) | 1; // IPCTNL_MSG_CT_GET
   private static final int MSG_DELETE = (1 << 8) | 2; // NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_DELETE
-  private static final int NLM_F_DUMP = 0x300;
-  private static final int NLMSG_DONE = 3;
-  private static final int NLA_TYPE_MASK = 0x3fff;
   private static final int CTA_ZONE = 18;
   private static final int DUMP_BUFFER = 1 << 17;
-  private static final int NLM_F_REQUEST = 1;
-  private static final int NLM_F_ACK = 4;
-  private static final int NLMSG_ERROR = 2;
-  private static final int NLA_F_NESTED = 0x8000;
   private static final int CTA_TUPLE_ORIG = 1;
   private static final int CTA_TUPLE_IP = 1;
   private static final int CTA_IP_V4_SRC = 1;
@@ -92,7 +85,7 @@ public final class Conntrack {
     int n = s.receive(buf);
     if (n < 0) {
       errors.add(what + ": no answer within 2 s");
-    } else if (n >= 20 && buf.getShort(4) == NLMSG_ERROR) {
+    } else if (n >= 20 && buf.getShort(4) == NetlinkConstants.NLMSG_ERROR) {
       int err = -buf.getInt(16);
       if (err != 0 && err != ENOENT) {
         errors.add(what + ": errno " + err);
@@ -110,12 +103,7 @@ public final class Conntrack {
     buf.put((byte) 0); // AF_UNSPEC: every family
     buf.put((byte) 0);
     buf.putShort((short) 0);
-    int len = buf.position();
-    buf.putInt(0, len);
-    buf.putShort(4, (short) MSG_GET);
-    buf.putShort(6, (short) (NLM_F_REQUEST | NLM_F_DUMP));
-    buf.putInt(8, 1);
-    buf.putInt(12, 0);
+    int len = header(buf, MSG_GET, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_DUMP, 1);
     s.send(buf, len);
     List<Matched> matched = new ArrayList<>();
     boolean done = false;
@@ -132,11 +120,11 @@ public final class Conntrack {
           throw new IllegalArgumentException("malformed conntrack dump message at offset " + off);
         }
         int type = Short.toUnsignedInt(buf.getShort(off + 4));
-        if (type == NLMSG_DONE) {
+        if (type == NetlinkConstants.NLMSG_DONE) {
           done = true;
           break;
         }
-        if (type == NLMSG_ERROR) {
+        if (type == NetlinkConstants.NLMSG_ERROR) {
           int err = -buf.getInt(off + 16);
           if (err != 0) {
             errors.add("conntrack dump: errno " + err);
@@ -148,7 +136,7 @@ public final class Conntrack {
             matched.add(m);
           }
         }
-        off += (mlen + 3) & ~3;
+        off += NetlinkMessageWriter.align(mlen);
       }
     }
     ByteBuffer out = ByteBuffer.allocateDirect(8192).order(ByteOrder.nativeOrder());
@@ -159,96 +147,47 @@ public final class Conntrack {
       out.put(m.family());
       out.put((byte) 0); // NFNETLINK_V0
       out.putShort((short) 0);
-      out.put(m.attributes());
-      int l = out.position();
-      out.putInt(0, l);
-      out.putShort(4, (short) MSG_DELETE);
-      out.putShort(6, (short) (NLM_F_REQUEST | NLM_F_ACK));
-      out.putInt(8, seq++);
-      out.putInt(12, 0);
-      s.send(out, l);
+      attr(out, CTA_TUPLE_ORIG | NetlinkConstants.NLA_F_NESTED, m.tuple());
+      if (m.zone().isPresent()) {
+        attr(out, CTA_ZONE, m.zone().get());
+      }
+      s.send(out, header(out, MSG_DELETE, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_ACK, seq++));
       ackInto(s, out, "conntrack delete of a flow from " + m.source().addressText(), errors);
     }
   }
 
-  /** An entry to delete: its family, its original tuple and zone attributes as the kernel dumped them. */
-  private record Matched(byte family, byte[] attributes, IpPrefix source) {}
+  /** An entry to delete: its family, the payloads of its original tuple and zone as the kernel dumped them. */
+  private record Matched(byte family, byte[] tuple, java.util.Optional<byte[]> zone, IpPrefix source) {}
 
-  /** The entry at {@code off} when its original source is one of {@code sources}; null otherwise. */
+  /** The entry at {@code off} when its original source is one of {@code sources}; null otherwise (or malformed). */
   private static Matched match(ByteBuffer b, int off, int mlen, Set<IpPrefix> sources) {
-    byte family = b.get(off + 16);
-    int end = off + mlen;
-    int tupleStart = -1;
-    int tupleLen = 0;
-    int zoneStart = -1;
-    int zoneLen = 0;
-    for (int a = off + 20; a + 4 <= end; ) {
-      int alen = Short.toUnsignedInt(b.getShort(a));
-      if (alen < 4 || a + alen > end) {
-        break;
-      }
-      int atype = b.getShort(a + 2) & NLA_TYPE_MASK;
-      if (atype == CTA_TUPLE_ORIG) {
-        tupleStart = a;
-        tupleLen = alen;
-      } else if (atype == CTA_ZONE) {
-        zoneStart = a;
-        zoneLen = alen;
-      }
-      a += (alen + 3) & ~3;
-    }
-    if (tupleStart < 0) {
-      return null;
-    }
-    IpPrefix source = tupleSource(b, tupleStart + 4, tupleStart + tupleLen);
-    if (source == null || !sources.contains(source)) {
-      return null;
-    }
-    byte[] attrs = new byte[align(tupleLen) + (zoneStart < 0 ? 0 : align(zoneLen))];
-    copy(b, tupleStart, tupleLen, attrs, 0);
-    if (zoneStart >= 0) {
-      copy(b, zoneStart, zoneLen, attrs, align(tupleLen));
-    }
-    return new Matched(family, attrs, source);
-  }
-
-  private static IpPrefix tupleSource(ByteBuffer b, int from, int end) {
-    for (int a = from; a + 4 <= end; ) {
-      int alen = Short.toUnsignedInt(b.getShort(a));
-      if (alen < 4 || a + alen > end) {
+    try {
+      NetlinkAttributes attrs = NetlinkAttributes.parse(b, off + 20, off + mlen);
+      java.util.Optional<NetlinkAttributes> ip = attrs.nested(CTA_TUPLE_ORIG).flatMap(t -> t.nested(CTA_TUPLE_IP));
+      java.util.Optional<byte[]> address = ip.flatMap(a -> a.bytes(CTA_IP_V4_SRC).filter(v -> v.length == 4)
+          .or(() -> a.bytes(CTA_IP_V6_SRC).filter(v -> v.length == 16)));
+      if (address.isEmpty()) {
         return null;
       }
-      if ((b.getShort(a + 2) & NLA_TYPE_MASK) == CTA_TUPLE_IP) {
-        for (int i = a + 4; i + 4 <= a + alen; ) {
-          int ilen = Short.toUnsignedInt(b.getShort(i));
-          if (ilen < 4 || i + ilen > a + alen) {
-            return null;
-          }
-          int itype = b.getShort(i + 2) & NLA_TYPE_MASK;
-          if ((itype == CTA_IP_V4_SRC && ilen == 8) || (itype == CTA_IP_V6_SRC && ilen == 20)) {
-            byte[] addr = new byte[ilen - 4];
-            for (int k = 0; k < addr.length; k++) {
-              addr[k] = b.get(i + 4 + k);
-            }
-            return IpPrefix.host(addr);
-          }
-          i += (ilen + 3) & ~3;
-        }
+      IpPrefix source = IpPrefix.host(address.get());
+      if (!sources.contains(source)) {
         return null;
       }
-      a += (alen + 3) & ~3;
+      return new Matched(b.get(off + 16), attrs.bytes(CTA_TUPLE_ORIG).orElseThrow(), attrs.bytes(CTA_ZONE), source);
+    } catch (IllegalArgumentException e) {
+      return null;
     }
-    return null;
   }
 
-  private static int align(int len) {
-    return (len + 3) & ~3;
-  }
-
-  private static void copy(ByteBuffer b, int from, int len, byte[] to, int at) {
-    for (int k = 0; k < len; k++) {
-      to[at + k] = b.get(from + k);
-    }
+  /** Writes the netlink header of the message that ends at {@code b}'s position; returns its length. */
+  private static int header(ByteBuffer b, int type, int flags, int seq) {
+    int len = b.position();
+    b.putInt(0, len);
+    b.putShort(4, (short) type);
+    b.putShort(6, (short) flags);
+    b.putInt(8, seq);
+    b.putInt(12, 0);
+    return len;
   }
 
   private static int request(ByteBuffer b, int seq, IpPrefix src) {
@@ -258,21 +197,15 @@ public final class Conntrack {
     b.put((byte) (v4 ? 2 : 10)); // nfgen_family
     b.put((byte) 1); // version: the family is meant
     b.putShort((short) 0); // res_id
-    int orig = begin(b, CTA_TUPLE_ORIG | NLA_F_NESTED);
-    int ip = begin(b, CTA_TUPLE_IP | NLA_F_NESTED);
+    int orig = begin(b, CTA_TUPLE_ORIG | NetlinkConstants.NLA_F_NESTED);
+    int ip = begin(b, CTA_TUPLE_IP | NetlinkConstants.NLA_F_NESTED);
     attr(b, v4 ? CTA_IP_V4_SRC : CTA_IP_V6_SRC, addr);
     end(b, ip);
     end(b, orig);
-    int filter = begin(b, CTA_FILTER | NLA_F_NESTED);
+    int filter = begin(b, CTA_FILTER | NetlinkConstants.NLA_F_NESTED);
     attr(b, CTA_FILTER_ORIG_FLAGS, intBytes(CTA_FILTER_FLAG_IP_SRC));
     end(b, filter);
-    int len = b.position();
-    b.putInt(0, len);
-    b.putShort(4, (short) MSG_DELETE);
-    b.putShort(6, (short) (NLM_F_REQUEST | NLM_F_ACK));
-    b.putInt(8, seq);
-    b.putInt(12, 0);
-    return len;
+    return header(b, MSG_DELETE, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_ACK, seq);
   }
 
   private static byte[] intBytes(int v) {

@@ -134,14 +134,7 @@ public final class NftClient implements AutoCloseable {
 
   /** Like {@link #listTable} but empty when the table does not exist. */
   public Optional<JsonNode> listTableIfPresent(String family, String name) {
-    try {
-      return Optional.of(listTable(family, name));
-    } catch (NftException e) {
-      if (e.isNotFound()) {
-        return Optional.empty();
-      }
-      throw e;
-    }
+    return unlessNotFound(() -> listTable(family, name));
   }
 
   /**
@@ -153,8 +146,13 @@ public final class NftClient implements AutoCloseable {
     ObjectNode doc = JSON.createObjectNode();
     doc.putArray("nftables").addObject().putObject("list").putObject("counters").put("family", family)
         .put("table", table);
+    return unlessNotFound(() -> run(doc));
+  }
+
+  /** {@code listing}'s result, or empty when nft answers that the table does not exist. */
+  private static Optional<JsonNode> unlessNotFound(java.util.function.Supplier<JsonNode> listing) {
     try {
-      return Optional.of(run(doc));
+      return Optional.of(listing.get());
     } catch (NftException e) {
       if (e.isNotFound()) {
         return Optional.empty();

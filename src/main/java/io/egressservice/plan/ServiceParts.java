@@ -38,6 +38,11 @@ public final class ServiceParts {
     return new Split<>(of, none);
   }
 
+  /** {@link #split}'s items of {@code services}, for lists whose every item belongs to a service. */
+  public static <T> List<T> of(List<T> list, Set<ObjectRef> services, Function<T, ObjectRef> serviceOf) {
+    return split(list, services, t -> Optional.of(serviceOf.apply(t))).ofServices();
+  }
+
   private static <T> void keep(List<T> items, Set<ObjectRef> services, Function<T, Optional<ObjectRef>> serviceOf,
       List<T> of, List<T> none) {
     for (T item : items) {

@@ -215,16 +215,14 @@ class IncrementalPlannerOracleTest {
     ServiceParts.Split<RuleSpec> g = ServiceParts.split(got.rules(), some, RuleSpec::service);
     assertEquals(sorted(w.ofServices()), sorted(g.ofServices()), when + ": rules of " + some);
     assertEquals(sorted(w.ofNoService()), sorted(g.ofNoService()), when + ": rules of no service");
-    assertEquals(sorted(ServiceParts.split(want.snat(), some, e -> Optional.of(e.service())).ofServices()),
-        sorted(ServiceParts.split(got.snat(), some, e -> Optional.of(e.service())).ofServices()), when + ": snat");
-    assertEquals(sorted(ServiceParts.split(want.marks(), some, e -> Optional.of(e.service())).ofServices()),
-        sorted(ServiceParts.split(got.marks(), some, e -> Optional.of(e.service())).ofServices()), when + ": marks");
-    assertEquals(sorted(ServiceParts.split(want.held(), some, e -> Optional.of(e.service())).ofServices()),
-        sorted(ServiceParts.split(got.held(), some, e -> Optional.of(e.service())).ofServices()), when + ": held");
-    assertEquals(sorted(ServiceParts.split(want.steering().endpoints(), some, e -> Optional.of(e.service()))
-            .ofServices()),
-        sorted(ServiceParts.split(got.steering().endpoints(), some, e -> Optional.of(e.service())).ofServices()),
-        when + ": steered");
+    assertEquals(sorted(ServiceParts.of(want.snat(), some, SnatEntry::service)),
+        sorted(ServiceParts.of(got.snat(), some, SnatEntry::service)), when + ": snat");
+    assertEquals(sorted(ServiceParts.of(want.marks(), some, MarkEntry::service)),
+        sorted(ServiceParts.of(got.marks(), some, MarkEntry::service)), when + ": marks");
+    assertEquals(sorted(ServiceParts.of(want.held(), some, HeldEndpoint::service)),
+        sorted(ServiceParts.of(got.held(), some, HeldEndpoint::service)), when + ": held");
+    assertEquals(sorted(ServiceParts.of(want.steering().endpoints(), some, SteeredEndpoint::service)),
+        sorted(ServiceParts.of(got.steering().endpoints(), some, SteeredEndpoint::service)), when + ": steered");
   }
 
   private static void assertSame(DesiredState want, DesiredState got, String when) {
