@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.health.ProbeIdentity;
 import io.egressservice.netlink.NetnsThread;
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,6 +16,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -28,12 +30,13 @@ import org.slf4j.LoggerFactory;
  * interval} with a {@code timeout} for connect and answer together; probes of one node may overlap (a silent node
  * is noticed after {@code failures} intervals plus one timeout, not after {@code failures} timeouts). Results go
  * to a listener with their per-node sequence number. Read-only towards the API server: it opens TCP connections to
- * the nodes only.
+ * the nodes only. What each outcome means: {@link #probeOnce}.
  *
  * <p>With a probe namespace (tests: the namespace cluster's node network) the sockets are created inside it.
  */
 public final class AgentProber implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(AgentProber.class);
+  private static final Duration STRANGER_WARNING_EVERY = Duration.ofMinutes(1);
 
   /** Receives every result. */
   public interface Listener {
@@ -46,6 +49,7 @@ public final class AgentProber implements AutoCloseable {
   private final Listener listener;
   private final ScheduledExecutorService pool;
   private final Map<String, Target> targets = new HashMap<>();
+  private final Map<String, Long> strangerWarnings = new ConcurrentHashMap<>();
 
   private final class Target {
     final InetSocketAddress address;
@@ -88,7 +92,7 @@ public final class AgentProber implements AutoCloseable {
 
   private void probe(String node, Target target) {
     long seq = target.seq.getAndIncrement();
-    ProbeResult r = probeOnce(target.address);
+    ProbeResult r = probeOnce(node, target.address);
     synchronized (this) {
       if (targets.get(node) != target) {
         return;
@@ -97,43 +101,99 @@ public final class AgentProber implements AutoCloseable {
     listener.result(node, seq, r);
   }
 
-  /** One probe: connect, {@code GET /healthz}, the status line, all within the timeout. */
-  ProbeResult probeOnce(InetSocketAddress address) {
+  /**
+   * One probe: connect, {@code GET /healthz}, the answer's head, all within the timeout.
+   *
+   * <ul>
+   *   <li>No handshake (the SYN times out, no route): {@link ProbeResult#NO_ANSWER}, the node is off or cut off.</li>
+   *   <li>Refused, or a completed handshake and then no complete answer head in time (a reset, a close, silence):
+   *       {@link ProbeResult#AGENT_DOWN}. The node's kernel completed the handshake, so the node is up; a stopped
+   *       or starved agent's listening socket still does (the kernel queues the connection for it), and its kernel
+   *       state goes on forwarding meanwhile.</li>
+   *   <li>An answer that does not name {@code node} ({@link ProbeIdentity#NODE_HEADER}): another process holds the
+   *       port, or the address is another node's. It says nothing about this node's agent:
+   *       {@link ProbeResult#NO_ANSWER}.</li>
+   *   <li>An answer naming {@code node}: {@link ProbeResult#HEALTHY} on 200, else {@link ProbeResult#AGENT_DOWN}.</li>
+   * </ul>
+   */
+  ProbeResult probeOnce(String node, InetSocketAddress address) {
     long deadline = System.nanoTime() + timeout.toNanos();
     try (Socket s = socket()) {
-      s.connect(address, (int) Math.max(1, timeout.toMillis()));
-      int left = (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-      s.setSoTimeout(left);
-      OutputStream out = s.getOutputStream();
-      String host = address.getAddress().getHostAddress();
-      out.write(("GET /healthz HTTP/1.0\r\nHost: " + (host.contains(":") ? "[" + host + "]" : host)
-          + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-      out.flush();
-      byte[] line = new byte[12];
-      InputStream in = s.getInputStream();
-      int n = 0;
-      while (n < line.length) {
-        int k = in.read(line, n, line.length - n);
-        if (k < 0) {
-          break;
-        }
-        n += k;
+      try {
+        s.connect(address, (int) Math.max(1, timeout.toMillis()));
+      } catch (SocketTimeoutException e) {
+        return ProbeResult.NO_ANSWER;
+      } catch (ConnectException e) {
+        // Refused: the node's kernel answered with a reset, nothing listens. Unreachable host or network: no answer.
+        return String.valueOf(e.getMessage()).contains("refused") ? ProbeResult.AGENT_DOWN : ProbeResult.NO_ANSWER;
       }
-      String status = new String(line, 0, n, StandardCharsets.US_ASCII);
-      return status.startsWith("HTTP/1.") && status.length() >= 12 && status.substring(9, 12).equals("200")
-          ? ProbeResult.HEALTHY : ProbeResult.AGENT_DOWN;
-    } catch (ConnectException e) {
-      // Refused: the node's kernel answered with a reset, nothing listens. Unreachable host or network: no answer.
-      String m = String.valueOf(e.getMessage());
-      return m.contains("refused") ? ProbeResult.AGENT_DOWN : ProbeResult.NO_ANSWER;
-    } catch (SocketTimeoutException e) {
-      return ProbeResult.NO_ANSWER;
+      Optional<ProbeAnswer> answer;
+      try {
+        answer = exchange(s, address, deadline);
+      } catch (SocketTimeoutException e) {
+        LOG.debug("probe of {} ({}): connected, no answer within {} ms", node, address, timeout.toMillis());
+        return ProbeResult.AGENT_DOWN;
+      }
+      if (answer.isEmpty()) {
+        return ProbeResult.AGENT_DOWN;
+      }
+      Optional<String> says = answer.get().header(ProbeIdentity.NODE_HEADER);
+      if (!says.equals(Optional.of(node))) {
+        warnAboutStranger(node, address, answer.get().status(), says);
+        return ProbeResult.NO_ANSWER;
+      }
+      return answer.get().status() == 200 ? ProbeResult.HEALTHY : ProbeResult.AGENT_DOWN;
     } catch (IOException e) {
       // A connection reset or closed mid-answer: the node is up, the agent is not answering properly.
       String m = String.valueOf(e.getMessage());
-      LOG.debug("probe of {}: {}", address, m);
+      LOG.debug("probe of {} ({}): {}", node, address, m);
       return m.contains("unreachable") || m.contains("No route") ? ProbeResult.NO_ANSWER : ProbeResult.AGENT_DOWN;
     }
+  }
+
+  /** Once a minute per node at most: every probe of it would say the same. */
+  private void warnAboutStranger(String node, InetSocketAddress address, int status, Optional<String> says) {
+    long now = System.nanoTime();
+    Long last = strangerWarnings.get(node);
+    if (last != null && now - last < STRANGER_WARNING_EVERY.toNanos()) {
+      return;
+    }
+    strangerWarnings.put(node, now);
+    LOG.warn("node {}: {} answered {} on its health port, counted as no answer: {}", node, address,
+        status == 0 ? "without HTTP" : Integer.toString(status),
+        says.map(n -> "that is the agent of node " + n + " (is the node's InternalIP right?)")
+            .orElse("another process, not this node's agent, holds the port (its agent logs which)"));
+  }
+
+  /** Sends the request and reads the answer's head; empty when the connection ends before the head does. */
+  private static Optional<ProbeAnswer> exchange(Socket s, InetSocketAddress address, long deadline)
+      throws IOException {
+    OutputStream out = s.getOutputStream();
+    String host = address.getAddress().getHostAddress();
+    out.write(("GET /healthz HTTP/1.0\r\nHost: " + (host.contains(":") ? "[" + host + "]" : host)
+        + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+    out.flush();
+    InputStream in = s.getInputStream();
+    byte[] head = new byte[ProbeAnswer.MAX_HEAD];
+    int n = 0;
+    while (n < head.length) {
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (left < 1) {
+        throw new SocketTimeoutException("no complete answer in time");
+      }
+      s.setSoTimeout((int) left);
+      int k = in.read(head, n, head.length - n);
+      if (k < 0) {
+        break;
+      }
+      n += k;
+      Optional<ProbeAnswer> a = ProbeAnswer.parse(head, n);
+      if (a.isPresent()) {
+        return a;
+      }
+    }
+    // a head larger than any agent sends is someone else's answer: it names no node
+    return n == head.length ? Optional.of(ProbeAnswer.NAMELESS) : Optional.empty();
   }
 
   private Socket socket() throws IOException {

@@ -7,7 +7,10 @@ import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
+import io.egressservice.health.HealthListener;
 import io.egressservice.health.HealthServer;
+import io.egressservice.health.PortHolder;
+import io.egressservice.health.ProbeIdentity;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.lifecycle.FailFast;
 import io.egressservice.lifecycle.TestFaults;
@@ -19,7 +22,6 @@ import io.egressservice.netlink.NetlinkException;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -38,10 +40,17 @@ import picocli.CommandLine.Option;
     description = "Run the node agent: informers, reconcile loop, drift repair, /metrics, /healthz, /readyz.")
 public final class RunCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(RunCommand.class);
+  /** The longest wait between two attempts to bind the metrics port while another process holds it. */
+  private static final Duration BIND_RETRY = Duration.ofSeconds(2);
 
   @Option(names = "--node-name", required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
       description = "This node's name (the DaemonSet sets it from spec.nodeName).")
   String nodeName;
+
+  @Option(names = "--pod-uid", defaultValue = "${env:EGRESS_AGENT_POD_UID}",
+      description = "This agent's pod UID (the DaemonSet sets it from metadata.uid): named, with the node, in every "
+          + "answer of the metrics port, so the allocator can tell the agent's answers from another process's.")
+  String podUid;
 
   @Option(names = "--kubeconfig", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
       description = "Kubeconfig file; default: in-cluster configuration, then ~/.kube/config.")
@@ -89,6 +98,12 @@ public final class RunCommand implements Callable<Integer> {
       throw new Main.UserError("--node-name (or EGRESS_AGENT_NODE_NAME) is required");
     }
     PlanConfig config = planOptions.toConfig();
+    ProbeIdentity whose;
+    try {
+      whose = new ProbeIdentity(nodeName, Optional.ofNullable(podUid).filter(u -> !u.isBlank()));
+    } catch (IllegalArgumentException e) {
+      throw new Main.UserError("--node-name, --pod-uid: " + e.getMessage());
+    }
     InetSocketAddress listen;
     try {
       listen = metricsBindAddress == null || metricsBindAddress.isBlank() ? new InetSocketAddress(metricsPort)
@@ -115,26 +130,22 @@ public final class RunCommand implements Callable<Integer> {
     NodeAgent agent = new NodeAgent(informers, dataplane,
         new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
         new KubernetesEvents(client, nodeName, Clock.systemUTC()), TestFaults.clock(Clock.systemUTC()));
-    HealthServer health;
-    try {
-      health = HealthServer.start(listen, metrics.registry(), agent::liveness, agent::readiness);
-    } catch (IOException e) {
-      dataplane.close();
-      throw new Main.SystemError("cannot listen on " + listen + " for /metrics: " + e.getMessage(), e);
-    }
-    Optional<HealthServer> nodeHealth = Optional.empty();
+    // A port another process holds must not stop this node's egress: the agent reconciles without it and binds
+    // once it is free (HealthListener); meanwhile the probes fail, which is what they should say.
+    HealthListener health = HealthListener.start(
+        "/metrics, /healthz and /readyz on " + describe(listen),
+        () -> HealthServer.start(listen, whose, metrics.registry(), agent::liveness, agent::readiness),
+        () -> PortHolder.system().describe(listen.getPort()), BIND_RETRY);
+    Optional<HealthListener> nodeHealth = Optional.empty();
     if (netns.value().isPresent() && netnsMetricsPort > 0) {
-      try {
-        nodeHealth = Optional.of(dataplane.thread().call(() ->
-            HealthServer.start(netnsMetricsPort, metrics.registry(), agent::liveness, agent::readiness)));
-      } catch (RuntimeException e) {
-        health.close();
-        dataplane.close();
-        throw new Main.SystemError("cannot listen on port " + netnsMetricsPort + " in netns " + netns.value().get()
-            + ": " + e.getMessage(), e);
-      }
+      InetSocketAddress inside = new InetSocketAddress(netnsMetricsPort);
+      nodeHealth = Optional.of(HealthListener.start(
+          "/metrics, /healthz and /readyz on port " + netnsMetricsPort + " in netns " + netns.value().get(),
+          () -> dataplane.thread().call(() ->
+              HealthServer.start(inside, whose, metrics.registry(), agent::liveness, agent::readiness)),
+          () -> dataplane.thread().call(() -> PortHolder.system().describe(netnsMetricsPort)), BIND_RETRY));
     }
-    Optional<HealthServer> inNetns = nodeHealth;
+    Optional<HealthListener> inNetns = nodeHealth;
     agent.afterFirstReconcile(new io.egressservice.lifecycle.HeapCompaction());
     agent.start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
@@ -156,14 +167,15 @@ public final class RunCommand implements Callable<Integer> {
       agent.close();
       informers.close();
       health.close();
-      inNetns.ifPresent(HealthServer::close);
+      inNetns.ifPresent(HealthListener::close);
       dataplane.close();
       client.close();
       done.countDown();
     }, "shutdown"));
-    LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on {}:{}, allocator {})",
+    LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on {}, allocator {})",
         nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync,
-        listen.getAddress().isAnyLocalAddress() ? "*" : listen.getAddress().getHostAddress(), health.port(),
+        health.server().map(h -> (listen.getAddress().isAnyLocalAddress() ? "*"
+            : listen.getAddress().getHostAddress()) + ":" + h.port()).orElse(describe(listen) + " (not yet: port taken)"),
         allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;
@@ -174,13 +186,18 @@ public final class RunCommand implements Callable<Integer> {
    * the pod stays unready for good) and the probes' server (dead, nothing answers the kubelet). One that ends
    * ends the process; a stuck one is /healthz's to report.
    */
-  private void watchEssentials(FailFast failFast, HealthServer health, Optional<HealthServer> inNetns) {
+  private void watchEssentials(FailFast failFast, HealthListener health, Optional<HealthListener> inNetns) {
     // NodeAgent's worker thread: its liveness() says "stuck or dead" in one, and only a dead one is ours to end.
     String worker = "reconcile-" + nodeName;
     Threads.named(worker).ifPresentOrElse(t -> failFast.essential("the reconcile loop (thread " + worker + ")", t),
         () -> LOG.warn("no thread {}: a reconcile loop that ends is seen by /healthz only", worker));
     failFast.essential("the /metrics, /healthz and /readyz server", health::serving);
     inNetns.ifPresent(h -> failFast.essential("the /metrics, /healthz and /readyz server in the netns", h::serving));
+  }
+
+  private static String describe(InetSocketAddress listen) {
+    return (listen.getAddress().isAnyLocalAddress() ? "*" : listen.getAddress().getHostAddress()) + ":"
+        + listen.getPort();
   }
 
   /**

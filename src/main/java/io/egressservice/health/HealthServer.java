@@ -23,7 +23,8 @@ import java.util.function.Supplier;
 
 /**
  * One HTTP port for {@code /metrics} (Prometheus text), {@code /healthz} (the reconcile loop is alive)
- * and {@code /readyz} (informers synced and the first reconcile done). The probes are answered whatever
+ * and {@code /readyz} (informers synced and the first reconcile done). A node agent's port names whose health it
+ * reports in headers of every answer ({@link ProbeIdentity}). The probes are answered whatever
  * other clients do: slow or idle connections, many of them, or a slow scrape ({@link ProbeHttpServer}).
  */
 public final class HealthServer implements AutoCloseable {
@@ -36,20 +37,35 @@ public final class HealthServer implements AutoCloseable {
     this.server = server;
   }
 
-  /** Starts on {@code port} of every address (0 picks a free port). */
+  /** Starts on {@code port} of every address (0 picks a free port), answering for no one in particular. */
   public static HealthServer start(int port, PrometheusRegistry registry, Supplier<Probe> liveness,
       Supplier<Probe> readiness) throws IOException {
     return start(new InetSocketAddress(port), registry, liveness, readiness);
   }
 
-  /** Starts on {@code address} (its port 0 picks a free one). */
+  /** Starts on {@code address} (its port 0 picks a free one), answering for no one in particular. */
   public static HealthServer start(InetSocketAddress address, PrometheusRegistry registry, Supplier<Probe> liveness,
       Supplier<Probe> readiness) throws IOException {
-    return start(address, ProbeHttpServer.Limits.defaults(), registry, liveness, readiness);
+    return start(address, ProbeHttpServer.Limits.defaults(), Map.of(), registry, liveness, readiness);
+  }
+
+  /**
+   * Starts on {@code address} (its port 0 picks a free one); every answer names {@code identity} (a node agent's
+   * port, which the allocator probes: see {@link ProbeIdentity}).
+   */
+  public static HealthServer start(InetSocketAddress address, ProbeIdentity identity, PrometheusRegistry registry,
+      Supplier<Probe> liveness, Supplier<Probe> readiness) throws IOException {
+    return start(address, ProbeHttpServer.Limits.defaults(), identity.headers(), registry, liveness, readiness);
   }
 
   static HealthServer start(InetSocketAddress address, ProbeHttpServer.Limits limits, PrometheusRegistry registry,
       Supplier<Probe> liveness, Supplier<Probe> readiness) throws IOException {
+    return start(address, limits, Map.of(), registry, liveness, readiness);
+  }
+
+  private static HealthServer start(InetSocketAddress address, ProbeHttpServer.Limits limits,
+      Map<String, String> everyAnswer, PrometheusRegistry registry, Supplier<Probe> liveness,
+      Supplier<Probe> readiness) throws IOException {
     PrometheusScrapeHandler scrape = new PrometheusScrapeHandler(registry);
     Route metrics = new Route(true, request -> scrape(scrape, request));
     Route healthz = new Route(false, request -> answer(liveness.get()));
@@ -59,7 +75,7 @@ public final class HealthServer implements AutoCloseable {
       case "/healthz" -> healthz;
       case "/readyz" -> readyz;
       default -> null;
-    }));
+    }, everyAnswer));
   }
 
   /**

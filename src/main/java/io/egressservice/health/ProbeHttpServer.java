@@ -92,6 +92,7 @@ final class ProbeHttpServer implements AutoCloseable {
 
   private final Limits limits;
   private final Function<String, Route> routes;
+  private final Map<String, String> everyAnswer;
   private final ServerSocketChannel server;
   private final Selector selector;
   private final Thread loop;
@@ -102,9 +103,11 @@ final class ProbeHttpServer implements AutoCloseable {
   private volatile boolean running = true;
   private long lastAcceptWarning = System.nanoTime() - TimeUnit.SECONDS.toNanos(10);
 
-  private ProbeHttpServer(InetSocketAddress address, Limits limits, Function<String, Route> routes) throws IOException {
+  private ProbeHttpServer(InetSocketAddress address, Limits limits, Function<String, Route> routes,
+      Map<String, String> everyAnswer) throws IOException {
     this.limits = limits;
     this.routes = routes;
+    this.everyAnswer = Map.copyOf(everyAnswer);
     this.selector = Selector.open();
     this.server = ServerSocketChannel.open();
     try {
@@ -127,10 +130,13 @@ final class ProbeHttpServer implements AutoCloseable {
     loop.start();
   }
 
-  /** Listens on {@code address} (port 0: a free one) and serves {@code routes} by path (null: 404). */
-  static ProbeHttpServer start(InetSocketAddress address, Limits limits, Function<String, Route> routes)
-      throws IOException {
-    return new ProbeHttpServer(address, limits, routes);
+  /**
+   * Listens on {@code address} (port 0: a free one) and serves {@code routes} by path (null: 404); every answer,
+   * errors included, carries {@code everyAnswer} as headers.
+   */
+  static ProbeHttpServer start(InetSocketAddress address, Limits limits, Function<String, Route> routes,
+      Map<String, String> everyAnswer) throws IOException {
+    return new ProbeHttpServer(address, limits, routes, everyAnswer);
   }
 
   int port() {
@@ -324,6 +330,7 @@ final class ProbeHttpServer implements AutoCloseable {
   private void respond(Connection c, Response r, boolean headOnly) {
     StringBuilder sb = new StringBuilder();
     sb.append("HTTP/1.1 ").append(r.status()).append(' ').append(reasonPhrase(r.status())).append("\r\n");
+    everyAnswer.forEach((k, v) -> sb.append(k).append(": ").append(v).append("\r\n"));
     r.headers().forEach((k, v) -> sb.append(k).append(": ").append(v).append("\r\n"));
     sb.append("Content-Length: ").append(r.body().length).append("\r\n");
     sb.append("Connection: close\r\n\r\n");
