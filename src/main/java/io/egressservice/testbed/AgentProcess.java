@@ -43,6 +43,7 @@ public final class AgentProcess {
   private final Runnable onStart;
   private Process process;
   private int metricsPort;
+  private boolean suspended;
 
   AgentProcess(String node, String netns, Path kubeconfig, Path log, List<String> extraArgs,
       Map<String, String> extraEnv, Runnable onStart) {
@@ -118,11 +119,51 @@ public final class AgentProcess {
         + " s; its log:\n" + tail(40));
   }
 
+  /**
+   * SIGSTOP: the agent stalls as in a long GC pause or CPU starvation; its kernel state keeps forwarding and its
+   * listening sockets still complete handshakes (the kernel queues the connections), but nothing answers.
+   */
+  public synchronized void suspend() {
+    if (!running()) {
+      throw new IllegalStateException("the agent of " + node + " is not running");
+    }
+    signal("STOP");
+    suspended = true;
+  }
+
+  /** SIGCONT after {@link #suspend()}. */
+  public synchronized void resume() {
+    if (suspended && running()) {
+      signal("CONT");
+    }
+    suspended = false;
+  }
+
+  public synchronized boolean suspended() {
+    return suspended && running();
+  }
+
+  private void signal(String name) {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+          .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+      if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot run kill: " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** SIGTERM, as the kubelet stops a pod: the agent leaves the kernel state in place. Waits up to 30 s. */
   public synchronized void stop() {
     if (process == null) {
       return;
     }
+    resume(); // a stopped process keeps SIGTERM pending until it runs again
     process.destroy();
     waitOrKill(Duration.ofSeconds(30));
   }
@@ -137,6 +178,7 @@ public final class AgentProcess {
   }
 
   private void waitOrKill(Duration limit) {
+    suspended = false; // SIGKILL ends a stopped process too
     try {
       if (!process.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
         process.destroyForcibly();

@@ -152,6 +152,16 @@ public final class Cluster implements AutoCloseable {
       return agent;
     }
 
+    /** The agent stalls (SIGSTOP), as in a long GC pause: the node and its kernel state stay up. */
+    public void suspendAgent() {
+      agent().suspend();
+    }
+
+    /** The stalled agent runs again (SIGCONT). */
+    public void resumeAgent() {
+      agent().resume();
+    }
+
     /** A hard power-off: SIGKILL of the agent, then every link of the node down (node network, uplinks, pods). */
     public void powerOff() {
       if (agent != null) {

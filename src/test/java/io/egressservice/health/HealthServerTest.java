@@ -239,4 +239,43 @@ class HealthServerTest {
     assertThat(result.exit()).isEqualTo(1);
     assertThat(result.err()).contains("--metrics-bind-address: 'my-node.local' is not an IP address");
   }
+
+  /**
+   * Every answer names the node and pod whose health it is, in headers: the status and the body (what kubelet and
+   * people read) are as before, an HTTP/1.0 request gets the same. A plain server names no one.
+   */
+  @Test
+  void healthzSaysWhoseHealthItIs() throws Exception {
+    HealthServer server = HealthServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+        new ProbeIdentity("node-a", java.util.Optional.of("6f1c2b9e-1111-4c2d-9e8f-0123456789ab")),
+        new PrometheusRegistry(), () -> OK, () -> new Probe(false, "informers not synced yet"));
+    toClose.add(server);
+
+    String healthz = body(server.port(), "/healthz");
+    assertThat(healthz).startsWith("HTTP/1.1 200 OK\r\n")
+        .contains("\r\nEgress-Agent-Node: node-a\r\n", "\r\nEgress-Agent-Pod-UID: 6f1c2b9e-1111-4c2d-9e8f-0123456789ab\r\n")
+        .endsWith("\r\n\r\nok: reconcile loop alive\n");
+    String readyz = body(server.port(), "/readyz");
+    assertThat(readyz).startsWith("HTTP/1.1 503 ").contains("\r\nEgress-Agent-Node: node-a\r\n");
+    assertThat(body(server.port(), "/nothing")).startsWith("HTTP/1.1 404 ").contains("\r\nEgress-Agent-Node: node-a\r\n");
+    try (Socket s = new Socket(InetAddress.getLoopbackAddress(), server.port())) {
+      s.setSoTimeout(5000);
+      s.getOutputStream().write("GET /healthz HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+      assertThat(new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8))
+          .startsWith("HTTP/1.1 200 OK\r\n").contains("\r\nEgress-Agent-Node: node-a\r\n");
+    }
+
+    HealthServer anonymous = HealthServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+        new PrometheusRegistry(), () -> OK, () -> OK);
+    toClose.add(anonymous);
+    assertThat(body(anonymous.port(), "/healthz")).doesNotContain("Egress-Agent-");
+  }
+
+  @Test
+  void aProbeIdentityCannotSplitTheAnswerHead() {
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ProbeIdentity("node-a\r\nX: y", java.util.Optional.empty()))
+        .isInstanceOf(IllegalArgumentException.class);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ProbeIdentity("node-a", java.util.Optional.of("a b")))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
 }

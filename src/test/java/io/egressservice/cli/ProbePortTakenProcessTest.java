@@ -1,0 +1,123 @@
+package io.egressservice.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real {@code run} process started while another process holds its metrics port: it used to exit with status 2
+ * (and crash-loop in a pod) while the other process answered the probes. Now it keeps programming its node, says
+ * which process holds the port, and takes the port once it is free.
+ */
+@EnableKubernetesMockClient(crud = true)
+class ProbePortTakenProcessTest {
+  KubernetesMockServer server;
+  KubernetesClient client;
+  Netns ns;
+  Process agent;
+  @TempDir Path dir;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("port");
+    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
+      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
+      client.resource(crd).create();
+    }
+    client.nodes().resource(new NodeBuilder().withNewMetadata().withName("node-a").endMetadata()
+        .withNewSpec().withPodCIDRs("10.128.0.0/24").endSpec().build()).create();
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    if (agent != null) {
+      agent.destroyForcibly();
+      agent.waitFor(10, TimeUnit.SECONDS);
+    }
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  @Test
+  void anAgentWhosePortIsTakenKeepsRetryingAndNamesTheHolder() throws Exception {
+    ServerSocket squatter = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+    int port = squatter.getLocalPort();
+    Path log = dir.resolve("agent.log");
+    try {
+      agent = start(port, log);
+      String holder = "held by pid " + ProcessHandle.current().pid() + " ("
+          + Files.readString(Path.of("/proc/self/comm")).trim() + ")";
+      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+          .until(() -> !agent.isAlive() || Files.readString(log).contains(holder));
+      // the rest of the agent works meanwhile: informers, the first reconcile
+      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+          .until(() -> !agent.isAlive() || Files.readString(log).contains("informers synced"));
+      String output = Files.readString(log);
+      assertThat(agent.isAlive()).as("still running while the port is taken; its log:\n%s", output).isTrue();
+      assertThat(output).as("names the holder").contains("cannot listen for /metrics, /healthz and /readyz on 127.0.0.1:"
+          + port + ": Address already in use; " + holder);
+    } finally {
+      squatter.close();
+    }
+
+    // the port is free: the agent takes it within a retry (2 s) and answers for its node
+    String answer = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+        .until(() -> get(port, "/healthz"), a -> a.startsWith("HTTP/1.1 200 "));
+    assertThat(answer).contains("\r\nEgress-Agent-Node: node-a\r\n", "\r\nEgress-Agent-Pod-UID: uid-of-node-a\r\n");
+    assertThat(agent.isAlive()).isTrue();
+    assertThat(Files.readString(log)).contains("/metrics, /healthz and /readyz on 127.0.0.1:" + port
+        + ": listening now, after");
+  }
+
+  private Process start(int port, Path log) throws IOException {
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp",
+        System.getProperty("java.class.path"), Main.class.getName(), "run", "--node-name", "node-a", "--netns",
+        ns.name(), "--netns-metrics-port", "0", "--metrics-port", Integer.toString(port), "--metrics-bind-address",
+        "127.0.0.1", "--allocator=false")
+        .redirectErrorStream(true).redirectOutput(log.toFile());
+    Map<String, String> env = pb.environment();
+    env.keySet().removeIf(k -> k.startsWith("EGRESS_AGENT_") || k.startsWith("KUBERNETES_") || k.equals("KUBECONFIG")
+        || k.equals("JAVA_TOOL_OPTIONS") || k.equals("JDK_JAVA_OPTIONS"));
+    env.put("KUBERNETES_MASTER", client.getConfiguration().getMasterUrl());
+    env.put("KUBERNETES_TRUST_CERTIFICATES", "true");
+    env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
+    env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
+    env.put("EGRESS_AGENT_SERVICE_CIDR", "172.30.0.0/16");
+    env.put("EGRESS_AGENT_LOG_LEVEL", "info");
+    env.put("EGRESS_AGENT_POD_UID", "uid-of-node-a");
+    return pb.start();
+  }
+
+  private static String get(int port, String path) throws IOException {
+    try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+      s.setSoTimeout(2000);
+      s.getOutputStream().write(("GET " + path + " HTTP/1.0\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+}
