@@ -13,6 +13,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -25,9 +26,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Failover through the real client, informers and leader election against the mock API server, with real health
- * servers on loopback addresses as the nodes' agents: node1 at 127.0.1.1, node2 at 127.0.1.2, same port. A silent
- * node is one whose port accepts nothing and answers nothing (a SYN or a request that times out); a restarting
- * agent is one whose port refuses connections.
+ * servers on loopback addresses as the nodes' agents: node1 at 127.0.1.1, node2 at 127.0.1.2, same port; each
+ * answers naming its node, as the agent does. A silent node is one whose SYNs go unanswered (its port's accept
+ * queue is full, so the kernel drops them, as a powered-off node's go unanswered); a stalled agent is one whose
+ * kernel completes the handshake but that never answers; a restarting agent is one whose port refuses connections.
  */
 @EnableKubernetesMockClient(crud = true)
 class HostFailoverMockServerTest {
@@ -85,16 +87,64 @@ class HostFailoverMockServerTest {
   private void healthy(int i) throws Exception {
     FakeAgent a = agents.get(i) instanceof FakeAgent f ? f : null;
     if (a == null) {
+      stop(i);
       a = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
-          .until(() -> new FakeAgent(new InetSocketAddress("127.0.1." + i, port)), x -> true);
+          .until(() -> new FakeAgent(new InetSocketAddress("127.0.1." + i, port), "node" + i), x -> true);
       agents.put(i, a);
     }
     a.silent = false;
   }
 
-  /** Node i is silent: connections are accepted by the kernel but never answered (as a SYN that times out). */
-  private void silent(int i) {
+  /** The agent of node i stalls (SIGSTOP, a long GC): the kernel completes handshakes, nothing answers. */
+  private void stalled(int i) {
     ((FakeAgent) agents.get(i)).silent = true;
+  }
+
+  /** Node i is silent: its SYNs go unanswered, as a powered-off node's. */
+  private void silent(int i) throws Exception {
+    stop(i);
+    InetSocketAddress address = new InetSocketAddress("127.0.1." + i, port);
+    SilentPort p = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
+        .until(() -> new SilentPort(address), x -> true);
+    agents.put(i, p);
+  }
+
+  /**
+   * A listening socket that never accepts, its accept queue filled: Linux drops a SYN to a listener whose accept
+   * queue is full (tcp_conn_request: LISTENOVERFLOWS), so a connect times out as to a node that is off.
+   */
+  private static final class SilentPort implements AutoCloseable {
+    final ServerSocketChannel socket = ServerSocketChannel.open();
+    final List<Socket> fill = new ArrayList<>();
+
+    SilentPort(InetSocketAddress address) throws IOException {
+      try {
+        socket.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
+        socket.bind(address, 1);
+        for (int k = 0; k < 8; k++) {
+          Socket c = new Socket();
+          try {
+            c.connect(address, 300);
+            fill.add(c);
+          } catch (java.net.SocketTimeoutException e) {
+            c.close();
+            return; // full: SYNs are dropped from now on
+          }
+        }
+        throw new IOException("the accept queue of " + address + " did not fill up");
+      } catch (IOException | RuntimeException e) {
+        close();
+        throw e;
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (Socket c : fill) {
+        c.close();
+      }
+      socket.close();
+    }
   }
 
   private static final class FakeAgent implements AutoCloseable {
@@ -102,7 +152,10 @@ class HostFailoverMockServerTest {
     final List<Socket> held = new java.util.concurrent.CopyOnWriteArrayList<>();
     volatile boolean silent;
 
-    FakeAgent(InetSocketAddress address) throws IOException {
+    final String node;
+
+    FakeAgent(InetSocketAddress address, String node) throws IOException {
+      this.node = node;
       socket = new ServerSocket();
       socket.setReuseAddress(true);
       socket.bind(address, 64);
@@ -122,7 +175,8 @@ class HostFailoverMockServerTest {
           try (c) {
             c.setSoTimeout(1000);
             c.getInputStream().read(new byte[512]);
-            c.getOutputStream().write("HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n".getBytes());
+            c.getOutputStream().write(("HTTP/1.0 200 OK\r\nEgress-Agent-Node: " + node
+                + "\r\nContent-Length: 3\r\n\r\nok\n").getBytes());
           }
         } catch (IOException e) {
           // closed, or a probe that gave up
@@ -191,6 +245,21 @@ class HostFailoverMockServerTest {
     healthy(1);
     Thread.sleep(1000);
     assertThat(cluster.host("web")).contains("node1");
+  }
+
+  @Test
+  void aStalledHostAgentMovesNothing() throws Exception {
+    cluster.egressService("web", null, null);
+    AllocatorRunner r = runner();
+    awaitHost("node1");
+    Thread.sleep(1000);
+    stalled(1); // connections complete, nothing answers: the node is up, its agent is not answering
+    long end = System.nanoTime() + Duration.ofSeconds(4).toNanos();
+    while (System.nanoTime() < end) {
+      assertThat(cluster.host("web")).contains("node1");
+      Thread.sleep(100);
+    }
+    assertThat(r.allocator().unreachableNodes()).isEmpty();
   }
 
   @Test
