@@ -111,7 +111,11 @@ final class ProbeHttpServer implements AutoCloseable {
     this.selector = Selector.open();
     this.server = ServerSocketChannel.open();
     try {
-      server.bind(address, 128);
+      // While the agent is stopped (a long GC pause, CPU starvation) the kernel still completes the probes'
+      // handshakes into this queue, which tells the allocator the node is up; a short queue would fill within the
+      // allocator's agent-down grace (a few probes a second from each replica) and make the node look powered off.
+      // The kernel caps it at net.core.somaxconn (4096 since Linux 5.4; 128 before: raise it there).
+      server.bind(address, 1024);
       server.configureBlocking(false);
       server.register(selector, SelectionKey.OP_ACCEPT);
     } catch (IOException e) {

@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
  * The real node agent of one node, as the DaemonSet runs it: {@code java -cp <jar> io.egressservice.cli.Main run
  * --node-name N --netns <node's namespace> --kubeconfig <file> --metrics-port <free port>} with the DaemonSet's
  * JVM options and environment ({@link #DAEMONSET_JVM_OPTIONS}, {@code MALLOC_ARENA_MAX}, {@code
- * EGRESS_AGENT_POD_NAME}/{@code _POD_NAMESPACE}), plus the cluster's extra flags. Its stdout and stderr go to a
+ * EGRESS_AGENT_POD_NAME}/{@code _POD_NAMESPACE}/{@code _POD_UID}), plus the cluster's extra flags. Its stdout and stderr go to a
  * log file ({@link #log()}). The process lives in the caller's network namespace (it reaches the API server on
  * 127.0.0.1) and acts on the node's namespace through {@code --netns}.
  */
@@ -41,6 +41,8 @@ public final class AgentProcess {
   private final List<String> extraArgs;
   private final Map<String, String> extraEnv;
   private final Runnable onStart;
+  /** As the DaemonSet's downward API gives it: one pod, whose container may restart. */
+  private final String podUid = java.util.UUID.randomUUID().toString();
   private Process process;
   private int metricsPort;
   private boolean suspended;
@@ -82,6 +84,7 @@ public final class AgentProcess {
       env.put("MALLOC_ARENA_MAX", "2");
       env.put("EGRESS_AGENT_POD_NAME", "egress-service-agent-" + node);
       env.put("EGRESS_AGENT_POD_NAMESPACE", LEASE_NAMESPACE);
+      env.put("EGRESS_AGENT_POD_UID", podUid);
       env.put("EGRESS_AGENT_SERVICE_CIDR", Addresses.SERVICE_CIDR_V4 + "," + Addresses.SERVICE_CIDR_V6);
       env.put("EGRESS_AGENT_LOG_LEVEL", "info");
       env.putAll(extraEnv);
