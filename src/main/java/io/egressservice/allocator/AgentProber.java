@@ -88,6 +88,7 @@ public final class AgentProber implements AutoCloseable {
       return drop;
     });
     wanted.forEach((node, address) -> targets.computeIfAbsent(node, n -> new Target(n, address)));
+    strangerWarnings.keySet().retainAll(wanted.keySet());
   }
 
   private void probe(String node, Target target) {
