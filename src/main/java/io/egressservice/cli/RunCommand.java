@@ -175,7 +175,7 @@ public final class RunCommand implements Callable<Integer> {
     LOG.info("egress-service-agent running on node {} in {} (priority {}, protocol {}, resync {}, metrics on {}, allocator {})",
         nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync,
         health.server().map(h -> (listen.getAddress().isAnyLocalAddress() ? "*"
-            : listen.getAddress().getHostAddress()) + ":" + h.port()).orElse(describe(listen) + " (not yet: port taken)"),
+            : listen.getAddress().getHostAddress()) + ":" + h.port()).orElse(describe(listen) + " (not yet: see the warning above)"),
         allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;
