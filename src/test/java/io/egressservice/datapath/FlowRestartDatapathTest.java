@@ -12,6 +12,8 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.objects.ObjectFiles;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.RuleMode;
 import io.egressservice.testing.Privileges;
@@ -30,11 +32,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -52,9 +56,12 @@ class FlowRestartDatapathTest {
   Topology topo;
   @TempDir Path tmp;
   int step;
+  DesiredState last;
 
-  static Stream<String> ruleModes() {
-    return Stream.of("source", "mark");
+  /** Rule mode, and whether the change goes through the fast path (as the agent applies one service's change). */
+  static Stream<Arguments> ways() {
+    return Stream.of(Arguments.of("source", false), Arguments.of("mark", false), Arguments.of("source", true),
+        Arguments.of("mark", true));
   }
 
   @BeforeEach
@@ -76,9 +83,9 @@ class FlowRestartDatapathTest {
     }
   }
 
-  @ParameterizedTest(name = "rule mode {0}")
-  @MethodSource("ruleModes")
-  void treatmentChangeKeepsTheEndpointsInClusterConnectionsAndRestartsItsExternalFlows(String ruleMode)
+  @ParameterizedTest(name = "rule mode {0}, fast path {1}")
+  @MethodSource("ways")
+  void treatmentChangeKeepsTheEndpointsInClusterConnectionsAndRestartsItsExternalFlows(String ruleMode, boolean fast)
       throws IOException {
     PlanConfig config = PlanConfig.defaults()
         .withCidrs(List.of(IpPrefix.parse("10.128.0.0/16")), List.of(IpPrefix.parse("172.30.0.0/16")), List.of())
@@ -88,7 +95,7 @@ class FlowRestartDatapathTest {
         NetnsThread node2 = NetnsThread.enter(Optional.of(topo.ns("node2").name()));
         ServerSocket backend = node2.call(() -> listen(NODE2_POD, BACKEND_PORT));
         DatagramSocket external = pod1.call(DatagramSocket::new)) {
-      reconcile(dp, config, LB_IP);
+      reconcile(dp, config, LB_IP, false);
       external.setSoTimeout(500);
       external.connect(InetAddress.getByName(EXTERNAL), Topology.PORT);
       assertThat(ask(external)).as("the external flow before the change").contains("saw " + LB_IP + " at up2");
@@ -100,7 +107,8 @@ class FlowRestartDatapathTest {
         say(served, "one");
         assertThat(fromServer.readLine()).as("through the ClusterIP before the change").isEqualTo("one");
 
-        reconcile(dp, config, LB_IP_2);
+        reconcile(dp, config, LB_IP_2, fast);
+        assertThat(dp.fastPathStats().fastPaths()).as("changes through the fast path").isEqualTo(fast ? 1 : 0);
 
         say(served, "two");
         assertThat(read(fromServer)).as("the backend's next line, through the ClusterIP, after the change")
@@ -113,11 +121,15 @@ class FlowRestartDatapathTest {
     }
   }
 
-  private void reconcile(Dataplane dp, PlanConfig config, String lbIp) {
+  /** Reconciles the node to service web with {@code lbIp}: in full, or on the fast path from the last state. */
+  private void reconcile(Dataplane dp, PlanConfig config, String lbIp, boolean fast) {
     Path file = ParityDatapathTest.write(tmp.resolve("step-" + (++step)), ParityDatapathTest.service("web",
         "LoadBalancerIP", "100", "node", "Cluster", List.of(lbIp), List.of("172.30.0.10"), List.of(POD1)));
     try {
-      ApplyReport report = dp.reconcile(dp.plan(ObjectFiles.load(List.of(file), note -> {}), "node", config));
+      DesiredState next = dp.plan(ObjectFiles.load(List.of(file), note -> {}), "node", config).desired();
+      ApplyReport report = fast ? dp.reconcileChanged(last, next, Set.of(new ObjectRef("default", "web")))
+          : dp.reconcile(next);
+      last = next;
       assertThat(report.failures()).as("reconcile with LB IP %s", lbIp).isEmpty();
     } catch (io.egressservice.objects.ObjectsException e) {
       throw new IllegalStateException(e);
