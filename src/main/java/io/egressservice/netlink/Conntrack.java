@@ -82,7 +82,7 @@ public final class Conntrack {
       return List.of();
     }
     Set<IpPrefix> from = Set.copyOf(sources);
-    List<IpPrefix> keep = List.copyOf(inCluster);
+    AddressRanges keep = new AddressRanges(inCluster);
     return thread.call(() -> {
       List<String> errors = new ArrayList<>();
       try (ConntrackChannel c = open.apply(thread.describe())) {
@@ -123,7 +123,7 @@ public final class Conntrack {
   private record Matched(byte family, byte[] tuple, Optional<byte[]> zone, IpPrefix source) {}
 
   private static Dump dump(ConntrackChannel c, int family, Optional<IpPrefix> filter, Set<IpPrefix> sources,
-      List<IpPrefix> keep) {
+      AddressRanges keep) {
     ByteBuffer buf = ByteBuffer.allocateDirect(DUMP_BUFFER).order(ByteOrder.nativeOrder());
     buf.position(16);
     buf.put((byte) family);
@@ -200,8 +200,8 @@ public final class Conntrack {
     }
   }
 
-  /** The entry at {@code off} when its original source is one of {@code sources} and its destination outside {@code keep}. */
-  private static Optional<Matched> match(ByteBuffer b, int off, int mlen, Set<IpPrefix> sources, List<IpPrefix> keep) {
+  /** The entry at {@code off} when its original source is one of {@code sources}, its destination outside {@code keep}. */
+  private static Optional<Matched> match(ByteBuffer b, int off, int mlen, Set<IpPrefix> sources, AddressRanges keep) {
     try {
       NetlinkAttributes attrs = NetlinkAttributes.parse(b, off + 20, off + mlen);
       Optional<NetlinkAttributes> ip = attrs.nested(CTA_TUPLE_ORIG).flatMap(t -> t.nested(CTA_TUPLE_IP));
@@ -213,7 +213,7 @@ public final class Conntrack {
         return Optional.empty();
       }
       Optional<IpPrefix> destination = address(ip.get(), CTA_IP_V4_DST, CTA_IP_V6_DST);
-      if (destination.isEmpty() || keep.stream().anyMatch(p -> p.contains(destination.get()))) {
+      if (destination.isEmpty() || keep.contains(destination.get())) {
         return Optional.empty();
       }
       return Optional.of(new Matched(b.get(off + 16), attrs.bytes(CTA_TUPLE_ORIG).orElseThrow(), attrs.bytes(CTA_ZONE),
