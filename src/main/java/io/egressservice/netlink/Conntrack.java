@@ -57,7 +57,10 @@ public final class Conntrack {
   private static final int DUMP_BUFFER = 1 << 17;
 
   private final Function<String, ConntrackChannel> open;
-  /** Whether the kernel refused a source-filtered dump; learned from the first one, then kept. */
+  /**
+   * Whether the kernel refused a source-filtered dump. The first one is its own probe (no separate request on an
+   * unused address): on a refusal the same call dumps whole, and so does every later one.
+   */
   private volatile boolean filteredDumpRefused;
 
   /** Talks to the kernel of the namespace it is called in. */
