@@ -410,10 +410,13 @@ public final class Dataplane implements AutoCloseable {
 
   /** How each local endpoint's traffic leaves, as last applied; null before the first reconcile. */
   private Map<IpPrefix, String> lastTreatment;
+  /** Restarts the flows of changed endpoints (and keeps what it learned of the kernel across reconciles). */
+  private final io.egressservice.netlink.Conntrack conntrack = new io.egressservice.netlink.Conntrack();
 
   /**
    * Deletes the conntrack entries of the endpoints whose treatment changed since the last reconcile (not on the
-   * first one: a restarted agent leaves running flows alone), so their flows start over with the new one.
+   * first one: a restarted agent leaves running flows alone), so their flows start over with the new one. Only
+   * their flows out of the cluster: their flows to pods, services and nodes never changed treatment.
    */
   private void restartChangedFlows(DesiredState desired, List<String> failures) {
     Map<IpPrefix, String> now = ServiceSlices.treatments(desired);
@@ -429,7 +432,7 @@ public final class Dataplane implements AutoCloseable {
       }
     });
     before.keySet().stream().filter(k -> !now.containsKey(k)).forEach(changed::add);
-    failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changed));
+    failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
   }
 
   /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
@@ -582,7 +585,7 @@ public final class Dataplane implements AutoCloseable {
     before.keySet().stream().filter(k -> !after.containsKey(k)).forEach(changedSources::add);
     before.keySet().forEach(lastTreatment::remove);
     lastTreatment.putAll(after);
-    failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changedSources));
+    failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changedSources, now.inCluster()));
   }
 
   /**

@@ -7,112 +7,149 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
- * Deletes conntrack entries by original source address (ctnetlink {@code IPCTNL_MSG_CT_DELETE} with a
- * {@code CTA_FILTER} on the source, as {@code conntrack -D -s ADDR} does; Linux 6.3+). A flow's NAT is chosen by
- * its first packet and kept by its entry: when an endpoint's treatment changes (steered to a host, SNAT here,
- * held), its old flows must start over, or they keep leaving as before (a steered flow's identity SNAT would
- * carry the pod's own address out of the new host).
+ * Restarts the flows of endpoints whose treatment changed. A flow's NAT is chosen by its first packet and kept by
+ * its conntrack entry: when an endpoint's treatment changes (steered to a host, SNAT here, held), its flows out of
+ * the cluster must start over, or they keep leaving as before (a steered flow's identity SNAT would carry the
+ * pod's own address out of the new host). Its flows inside the cluster (pods, ClusterIPs, nodes) keep their entry:
+ * their treatment never changed, and a DNATed one (a ClusterIP) cannot survive losing it.
+ *
+ * <p>How, on every kernel users run (5.14 and later, and older): one dump of the table, then a delete by exact
+ * original tuple and zone per matching entry (both requests as old as ctnetlink, 2.6.14). The kernel cannot
+ * express "destination outside these prefixes", so the match is made here. The dump is narrowed in the kernel
+ * where that is safe: to the sources' family when they share one, and to the source when it is the only one and
+ * IPv4 ({@code CTA_FILTER} on dumps, Linux 5.8, commit cb8aa9a3afb7). Before 5.8 the kernel ignores that
+ * attribute (it lies past the kernel's {@code CTA_MAX}, which nfnetlink's liberal parsing skips) and dumps the
+ * whole table, which the match here filters anyway. The kernel's IPv6 source filter is never used: its
+ * comparison is inverted ({@code !ipv6_addr_cmp} in {@code ctnetlink_filter_match_tuple}, 5.8 to at least 6.18),
+ * so it returns every flow but that source's. A kernel that refuses the filtered dump (EINVAL, EOPNOTSUPP) is
+ * remembered, and the dump is made whole from then on.
+ *
+ * <p>Not used: the filtered delete ({@code IPCTNL_MSG_CT_DELETE} with {@code CTA_FILTER}, as {@code conntrack -D
+ * -s}), which only Linux 6.12 accepts (commit 1ef7f50ccc6e, "ctnetlink: support CTA_FILTER for flush"; 5.14, 5.15,
+ * 6.1, 6.6 and 6.8 answer EINVAL) and which cannot keep the in-cluster flows. A dump walks the table once, as that
+ * delete does in the kernel; one per reconcile with changed endpoints, whatever their number.
  */
 public final class Conntrack {
-  private static final int NETLINK_NETFILTER = 12;
   private static final int MSG_NEW = 1 << 8; // NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_NEW (a dumped entry)
   private static final int MSG_GET = (1 << 8) | 1; // IPCTNL_MSG_CT_GET
-  private static final int MSG_DELETE = (1 << 8) | 2; // NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_DELETE
-  private static final int CTA_ZONE = 18;
-  private static final int DUMP_BUFFER = 1 << 17;
+  private static final int MSG_DELETE = (1 << 8) | 2; // IPCTNL_MSG_CT_DELETE
   private static final int CTA_TUPLE_ORIG = 1;
   private static final int CTA_TUPLE_IP = 1;
   private static final int CTA_IP_V4_SRC = 1;
+  private static final int CTA_IP_V4_DST = 2;
   private static final int CTA_IP_V6_SRC = 3;
+  private static final int CTA_IP_V6_DST = 4;
+  private static final int CTA_ZONE = 18;
   private static final int CTA_FILTER = 25;
   private static final int CTA_FILTER_ORIG_FLAGS = 1;
-  private static final int CTA_FILTER_FLAG_IP_SRC = 1;
+  private static final int CTA_FILTER_F_CTA_IP_SRC = 1;
+  private static final int AF_UNSPEC = 0;
+  private static final int AF_INET = 2;
+  private static final int AF_INET6 = 10;
   private static final int ENOENT = 2;
+  private static final int EINVAL = 22;
+  private static final int EOPNOTSUPP = 95;
+  private static final int DUMP_BUFFER = 1 << 17;
 
-  private Conntrack() {}
+  private final Function<String, ConntrackChannel> open;
+  /**
+   * Whether the kernel refused a source-filtered dump. The first one is its own probe (no separate request on an
+   * unused address): on a refusal the same call dumps whole, and so does every later one.
+   */
+  private volatile boolean filteredDumpRefused;
+
+  /** Talks to the kernel of the namespace it is called in. */
+  public Conntrack() {
+    this(ConntrackChannel::kernel);
+  }
+
+  /** Talks through {@code open} (given a description of the namespace); for tests. */
+  Conntrack(Function<String, ConntrackChannel> open) {
+    this.open = open;
+  }
 
   /**
-   * Deletes every entry whose original source is one of {@code sources}, in the namespace of {@code thread}.
-   * Up to {@value #FILTERED_DELETES_MAX} IPv4 sources go as one filtered delete each; more, or any IPv6 source, go
-   * as one dump of the table and a delete per matching entry. The kernel's IPv6 source filter is not used: on
-   * Linux 6.18 a filtered delete of one IPv6 source removes every other IPv6 flow and keeps that source's
-   * (ConntrackNetnsTest). Each filtered delete walks the whole conntrack table in the kernel (about a
-   * millisecond with the default 262,144 buckets), so a cold start or resync that restarts the flows of 50,000
-   * endpoints would otherwise spend a minute of kernel time on a table that may hold none of them.
+   * Deletes, in the namespace of {@code thread}, every entry whose original source is one of {@code sources}
+   * (host addresses) and whose original destination lies outside {@code inCluster} (both families).
    *
    * @return the errors, one line each (empty when all went through)
    */
-  public static List<String> deleteBySource(NetnsThread thread, Collection<IpPrefix> sources) {
+  public List<String> restartFlowsLeavingTheCluster(NetnsThread thread, Collection<IpPrefix> sources,
+      Collection<IpPrefix> inCluster) {
     if (sources.isEmpty()) {
       return List.of();
     }
+    Set<IpPrefix> from = Set.copyOf(sources);
+    AddressRanges keep = new AddressRanges(inCluster);
     return thread.call(() -> {
       List<String> errors = new ArrayList<>();
-      try (NetlinkSocket s = NetlinkSocket.open(NETLINK_NETFILTER, 0, thread.describe())) {
-        s.setReceiveTimeoutMillis(2000);
-        if (sources.size() <= FILTERED_DELETES_MAX && sources.stream().allMatch(p -> p.family() == IpFamily.V4)) {
-          filteredDeletes(s, sources, errors);
-        } else {
-          dumpAndDelete(s, Set.copyOf(sources), errors);
+      try (ConntrackChannel c = open.apply(thread.describe())) {
+        Optional<IpPrefix> single = from.size() == 1 ? Optional.of(from.iterator().next()) : Optional.empty();
+        Optional<IpPrefix> filter = single.filter(p -> p.family() == IpFamily.V4 && !filteredDumpRefused);
+        Dump dump = dump(c, family(from), filter, from, keep);
+        if (filter.isPresent() && (dump.errno() == EINVAL || dump.errno() == EOPNOTSUPP)) {
+          filteredDumpRefused = true;
+          dump = dump(c, family(from), Optional.empty(), from, keep);
         }
+        if (dump.error().isPresent()) {
+          errors.add(dump.error().get());
+          return errors;
+        }
+        deleteEach(c, dump.matched(), errors);
       } catch (NetlinkException | IllegalStateException | IllegalArgumentException e) {
-        errors.add("conntrack delete: " + e.getMessage());
+        errors.add("conntrack restart: " + e.getMessage());
       }
       return errors;
     });
   }
 
-  /** Above this many sources, one dump of the table costs less than a filtered delete (a table walk) each. */
-  static final int FILTERED_DELETES_MAX = 8;
-
-  private static void filteredDeletes(NetlinkSocket s, Collection<IpPrefix> sources, List<String> errors) {
-    ByteBuffer buf = ByteBuffer.allocateDirect(8192).order(ByteOrder.nativeOrder());
-    int seq = 1;
-    for (IpPrefix src : sources) {
-      buf.clear();
-      int len = request(buf, seq, src);
-      s.send(buf, len);
-      ackInto(s, buf, "conntrack delete of source " + src.addressText(), errors);
-      seq++;
-    }
+  /** Whether the kernel refused the source-filtered dump (then every dump is whole). */
+  boolean filteredDumpRefused() {
+    return filteredDumpRefused;
   }
 
-  private static void ackInto(NetlinkSocket s, ByteBuffer buf, String what, List<String> errors) {
-    buf.clear();
-    int n = s.receive(buf);
-    if (n < 0) {
-      errors.add(what + ": no answer within 2 s");
-    } else if (n >= 20 && buf.getShort(4) == NetlinkConstants.NLMSG_ERROR) {
-      int err = -buf.getInt(16);
-      if (err != 0 && err != ENOENT) {
-        errors.add(what + ": errno " + err);
-      }
-    }
+  private static int family(Set<IpPrefix> sources) {
+    boolean v4 = sources.stream().anyMatch(p -> p.family() == IpFamily.V4);
+    boolean v6 = sources.stream().anyMatch(p -> p.family() == IpFamily.V6);
+    return v4 && v6 ? AF_UNSPEC : v4 ? AF_INET : AF_INET6;
   }
 
-  /**
-   * One dump of every entry (both families), then a delete by exact original tuple (and zone) of those whose
-   * original source is in {@code sources}. An entry gone between the two is ENOENT, which is success.
-   */
-  private static void dumpAndDelete(NetlinkSocket s, Set<IpPrefix> sources, List<String> errors) {
+  /** A dump's result: the entries to delete, or what went wrong (and the kernel's errno, 0 if none). */
+  private record Dump(List<Matched> matched, Optional<String> error, int errno) {}
+
+  /** An entry to delete: its family, the payloads of its original tuple and zone as the kernel dumped them. */
+  private record Matched(byte family, byte[] tuple, Optional<byte[]> zone, IpPrefix source) {}
+
+  private static Dump dump(ConntrackChannel c, int family, Optional<IpPrefix> filter, Set<IpPrefix> sources,
+      AddressRanges keep) {
     ByteBuffer buf = ByteBuffer.allocateDirect(DUMP_BUFFER).order(ByteOrder.nativeOrder());
     buf.position(16);
-    buf.put((byte) 0); // AF_UNSPEC: every family
-    buf.put((byte) 0);
+    buf.put((byte) family);
+    buf.put((byte) 0); // NFNETLINK_V0
     buf.putShort((short) 0);
-    int len = header(buf, MSG_GET, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_DUMP, 1);
-    s.send(buf, len);
+    if (filter.isPresent()) {
+      int orig = begin(buf, CTA_TUPLE_ORIG | NetlinkConstants.NLA_F_NESTED);
+      int ip = begin(buf, CTA_TUPLE_IP | NetlinkConstants.NLA_F_NESTED);
+      attr(buf, CTA_IP_V4_SRC, filter.get().addressBytes());
+      end(buf, ip);
+      end(buf, orig);
+      int f = begin(buf, CTA_FILTER | NetlinkConstants.NLA_F_NESTED);
+      attr(buf, CTA_FILTER_ORIG_FLAGS, ByteBuffer.allocate(4).order(ByteOrder.nativeOrder())
+          .putInt(CTA_FILTER_F_CTA_IP_SRC).array());
+      end(buf, f);
+    }
+    c.send(buf, header(buf, MSG_GET, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_DUMP, 1));
     List<Matched> matched = new ArrayList<>();
-    boolean done = false;
-    while (!done) {
+    while (true) {
       buf.clear();
-      int n = s.receive(buf);
+      int n = c.receive(buf);
       if (n < 0) {
-        errors.add("conntrack dump: no answer within 2 s");
-        return;
+        return new Dump(List.of(), Optional.of("conntrack dump: no answer within 2 s"), 0);
       }
       for (int off = 0; off + 16 <= n; ) {
         int mlen = buf.getInt(off);
@@ -121,24 +158,24 @@ public final class Conntrack {
         }
         int type = Short.toUnsignedInt(buf.getShort(off + 4));
         if (type == NetlinkConstants.NLMSG_DONE) {
-          done = true;
-          break;
+          return new Dump(matched, Optional.empty(), 0);
         }
-        if (type == NetlinkConstants.NLMSG_ERROR) {
+        if (type == NetlinkConstants.NLMSG_ERROR && mlen >= 20) {
           int err = -buf.getInt(off + 16);
           if (err != 0) {
-            errors.add("conntrack dump: errno " + err);
-            return;
+            return new Dump(List.of(), Optional.of("conntrack dump" + (filter.isPresent() ? " of source "
+                + filter.get().addressText() : "") + ": errno " + err), err);
           }
         } else if (type == MSG_NEW && mlen >= 20) {
-          Matched m = match(buf, off, mlen, sources);
-          if (m != null) {
-            matched.add(m);
-          }
+          match(buf, off, mlen, sources, keep).ifPresent(matched::add);
         }
         off += NetlinkMessageWriter.align(mlen);
       }
     }
+  }
+
+  /** Deletes each entry by its exact original tuple (and zone); one gone meanwhile (ENOENT) is success. */
+  private static void deleteEach(ConntrackChannel c, List<Matched> matched, List<String> errors) {
     ByteBuffer out = ByteBuffer.allocateDirect(8192).order(ByteOrder.nativeOrder());
     int seq = 2;
     for (Matched m : matched) {
@@ -151,32 +188,47 @@ public final class Conntrack {
       if (m.zone().isPresent()) {
         attr(out, CTA_ZONE, m.zone().get());
       }
-      s.send(out, header(out, MSG_DELETE, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_ACK, seq++));
-      ackInto(s, out, "conntrack delete of a flow from " + m.source().addressText(), errors);
+      c.send(out, header(out, MSG_DELETE, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_ACK, seq++));
+      String what = "conntrack delete of a flow from " + m.source().addressText();
+      out.clear();
+      int n = c.receive(out);
+      if (n < 0) {
+        errors.add(what + ": no answer within 2 s");
+      } else if (n >= 20 && out.getShort(4) == NetlinkConstants.NLMSG_ERROR) {
+        int err = -out.getInt(16);
+        if (err != 0 && err != ENOENT) {
+          errors.add(what + ": errno " + err);
+        }
+      }
     }
   }
 
-  /** An entry to delete: its family, the payloads of its original tuple and zone as the kernel dumped them. */
-  private record Matched(byte family, byte[] tuple, java.util.Optional<byte[]> zone, IpPrefix source) {}
-
-  /** The entry at {@code off} when its original source is one of {@code sources}; null otherwise (or malformed). */
-  private static Matched match(ByteBuffer b, int off, int mlen, Set<IpPrefix> sources) {
+  /** The entry at {@code off} when its original source is one of {@code sources}, its destination outside {@code keep}. */
+  private static Optional<Matched> match(ByteBuffer b, int off, int mlen, Set<IpPrefix> sources, AddressRanges keep) {
     try {
       NetlinkAttributes attrs = NetlinkAttributes.parse(b, off + 20, off + mlen);
-      java.util.Optional<NetlinkAttributes> ip = attrs.nested(CTA_TUPLE_ORIG).flatMap(t -> t.nested(CTA_TUPLE_IP));
-      java.util.Optional<byte[]> address = ip.flatMap(a -> a.bytes(CTA_IP_V4_SRC).filter(v -> v.length == 4)
-          .or(() -> a.bytes(CTA_IP_V6_SRC).filter(v -> v.length == 16)));
-      if (address.isEmpty()) {
-        return null;
+      Optional<NetlinkAttributes> ip = attrs.nested(CTA_TUPLE_ORIG).flatMap(t -> t.nested(CTA_TUPLE_IP));
+      if (ip.isEmpty()) {
+        return Optional.empty();
       }
-      IpPrefix source = IpPrefix.host(address.get());
-      if (!sources.contains(source)) {
-        return null;
+      Optional<IpPrefix> source = address(ip.get(), CTA_IP_V4_SRC, CTA_IP_V6_SRC);
+      if (source.isEmpty() || !sources.contains(source.get())) {
+        return Optional.empty();
       }
-      return new Matched(b.get(off + 16), attrs.bytes(CTA_TUPLE_ORIG).orElseThrow(), attrs.bytes(CTA_ZONE), source);
+      Optional<IpPrefix> destination = address(ip.get(), CTA_IP_V4_DST, CTA_IP_V6_DST);
+      if (destination.isEmpty() || keep.contains(destination.get())) {
+        return Optional.empty();
+      }
+      return Optional.of(new Matched(b.get(off + 16), attrs.bytes(CTA_TUPLE_ORIG).orElseThrow(), attrs.bytes(CTA_ZONE),
+          source.get()));
     } catch (IllegalArgumentException e) {
-      return null;
+      return Optional.empty();
     }
+  }
+
+  private static Optional<IpPrefix> address(NetlinkAttributes ip, int v4, int v6) {
+    return ip.bytes(v4).filter(v -> v.length == 4).or(() -> ip.bytes(v6).filter(v -> v.length == 16))
+        .map(IpPrefix::host);
   }
 
   /** Writes the netlink header of the message that ends at {@code b}'s position; returns its length. */
@@ -188,28 +240,6 @@ public final class Conntrack {
     b.putInt(8, seq);
     b.putInt(12, 0);
     return len;
-  }
-
-  private static int request(ByteBuffer b, int seq, IpPrefix src) {
-    boolean v4 = src.family() == IpFamily.V4;
-    byte[] addr = src.addressBytes();
-    b.position(16);
-    b.put((byte) (v4 ? 2 : 10)); // nfgen_family
-    b.put((byte) 1); // version: the family is meant
-    b.putShort((short) 0); // res_id
-    int orig = begin(b, CTA_TUPLE_ORIG | NetlinkConstants.NLA_F_NESTED);
-    int ip = begin(b, CTA_TUPLE_IP | NetlinkConstants.NLA_F_NESTED);
-    attr(b, v4 ? CTA_IP_V4_SRC : CTA_IP_V6_SRC, addr);
-    end(b, ip);
-    end(b, orig);
-    int filter = begin(b, CTA_FILTER | NetlinkConstants.NLA_F_NESTED);
-    attr(b, CTA_FILTER_ORIG_FLAGS, intBytes(CTA_FILTER_FLAG_IP_SRC));
-    end(b, filter);
-    return header(b, MSG_DELETE, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_ACK, seq);
-  }
-
-  private static byte[] intBytes(int v) {
-    return ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(v).array();
   }
 
   private static int begin(ByteBuffer b, int type) {

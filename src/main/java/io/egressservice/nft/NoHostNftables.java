@@ -83,7 +83,9 @@ public final class NoHostNftables {
    * As {@link #sync(List, List, boolean)}; on a node that receives steered traffic ({@code guard}), packets that
    * came in over the steering device and leave the cluster with a source other than one of {@code lbIps} (the LB
    * IPs this node SNATs to) are dropped after NAT: a steered flow that reaches a node before (or after) it is the
-   * host would otherwise leave with the CNI's masquerade.
+   * host would otherwise leave with the CNI's masquerade. Both guard rules match the original direction only: an
+   * endpoint's answers to connections made to its own address (a routed pod IP, a host on the node subnet, a load
+   * balancer that targets pods) leave with that address by design, and must.
    */
   public synchronized void sync(List<Hold> holds, List<IpPrefix> inCluster, List<IpPrefix> lbIps, boolean guard,
       boolean verify) {
@@ -281,18 +283,16 @@ public final class NoHostNftables {
         g.append("    iifname \"").append(EgressNftables.STEERING_DEVICE).append("\" oifname != \"")
             .append(EgressNftables.STEERING_DEVICE).append("\" ").append(ip).append(" daddr != @in_cluster_")
             .append(fam).append(' ').append(ip).append(" saddr != @lb_").append(fam)
-            .append(" counter name \"steered_unsnatted\" drop\n");
+            .append(" ct direction original counter name \"steered_unsnatted\" drop\n");
         List<String> sources = ours.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
             .sorted().toList();
         // Declared even when empty, so that sources come and go by element (updateElements), not by a rewrite.
         sb.append("  set ours_").append(fam).append(" { type ").append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr")
             .append("; ").append(sources.isEmpty() ? "" : "elements = { " + String.join(", ", sources) + " } ")
             .append("}\n");
-        {
-          g.append("    oifname != \"").append(EgressNftables.STEERING_DEVICE).append("\" ").append(ip)
-              .append(" saddr @ours_").append(fam).append(' ').append(ip).append(" daddr != @in_cluster_").append(fam)
-              .append(" counter name \"steered_unsnatted\" drop\n");
-        }
+        g.append("    oifname != \"").append(EgressNftables.STEERING_DEVICE).append("\" ").append(ip)
+            .append(" saddr @ours_").append(fam).append(' ').append(ip).append(" daddr != @in_cluster_").append(fam)
+            .append(" ct direction original counter name \"steered_unsnatted\" drop\n");
       }
       sb.append("  chain postrouting {\n    type filter hook postrouting priority srcnat + 10; policy accept;\n")
           .append(g).append("  }\n");

@@ -21,10 +21,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link Conntrack#deleteBySource}: both ways (a filtered delete per source, and one dump with a delete per matching
- * entry above {@link Conntrack#FILTERED_DELETES_MAX} sources) remove exactly the flows of the given sources, in both
- * families, and leave every other flow alone. The oracle is the kernel's {@code /proc/net/nf_conntrack} of the
- * namespace.
+ * {@link Conntrack#restartFlowsLeavingTheCluster} with no in-cluster prefixes: one dump and a delete per matching
+ * entry remove exactly the flows of the given sources, few or many, in both families, and leave every other flow
+ * alone. The oracle is the kernel's {@code /proc/net/nf_conntrack} of the namespace.
  */
 class ConntrackNetnsTest {
   private static final Pattern SRC = Pattern.compile("^\\S+\\s+\\d+\\s+\\S+\\s+\\d+\\s+\\d+\\s+(?:\\S+\\s+)?src=(\\S+)");
@@ -57,11 +56,11 @@ class ConntrackNetnsTest {
   }
 
   @Test
-  void fewIpv4SourcesGoAsFilteredDeletesAndOnlyTheirFlowsEnd() {
+  void fewIpv4SourcesEndOnlyTheirFlows() {
     flowsFrom(30);
     List<IpPrefix> gone = List.of(v4(3), v4(7));
 
-    assertThat(Conntrack.deleteBySource(thread, gone)).isEmpty();
+    assertThat(new Conntrack().restartFlowsLeavingTheCluster(thread, gone, List.of())).isEmpty();
 
     assertThat(trackedSources()).isEqualTo(allBut(gone));
   }
@@ -75,13 +74,13 @@ class ConntrackNetnsTest {
     flowsFrom(30);
     List<IpPrefix> gone = List.of(v6(5));
 
-    assertThat(Conntrack.deleteBySource(thread, gone)).isEmpty();
+    assertThat(new Conntrack().restartFlowsLeavingTheCluster(thread, gone, List.of())).isEmpty();
 
     assertThat(trackedSources()).isEqualTo(allBut(gone));
   }
 
   @Test
-  void manySourcesGoAsOneDumpAndEveryFlowOfThemEnds() {
+  void manySourcesEndEveryFlowOfTheirs() {
     flowsFrom(30);
     flowsFrom(30); // two flows (source ports) per source: each is deleted
     List<IpPrefix> gone = new ArrayList<>();
@@ -90,9 +89,8 @@ class ConntrackNetnsTest {
       gone.add(v6(i + 10));
     }
     gone.add(IpPrefix.parseHost("10.77.9.9")); // a source without flows: nothing to delete, no error
-    assertThat(gone.size()).isGreaterThan(Conntrack.FILTERED_DELETES_MAX);
 
-    assertThat(Conntrack.deleteBySource(thread, gone)).isEmpty();
+    assertThat(new Conntrack().restartFlowsLeavingTheCluster(thread, gone, List.of())).isEmpty();
 
     assertThat(trackedSources()).isEqualTo(allBut(gone));
   }
