@@ -86,6 +86,8 @@ public final class AllocatorRunner implements AutoCloseable {
   private static AllocatorRunner start(
       KubernetesClient client, Allocator allocator, String leaseNamespace, String identity, AllocatorConfig config) {
     AllocatorRunner runner = new AllocatorRunner(client, allocator, leaseNamespace, identity, config);
+    allocator.addListener(new SelfSuspicionEvents(client, leaseNamespace, config.leaseName(), identity,
+        allocator::isLeading, runner.restarts, SelfSuspicionEvents.DEFAULT_SPACING));
     runner.allocator.start();
     runner.elect();
     return runner;
