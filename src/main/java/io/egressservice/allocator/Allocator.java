@@ -273,6 +273,13 @@ public final class Allocator implements AutoCloseable {
     }
   }
 
+  /** The nodes this replica probes now (hosts, candidates, unreachable nodes). */
+  public Set<String> probedNodes() {
+    synchronized (health) {
+      return health.tracked();
+    }
+  }
+
   /** Whether this replica suspects its own path to the nodes now (and so drains nothing new). */
   public boolean selfSuspected() {
     return selfSuspected.get();
