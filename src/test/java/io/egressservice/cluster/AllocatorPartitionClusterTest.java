@@ -74,7 +74,7 @@ class AllocatorPartitionClusterTest {
         pause(100);
       }
       long t1 = System.nanoTime();
-      assertThat(hostsSeen).as("status.host during 20 s of 50 %% probe loss to every node and 8 s after")
+      assertThat(hostsSeen).as("status.host during 20 s of 50 % probe loss to every node and 8 s after")
           .containsExactly(host);
       assertThat(suspected).as("the allocator suspected its own path").isTrue();
       assertThat(s.allocator().allocator().unreachableNodes()).as("nodes drained").isEmpty();
