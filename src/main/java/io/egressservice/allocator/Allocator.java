@@ -761,17 +761,7 @@ public final class Allocator implements AutoCloseable {
    */
   private void probeHosts(Set<String> hosts, List<NodeState> nodeStates,
       List<io.fabric8.kubernetes.api.model.Node> nodeObjects, Set<String> unreachable) {
-    Set<String> wanted = new java.util.TreeSet<>(unreachable);
-    wanted.addAll(hosts);
-    int extra = config.probes().candidates();
-    for (NodeState n : nodeStates.stream().sorted(java.util.Comparator.comparing(NodeState::name)).toList()) {
-      if (extra == 0) {
-        break;
-      }
-      if (n.ready() && !n.unschedulable() && !n.deleting() && wanted.add(n.name())) {
-        extra--;
-      }
-    }
+    Set<String> wanted = ProbeTargets.select(hosts, unreachable, nodeStates, config.probes().candidates());
     Map<String, java.net.InetSocketAddress> targets = new HashMap<>();
     for (io.fabric8.kubernetes.api.model.Node n : nodeObjects) {
       String name = n.getMetadata().getName();
