@@ -39,6 +39,11 @@ import java.util.TreeSet;
  * single silent host is never a majority of at least 2, so it is drained as before; two silent nodes of two or three
  * are taken for a cut-off prober and keep their services (a real double failure there waits until the prober sees
  * some node answer). The caller makes the population meaningful by probing candidate hosts besides the hosts.
+ *
+ * <p>What it cannot see: at the onset of partial loss on every path, the first node to miss {@code failures} probes
+ * in a row may do so while every other node happened to answer each probe; with three nodes and 50 % loss that is
+ * about 2 % of onsets (HostHealthSelfSuspicionTest), with more probed nodes far less. After that the misses of
+ * the others are in, and the suspicion holds for as long as the loss does.
  */
 public final class HostHealth {
   /**
