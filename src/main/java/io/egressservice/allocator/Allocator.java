@@ -53,7 +53,14 @@ import org.slf4j.LoggerFactory;
  * schedules nothing.
  *
  * <p>Informers run on every replica (a follower's caches are warm when it takes over); only the leader's worker
- * writes, and it checks leadership before every write.
+ * writes, and it checks leadership before every write. Host probes run on every replica too: a follower probes the
+ * hosts its cache shows in {@code status.host}, so when the leader dies with a host the new leader already knows
+ * that host is gone and moves its services in its first pass.
+ *
+ * <p>When most probed nodes fail at once ({@link HostHealth}: more than half, at least 2) the allocator suspects its
+ * own path to the nodes and drains nothing new, so it moves nothing; it says so in a log line, the gauge
+ * {@code egress_service_agent_allocator_self_suspected} and to its {@link Listener}s (the runner writes an Event on
+ * the Lease).
  */
 public final class Allocator implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
@@ -111,6 +118,12 @@ public final class Allocator implements AutoCloseable {
   /** When each unreachable node was found unreachable (monotonic), for the failover time. Guarded by health. */
   private final Map<String, Long> lostAtNanos = new HashMap<>();
   private AgentProber prober;
+  /** The probe targets need computing again (a Node, or a host in some status, changed). */
+  private final AtomicBoolean probeTargetsDirty = new AtomicBoolean(true);
+  /** Whether this replica suspects its own path to the nodes now (hysteresis over {@link HostHealth}'s judgment). */
+  private final AtomicBoolean selfSuspected = new AtomicBoolean();
+  /** When the judgment last said "suspected" (monotonic); guarded by health. */
+  private long lastSuspectedNanos;
   private final List<Double> failoverSeconds = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final Map<ObjectRef, Long> lastHostChangeEpochSeconds = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -181,6 +194,12 @@ public final class Allocator implements AutoCloseable {
     if (config.probes().enabled()) {
       prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
           config.probes().netns(), this::probed);
+      long every = config.probes().interval().toMillis();
+      try {
+        worker.scheduleWithFixedDelay(this::refreshProbeTargets, every, every, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // closed
+      }
     }
     informers.start();
   }
@@ -188,15 +207,27 @@ public final class Allocator implements AutoCloseable {
   private void probed(String node, long seq, ProbeResult result) {
     boolean changed;
     boolean unreachable;
+    Optional<HostHealth.Suspicion> judged = Optional.empty();
+    long now = System.nanoTime();
     synchronized (health) {
-      changed = health.record(node, seq, result, System.nanoTime());
+      changed = health.record(node, seq, result, now);
       unreachable = health.isUnreachable(node);
       if (changed && unreachable) {
         lostAtNanos.put(node, health.lastAnswerNanos(node));
       } else if (changed) {
         lostAtNanos.remove(node);
       }
+      // Judged only when it can change: on a miss, or while suspected (to see it end). A healthy cluster costs
+      // nothing here.
+      if (result == ProbeResult.NO_ANSWER || selfSuspected.get()) {
+        HostHealth.Suspicion s = health.suspicion(now);
+        if (s.suspected()) {
+          lastSuspectedNanos = now;
+        }
+        judged = Optional.of(s);
+      }
     }
+    judged.ifPresent(s -> judgeSelf(s, now));
     if (changed) {
       if (unreachable) {
         LOG.warn("{}: node {} is unreachable ({}): drained, its services move", identity, node,
@@ -208,6 +239,50 @@ public final class Allocator implements AutoCloseable {
       nodesChanged.set(true);
       requestPass();
     }
+  }
+
+  /**
+   * Begins an episode of self-suspicion when the judgment says so; ends it once the judgment has been clear for the
+   * suspicion window (so one episode is one log line, one Event, not one per flicker).
+   */
+  private void judgeSelf(HostHealth.Suspicion s, long now) {
+    if (s.suspected()) {
+      if (selfSuspected.compareAndSet(false, true)) {
+        LOG.warn("{}: {} of {} probed nodes fail at once ({}): suspecting this allocator's own path to the nodes, "
+            + "keeping every host and draining nothing until most of them answer again", identity,
+            s.failing().size(), s.judged(), String.join(", ", s.failing()));
+        metrics.selfSuspected(true);
+        for (Listener l : listeners) {
+          l.selfSuspected(true, s);
+        }
+      }
+      return;
+    }
+    long since;
+    synchronized (health) {
+      since = lastSuspectedNanos;
+    }
+    if (now - since >= config.probes().health().suspicionWindow().toNanos()
+        && selfSuspected.compareAndSet(true, false)) {
+      LOG.info("{}: most probed nodes answer again ({} of {} failing): no longer suspecting this allocator's own "
+          + "path; silent nodes are drained again", identity, s.failing().size(), s.judged());
+      metrics.selfSuspected(false);
+      for (Listener l : listeners) {
+        l.selfSuspected(false, s);
+      }
+    }
+  }
+
+  /** The nodes this replica probes now (hosts, candidates, unreachable nodes). */
+  public Set<String> probedNodes() {
+    synchronized (health) {
+      return health.tracked();
+    }
+  }
+
+  /** Whether this replica suspects its own path to the nodes now (and so drains nothing new). */
+  public boolean selfSuspected() {
+    return selfSuspected.get();
   }
 
   /** Nodes the health probes hold unreachable now. */
@@ -224,6 +299,12 @@ public final class Allocator implements AutoCloseable {
 
     /** A service's status.host changed (written by this instance), at {@code epochSeconds}. */
     void hostChanged(ObjectRef service, String from, String to, long epochSeconds);
+
+    /**
+     * This replica began ({@code suspected}) or ended suspecting its own path to the nodes; {@code judgment} is the
+     * one that began or ended it. Called on a probe thread: hand slow work off.
+     */
+    default void selfSuspected(boolean suspected, HostHealth.Suspicion judgment) {}
   }
 
   private final List<Listener> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -353,6 +434,7 @@ public final class Allocator implements AutoCloseable {
 
   private void touch(ObjectRef ref) {
     touched.add(ref);
+    probeTargetsDirty.set(true);
     requestPass();
   }
 
@@ -364,6 +446,7 @@ public final class Allocator implements AutoCloseable {
 
   private void nodesChanged() {
     nodesChanged.set(true);
+    probeTargetsDirty.set(true);
     requestPass();
   }
 
@@ -390,9 +473,7 @@ public final class Allocator implements AutoCloseable {
     leading = false;
     metrics.leading(false);
     term.incrementAndGet();
-    if (prober != null) {
-      prober.probe(Map.of());
-    }
+    // The probes go on: a follower that knows which hosts are gone moves their services in its first pass.
   }
 
   public boolean isLeading() {
@@ -632,7 +713,8 @@ public final class Allocator implements AutoCloseable {
       metrics.allocations(step.evaluated().stream().map(Allocator::allocation).toList());
     }
     if (prober != null && (full || nodesChanged || step.hostsChanged())) {
-      probeHosts(allocation.hostedNodes(), objects.nodeObjects(), unreachable);
+      probeTargetsDirty.set(false);
+      probeHosts(allocation.hostedNodes(), objects.nodes(unreachable), objects.nodeObjects(), unreachable);
     }
 
     for (Map.Entry<String, Map<String, Boolean>> e : step.labelChanges().entrySet()) {
@@ -645,13 +727,41 @@ public final class Allocator implements AutoCloseable {
   }
 
   /**
-   * Probes the nodes that host a LoadBalancerIP service, and the unreachable ones (to see them return): O(hosts)
-   * TCP connections, no API request.
+   * Every replica, leader or not, every probe interval: when a Node or an EgressService changed, the probe targets
+   * from the caches (the hosts in {@code status.host}; the leader adds the hosts it just chose).
    */
-  private void probeHosts(Set<String> hosts, List<io.fabric8.kubernetes.api.model.Node> nodeObjects,
-      Set<String> unreachable) {
-    Set<String> wanted = new java.util.TreeSet<>(unreachable);
-    wanted.addAll(hosts);
+  private void refreshProbeTargets() {
+    if (prober == null || closed || !probeTargetsDirty.get() || !informers.hasSynced()) {
+      return;
+    }
+    probeTargetsDirty.set(false);
+    try {
+      Set<String> hosts = new java.util.TreeSet<>();
+      for (EgressService es : informers.egressServices().getStore().list()) {
+        String h = es.getStatus() == null ? null : es.getStatus().getHost();
+        if (h != null && !h.isEmpty() && !h.equals(io.egressservice.plan.EgressServiceInfo.HOST_ALL)) {
+          hosts.add(h);
+        }
+      }
+      if (leading) {
+        hosts.addAll(allocation.hostedNodes());
+      }
+      Set<String> unreachable = unreachableNodes();
+      probeHosts(hosts, objects.nodes(unreachable), objects.nodeObjects(), unreachable);
+    } catch (RuntimeException e) {
+      probeTargetsDirty.set(true);
+      LOG.warn("{}: could not update the host probes' targets: {}", identity, e.toString());
+    }
+  }
+
+  /**
+   * Probes the nodes that host a LoadBalancerIP service, the unreachable ones (to see them return), and up to
+   * {@link HostProbes#candidates()} other nodes that could host (Ready, schedulable, not being deleted; by name):
+   * O(hosts) TCP connections, no API request.
+   */
+  private void probeHosts(Set<String> hosts, List<NodeState> nodeStates,
+      List<io.fabric8.kubernetes.api.model.Node> nodeObjects, Set<String> unreachable) {
+    Set<String> wanted = ProbeTargets.select(hosts, unreachable, nodeStates, config.probes().candidates());
     Map<String, java.net.InetSocketAddress> targets = new HashMap<>();
     for (io.fabric8.kubernetes.api.model.Node n : nodeObjects) {
       String name = n.getMetadata().getName();

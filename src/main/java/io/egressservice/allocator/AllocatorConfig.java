@@ -41,10 +41,18 @@ public record AllocatorConfig(
     }
   }
 
-  /** The client-go defaults: lease 15 s, renew 10 s, retry 2 s; resync 60 s; host probes on. */
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(5);
+  public static final Duration DEFAULT_RENEW_DEADLINE = Duration.ofSeconds(3);
+  public static final Duration DEFAULT_RETRY_PERIOD = Duration.ofSeconds(1);
+
+  /**
+   * kube-vip's lease (5 s, renew deadline 3 s, retry 1 s) rather than client-go's 15/10/2: a leader that dies with
+   * the host it watches is replaced within about 5-7 s, and every replica probes the hosts, so the new leader acts
+   * at once. It costs the leader about one Lease write a second (deploy/README.md). Resync 60 s; host probes on.
+   */
   public static AllocatorConfig defaults() {
-    return new AllocatorConfig(DEFAULT_LEASE_NAME, Duration.ofSeconds(15), Duration.ofSeconds(10),
-        Duration.ofSeconds(2), Duration.ofSeconds(60), HostProbes.defaults(), EndpointTrust.kubernetesOnly());
+    return new AllocatorConfig(DEFAULT_LEASE_NAME, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE,
+        DEFAULT_RETRY_PERIOD, Duration.ofSeconds(60), HostProbes.defaults(), EndpointTrust.kubernetesOnly());
   }
 
   public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {

@@ -20,6 +20,11 @@ import org.slf4j.LoggerFactory;
  * at once, allocation only while this identity holds the Lease. fabric8's {@code LeaderElector} ends after losing
  * the lease, so a new one is started (after a retry period) until {@link #close()}.
  *
+ * <p>A follower does not wait for its elector's next jittered attempt (up to 2.2 retry periods) once the Lease has
+ * expired: from each record the elector reads it knows when the holder's lease runs out, and if no later renewal
+ * has been seen by then it starts a fresh elector, whose first attempt is immediate. A leader that dies with the
+ * host it watched is so replaced about one lease duration after its last renewal.
+ *
  * <pre>{@code
  * try (AllocatorRunner runner = AllocatorRunner.start(client, "egress-service-system", podName)) { ... }
  * }</pre>
@@ -34,6 +39,8 @@ public final class AllocatorRunner implements AutoCloseable {
   private final Allocator allocator;
   private final ScheduledExecutorService restarts;
   private volatile String observedLeader;
+  /** The newest renewal seen of another holder's Lease (wall clock, as the Lease records it); guarded by this. */
+  private java.time.ZonedDateTime observedRenewal;
   private CompletableFuture<?> election;
   private boolean closed;
 
@@ -86,6 +93,8 @@ public final class AllocatorRunner implements AutoCloseable {
   private static AllocatorRunner start(
       KubernetesClient client, Allocator allocator, String leaseNamespace, String identity, AllocatorConfig config) {
     AllocatorRunner runner = new AllocatorRunner(client, allocator, leaseNamespace, identity, config);
+    allocator.addListener(new SelfSuspicionEvents(client, leaseNamespace, config.leaseName(), identity,
+        allocator::isLeading, runner.restarts, SelfSuspicionEvents.DEFAULT_SPACING));
     runner.allocator.start();
     runner.elect();
     return runner;
@@ -97,7 +106,7 @@ public final class AllocatorRunner implements AutoCloseable {
     }
     var electionConfig = new LeaderElectionConfigBuilder()
         .withName(config.leaseName())
-        .withLock(new LeaseLock(leaseNamespace, config.leaseName(), identity))
+        .withLock(new ObservedLease(new LeaseLock(leaseNamespace, config.leaseName(), identity), this::observed))
         .withLeaseDuration(config.leaseDuration())
         .withRenewDeadline(config.renewDeadline())
         .withRetryPeriod(config.retryPeriod())
@@ -113,9 +122,14 @@ public final class AllocatorRunner implements AutoCloseable {
     CompletableFuture<?> f = client.leaderElector().withConfig(electionConfig).build().start();
     election = f;
     f.whenComplete((v, t) -> {
+      synchronized (this) {
+        if (election != f) {
+          return; // superseded by electNow: that elector decides the term now
+        }
+      }
       allocator.stopLeading();
       synchronized (this) {
-        if (!closed) {
+        if (!closed && election == f) {
           if (t != null) {
             LOG.warn("{}: leader election ended: {}", identity, t.toString());
           }
@@ -123,6 +137,47 @@ public final class AllocatorRunner implements AutoCloseable {
         }
       }
     });
+  }
+
+  /** Every record the elector reads: when another holder's lease will run out, try at that moment. */
+  private void observed(io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord r) {
+    String holder = r.getHolderIdentity();
+    if (holder == null || holder.isEmpty() || holder.equals(identity) || r.getRenewTime() == null
+        || r.getLeaseDuration() == null) {
+      return;
+    }
+    java.time.ZonedDateTime renewed = r.getRenewTime();
+    synchronized (this) {
+      if (closed || observedRenewal != null && !renewed.isAfter(observedRenewal)) {
+        return;
+      }
+      observedRenewal = renewed;
+    }
+    long wait = java.time.Duration.between(java.time.ZonedDateTime.now(), renewed.plus(r.getLeaseDuration()))
+        .toMillis() + EXPIRY_MARGIN_MS;
+    try {
+      restarts.schedule(() -> electNow(renewed), Math.max(0, wait), TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // closed
+    }
+  }
+
+  /** After the Lease's expiry: clocks differ by milliseconds, fabric8 compares with isAfter. */
+  private static final long EXPIRY_MARGIN_MS = 50;
+
+  /** A fresh elector now, if no renewal after {@code renewed} was seen and this replica does not lead. */
+  private synchronized void electNow(java.time.ZonedDateTime renewed) {
+    if (closed || allocator.isLeading() || !renewed.equals(observedRenewal)) {
+      return;
+    }
+    LOG.info("{}: the allocator's Lease was last renewed at {} and has expired: trying to take it over now",
+        identity, renewed);
+    CompletableFuture<?> old = election;
+    election = null;
+    if (old != null) {
+      old.cancel(true);
+    }
+    elect();
   }
 
   public String identity() {

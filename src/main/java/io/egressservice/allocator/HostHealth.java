@@ -21,6 +21,29 @@ import java.util.TreeSet;
  * </ul>
  * An unreachable node is eligible again once it has answered healthy continuously for {@code recoverAfter}
  * (flapping is damped; its services do not move back, as the allocator keeps a host while it qualifies).
+ *
+ * <p><b>The prober suspects itself first.</b> Silence of one node among answering ones says the node is gone; silence
+ * of most nodes at once says more likely that the prober is cut off from them (its own node, its network path, a
+ * policy), and draining them all would leave every service without a host. So, as the Kubernetes node lifecycle
+ * controller stops evicting in a full disruption, no node becomes unreachable while {@linkplain #selfSuspected the
+ * prober is suspected}: more than half of the nodes it judges, and at least {@link #MIN_SUSPECTED} of them, are
+ * <em>failing</em>. The nodes it judges are the tracked nodes that are reachable, and those drained within the last
+ * {@link #DRAINED_MEMORY} (without them, partial loss drains one node at a time: each drain shrinks the population
+ * until a lone node is a majority of nothing; a node drained long ago says nothing about now). A node is failing when one of its probes went unanswered within {@code
+ * suspicionWindow}, or when it has answered nothing for {@code answerGap} (a probe is hanging: its verdict is still
+ * out, and without this the first node to reach {@code failures} would be drained before the others' probes time
+ * out). While suspected, silent nodes keep their services and unanswered probes are still counted; once the
+ * suspicion lifts, a node that is still silent is drained at its next result, one that answered meanwhile is not.
+ *
+ * <p>The threshold (more than half, at least 2) lets small clusters fail over: with one or two judged nodes a
+ * single silent host is never a majority of at least 2, so it is drained as before; two silent nodes of two or three
+ * are taken for a cut-off prober and keep their services (a real double failure there waits until the prober sees
+ * some node answer). The caller makes the population meaningful by probing candidate hosts besides the hosts.
+ *
+ * <p>What it cannot see: at the onset of partial loss on every path, the first node to miss {@code failures} probes
+ * in a row may do so while every other node happened to answer each probe; with three nodes and 50 % loss that is
+ * about 2 % of onsets (HostHealthSelfSuspicionTest), with more probed nodes far less. After that the misses of
+ * the others are in, and the suspicion holds for as long as the loss does.
  */
 public final class HostHealth {
   /**
@@ -28,17 +51,62 @@ public final class HostHealth {
    * @param agentDownGrace how long a node that answers but whose agent is not healthy still counts as reachable
    * @param recoverAfter how long an unreachable node must answer healthy before it may host again
    */
-  public record Settings(int failures, Duration agentDownGrace, Duration recoverAfter) {
+  public record Settings(int failures, Duration agentDownGrace, Duration recoverAfter, Duration suspicionWindow,
+      Duration answerGap) {
+    /** How long an unanswered probe counts a node as failing, for the self-suspicion. */
+    public static final Duration DEFAULT_SUSPICION_WINDOW = Duration.ofSeconds(5);
+    /** Silence after which a node counts as failing before its probe times out: 1.5 probe intervals of 500 ms. */
+    public static final Duration DEFAULT_ANSWER_GAP = Duration.ofMillis(750);
+
+    /**
+     * @param suspicionWindow how long one unanswered probe counts its node as failing
+     * @param answerGap how long a node may answer nothing before it counts as failing (more than the probe interval)
+     */
     public Settings {
       if (failures < 1) {
         throw new IllegalArgumentException("failures must be at least 1, not " + failures);
       }
       Objects.requireNonNull(agentDownGrace);
       Objects.requireNonNull(recoverAfter);
+      Objects.requireNonNull(suspicionWindow);
+      Objects.requireNonNull(answerGap);
+      if (suspicionWindow.isNegative() || answerGap.isNegative() || answerGap.isZero()) {
+        throw new IllegalArgumentException("the suspicion window must not be negative and the answer gap positive");
+      }
+    }
+
+    /** With the default suspicion window and answer gap. */
+    public Settings(int failures, Duration agentDownGrace, Duration recoverAfter) {
+      this(failures, agentDownGrace, recoverAfter, DEFAULT_SUSPICION_WINDOW, DEFAULT_ANSWER_GAP);
     }
 
     public static Settings defaults() {
       return new Settings(2, Duration.ofSeconds(30), Duration.ofSeconds(10));
+    }
+  }
+
+  /**
+   * How long a drained node still counts in the judgment (as failing while it stays silent). A second host of three
+   * lost within this time after the first waits until it has passed.
+   */
+  public static final Duration DRAINED_MEMORY = Duration.ofSeconds(60);
+
+  /** Fewest failing nodes that can make the prober suspect itself (one silent node is that node's failure). */
+  public static final int MIN_SUSPECTED = 2;
+
+  /**
+   * The prober's judgment of itself at one moment.
+   *
+   * @param failing judged nodes that are failing (unanswered within the window, or silent for the answer gap)
+   * @param judged tracked nodes that are reachable or were drained recently
+   */
+  public record Suspicion(Set<String> failing, int judged) {
+    public Suspicion {
+      failing = java.util.Collections.unmodifiableSortedSet(new TreeSet<>(failing));
+    }
+
+    public boolean suspected() {
+      return failing.size() >= MIN_SUSPECTED && failing.size() * 2 > judged;
     }
   }
 
@@ -51,6 +119,9 @@ public final class HostHealth {
     boolean healthy = true;
     long lastHealthyNanos;
     boolean unreachable;
+    long lastNoAnswerNanos;
+    boolean everNoAnswer;
+    long unreachableSinceNanos;
   }
 
   private final Settings settings;
@@ -91,6 +162,8 @@ public final class HostHealth {
     NodeRecord r = nodes.get(node);
     r.newestSeq = Math.max(r.newestSeq, seq);
     if (result == ProbeResult.NO_ANSWER) {
+      r.lastNoAnswerNanos = nowNanos;
+      r.everNoAnswer = true;
       if (seq > r.lastAnswerSeq) {
         r.unansweredAfterAnswer.add(seq);
       }
@@ -108,24 +181,54 @@ public final class HostHealth {
     } else {
       r.healthy = false;
     }
-    return evaluate(r, nowNanos);
+    return evaluate(r, nowNanos, null);
   }
 
-  /** Re-evaluates time-based rules (grace, recovery) without a new result; true when anything changed. */
+  /** Re-evaluates time-based rules (grace, recovery, suspicion) without a new result; true when anything changed. */
   public boolean tick(long nowNanos) {
     boolean changed = false;
+    Suspicion suspicion = suspicion(nowNanos);
     for (NodeRecord r : nodes.values()) {
-      changed |= evaluate(r, nowNanos);
+      changed |= evaluate(r, nowNanos, suspicion);
     }
     return changed;
   }
 
-  private boolean evaluate(NodeRecord r, long nowNanos) {
+  /** Whether the prober suspects itself now (see the class comment): then no node becomes unreachable. */
+  public boolean selfSuspected(long nowNanos) {
+    return suspicion(nowNanos).suspected();
+  }
+
+  /** Which judged nodes are failing now, and how many are judged. */
+  public Suspicion suspicion(long nowNanos) {
+    Set<String> failing = new TreeSet<>();
+    int judged = 0;
+    for (Map.Entry<String, NodeRecord> e : nodes.entrySet()) {
+      NodeRecord r = e.getValue();
+      if (r.unreachable && nowNanos - r.unreachableSinceNanos > DRAINED_MEMORY.toNanos()) {
+        continue;
+      }
+      judged++;
+      boolean recentNoAnswer = r.everNoAnswer && nowNanos - r.lastNoAnswerNanos <= settings.suspicionWindow().toNanos();
+      boolean quiet = nowNanos - r.lastAnswerNanos >= settings.answerGap().toNanos();
+      if (recentNoAnswer || quiet) {
+        failing.add(e.getKey());
+      }
+    }
+    return new Suspicion(failing, judged);
+  }
+
+  /** {@code suspicion} null: computed here when needed (only a node about to become unreachable asks). */
+  private boolean evaluate(NodeRecord r, long nowNanos, Suspicion suspicion) {
     boolean before = r.unreachable;
     if (!r.unreachable) {
       boolean silent = r.unansweredAfterAnswer.size() >= settings.failures();
       boolean agentDownTooLong = !r.healthy && nowNanos - r.lastHealthyNanos >= settings.agentDownGrace().toNanos();
-      r.unreachable = silent || agentDownTooLong;
+      r.unreachable = (silent || agentDownTooLong)
+          && !(suspicion != null ? suspicion : suspicion(nowNanos)).suspected();
+      if (r.unreachable) {
+        r.unreachableSinceNanos = nowNanos;
+      }
     } else {
       r.unreachable = !(r.healthy && r.unansweredAfterAnswer.isEmpty()
           && nowNanos - r.healthySinceNanos >= settings.recoverAfter().toNanos());

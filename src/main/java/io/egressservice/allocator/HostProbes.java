@@ -5,7 +5,7 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * How the allocator probes the agents of the nodes that host services ({@code GET /healthz} on the node's
+ * How the allocator probes the agents of the nodes that host services (and of a few candidate hosts) ({@code GET /healthz} on the node's
  * InternalIP and the agents' metrics port).
  *
  * @param enabled off: only the Node's Ready condition counts (as before; for clusters where the allocator cannot
@@ -16,10 +16,21 @@ import java.util.Optional;
  * @param threads probes in flight at most
  * @param netns tests: create the probe sockets in this network namespace
  * @param health when a node counts as unreachable, and when again as reachable
+ * @param candidates how many Ready nodes that host nothing are probed besides the hosts (sorted by name): their
+ *     health is known before a service moves to one, and they are the population the allocator judges itself by
+ *     (when most probed nodes fail at once it suspects its own path, {@link HostHealth})
  */
 public record HostProbes(boolean enabled, int port, Duration interval, Duration timeout, int threads,
-    Optional<String> netns, HostHealth.Settings health) {
+    Optional<String> netns, HostHealth.Settings health, int candidates) {
   public static final int DEFAULT_PORT = 9464;
+  /** Enough for a majority to mean something, few enough that probing stays O(hosts). */
+  public static final int DEFAULT_CANDIDATES = 8;
+
+  /** With {@link #DEFAULT_CANDIDATES}. */
+  public HostProbes(boolean enabled, int port, Duration interval, Duration timeout, int threads,
+      Optional<String> netns, HostHealth.Settings health) {
+    this(enabled, port, interval, timeout, threads, netns, health, DEFAULT_CANDIDATES);
+  }
 
   public HostProbes {
     Objects.requireNonNull(interval);
@@ -35,11 +46,17 @@ public record HostProbes(boolean enabled, int port, Duration interval, Duration 
     if (threads < 1) {
       throw new IllegalArgumentException("host probe threads must be at least 1");
     }
+    if (candidates < 0) {
+      throw new IllegalArgumentException("host probe candidates must not be negative, not " + candidates);
+    }
   }
 
-  /** Every 500 ms with a 1 s timeout, unreachable after 2 unanswered probes (at most about 1.5 s + 0.5 s). */
+  /**
+   * Every 500 ms with a 1 s timeout, unreachable after 2 unanswered probes (at most about 1.5 s + 0.5 s); up to 32
+   * probes in flight (a silent node holds two: a probe every 500 ms, each waiting 1 s).
+   */
   public static HostProbes defaults() {
-    return new HostProbes(true, DEFAULT_PORT, Duration.ofMillis(500), Duration.ofSeconds(1), 8, Optional.empty(),
+    return new HostProbes(true, DEFAULT_PORT, Duration.ofMillis(500), Duration.ofSeconds(1), 32, Optional.empty(),
         HostHealth.Settings.defaults());
   }
 

@@ -48,6 +48,7 @@ public final class AllocatorCommand implements Callable<Integer> {
   int metricsPort;
 
   @picocli.CommandLine.Mixin HostProbeOptions hostProbes;
+  @picocli.CommandLine.Mixin LeaseOptions lease;
   @Option(names = "--trusted-endpoint-managers", split = ",",
       defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
       description = "EndpointSlice managers trusted besides Kubernetes' EndpointSlice controller, as the node agents'"
@@ -63,7 +64,7 @@ public final class AllocatorCommand implements Callable<Integer> {
     if (leaseNamespace == null || leaseNamespace.isBlank()) {
       throw new Main.UserError("--lease-namespace must not be empty");
     }
-    AllocatorConfig config = AllocatorConfig.defaults()
+    AllocatorConfig config = lease.apply(AllocatorConfig.defaults())
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
         .withProbes(hostProbes.toProbes());
     KubernetesClient client = KubeClients.create(kubeconfig);

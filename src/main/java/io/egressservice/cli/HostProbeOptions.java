@@ -43,15 +43,23 @@ public final class HostProbeOptions {
           + "${DEFAULT-VALUE}).")
   Duration recoverAfter;
 
+  @Option(names = "--host-probe-candidates", defaultValue = "${env:EGRESS_AGENT_HOST_PROBE_CANDIDATES:-8}",
+      description = "How many Ready nodes that host nothing are probed besides the hosts (by name): the allocator "
+          + "knows their health before moving a service there, and when more than half of all the nodes it probes "
+          + "(at least 2) fail at once it suspects its own path and drains nothing (default ${DEFAULT-VALUE}).")
+  int candidates;
+
   @Option(names = "--host-probe-netns", defaultValue = "${env:EGRESS_AGENT_HOST_PROBE_NETNS}", hidden = true,
       description = "Tests: open the probe sockets in this network namespace.")
   String netns;
 
   HostProbes toProbes() {
     try {
-      return new HostProbes(enabled, port, interval, timeout, 8,
+      // A node that answers nothing for 1.5 intervals has a probe hanging: it counts as failing in the judgment.
+      return new HostProbes(enabled, port, interval, timeout, 32,
           Optional.ofNullable(netns).filter(n -> !n.isBlank()),
-          new HostHealth.Settings(failures, agentDownGrace, recoverAfter));
+          new HostHealth.Settings(failures, agentDownGrace, recoverAfter, HostHealth.Settings.DEFAULT_SUSPICION_WINDOW,
+              interval.multipliedBy(3).dividedBy(2)), candidates);
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());
     }

@@ -92,6 +92,8 @@ public final class RunCommand implements Callable<Integer> {
 
   @Mixin HostProbeOptions hostProbes;
 
+  @Mixin LeaseOptions lease;
+
   @Override
   public Integer call() throws Exception {
     if (nodeName == null || nodeName.isBlank()) {
@@ -104,6 +106,9 @@ public final class RunCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new Main.UserError("--node-name, --pod-uid: " + e.getMessage());
     }
+    // Checked before anything starts: a bad allocator flag is a user error, not a half-started agent.
+    AllocatorConfig allocatorConfig = lease.apply(AllocatorConfig.defaults()).withProbes(hostProbes.toProbes())
+        .withEndpointTrust(config.endpointTrust());
     InetSocketAddress listen;
     try {
       listen = metricsBindAddress == null || metricsBindAddress.isBlank() ? new InetSocketAddress(metricsPort)
@@ -152,7 +157,7 @@ public final class RunCommand implements Callable<Integer> {
     if (allocator) {
       String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
       allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
-          AllocatorConfig.defaults().withProbes(hostProbes.toProbes()).withEndpointTrust(config.endpointTrust()),
+          allocatorConfig,
           new AllocatorMetrics(metrics.registry())));
       allocatorRunner.get().allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
     }

@@ -26,6 +26,8 @@ public final class AllocatorMetrics {
   private final Gauge allocation;
   private final Counter passes;
   private final Counter servicesEvaluated;
+  private final Gauge selfSuspected;
+  private final Counter selfSuspicions;
   /** The allocation series exported now, by service (namespace, name). */
   private final Map<List<String>, Allocation> exported = new HashMap<>();
   private boolean leading;
@@ -72,6 +74,17 @@ public final class AllocatorMetrics {
         .name("egress_service_agent_allocator_services_evaluated_total")
         .help("EgressServices whose host the leader decided again, summed over its passes: a change of one"
             + " service's objects re-decides that service only.")
+        .register(registry);
+    selfSuspected = Gauge.builder()
+        .name("egress_service_agent_allocator_self_suspected")
+        .help("1 while this allocator replica suspects its own path to the nodes (more than half of the nodes it"
+            + " probes, at least 2, fail at once): it keeps every host and drains nothing new; else 0. Every replica"
+            + " probes and judges for itself.")
+        .register(registry);
+    selfSuspected.set(0);
+    selfSuspicions = Counter.builder()
+        .name("egress_service_agent_allocator_self_suspicions_total")
+        .help("Times this allocator replica began suspecting its own path to the nodes.")
         .register(registry);
     passes.labelValues("full");
     passes.labelValues("incremental");
@@ -137,6 +150,19 @@ public final class AllocatorMetrics {
   /** Services decided again so far (all passes). */
   public long servicesEvaluated() {
     return (long) servicesEvaluated.get();
+  }
+
+  /** This replica began or ended suspecting its own path to the nodes. */
+  public void selfSuspected(boolean suspected) {
+    selfSuspected.set(suspected ? 1 : 0);
+    if (suspected) {
+      selfSuspicions.inc();
+    }
+  }
+
+  /** Times this replica began suspecting itself. */
+  public long selfSuspicions() {
+    return (long) selfSuspicions.get();
   }
 
   public synchronized void leading(boolean leading) {
