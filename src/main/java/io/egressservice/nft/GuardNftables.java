@@ -35,9 +35,10 @@ import java.util.TreeMap;
  *     udp dport 4799 ip daddr @node_addresses_v4 counter name "port" drop       # no pod reaches the port
  *     iifname "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 accept
  *     iifname "egress-vx" counter name "tunnel" drop                            # nothing else out of the tunnel
- *     iifname != "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 counter name "spoofed" drop
- *     iifname != "egress-vx" ip saddr @ours_v4 ip daddr != @in_cluster_v4 fib saddr . iif oif missing
- *         counter name "spoofed" drop                                           # our sources only from their link
+ *     iifname != "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 ct direction original
+ *         counter name "spoofed" drop
+ *     iifname != "egress-vx" ip saddr @ours_v4 ip daddr != @in_cluster_v4 ct direction original
+ *         fib saddr . iif oif missing counter name "spoofed" drop                # our sources only from their link
  *   }
  * }
  * </pre>
@@ -45,7 +46,10 @@ import java.util.TreeMap;
  * (and the same for IPv6). Without a steering port (steering off) only the last two rules are written. The
  * reverse-path check is nftables' {@code fib} expression (Linux 4.10 and later, IPv4 and IPv6; RHEL 9's 5.14 has
  * it): it asks the node's own routes, for our sources alone, so the node's {@code rp_filter} settings stay as they
- * are and the traffic of sources that did not opt in is never looked at.
+ * are and the traffic of sources that did not opt in is never looked at. Only original directions are checked: the
+ * replies of an endpoint to connections made to it (the Service's own ingress: a LoadBalancer connection DNATed to
+ * a pod on another node comes back over the pod network, not the tunnel) keep their conntrack NAT; forging one
+ * needs that connection's exact tuple (and, for TCP, its sequence numbers).
  *
  * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
  * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
@@ -263,9 +267,9 @@ public final class GuardNftables {
       String leaves = ip(f) + " daddr != @in_cluster_" + fam(f);
       // A steered endpoint is not on this node: out of the cluster it comes only out of the tunnel.
       forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_")
-          .append(fam(f)).append(' ').append(leaves).append(" counter name \"").append(SPOOFED).append("\" drop\n");
+          .append(fam(f)).append(' ').append(leaves).append(" ct direction original counter name \"").append(SPOOFED).append("\" drop\n");
       forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @ours_").append(fam(f))
-          .append(' ').append(leaves).append(" fib saddr . iif oif missing counter name \"").append(SPOOFED)
+          .append(' ').append(leaves).append(" ct direction original fib saddr . iif oif missing counter name \"").append(SPOOFED)
           .append("\" drop\n");
     }
     if (input.length() > 0) {
