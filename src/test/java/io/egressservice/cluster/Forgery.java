@@ -34,17 +34,18 @@ final class Forgery implements AutoCloseable {
 
   /**
    * A node's own steering device ({@code egress-vx}, the agent's) used by a process on the node (a host-network pod
-   * is the node) for packets to {@code destination}, encapsulated to {@code target}, with the node's own source.
+   * is the node) for packets to {@code destination}, encapsulated to {@code target}, with the node's own address
+   * {@code source} (not the device's link-scope address, which the receiving node holds too and drops as martian).
    */
-  static Forgery fromNode(Namespace ns, String destination, String target) {
+  static Forgery fromNode(Namespace ns, String source, String destination, String target) {
     Forgery f = new Forgery(ns);
     try {
       IpFamily inner = destination.contains(":") ? IpFamily.V6 : IpFamily.V4;
       String flag = inner == IpFamily.V4 ? "-4" : "-6";
       String host = inner == IpFamily.V4 ? "/32" : "/128";
       String outer = target.contains(":") ? "ip6" : "ip";
-      f.run("ip " + flag + " route add " + destination + host + " dev egress-vx encap " + outer + " id 1 dst " + target
-          + " table " + TABLE);
+      f.run("ip " + flag + " route add " + destination + host + " src " + source + " dev egress-vx encap " + outer
+          + " id 1 dst " + target + " table " + TABLE);
       f.undo.add(0, "ip " + flag + " route flush table " + TABLE);
       f.run("ip " + flag + " rule add pref " + PREF + " iif lo to " + destination + host + " lookup " + TABLE);
       f.undo.add(0, "ip " + flag + " rule del pref " + PREF);
@@ -83,8 +84,9 @@ final class Forgery implements AutoCloseable {
       run("ip link set " + DEVICE + " up");
       run("ip addr add " + forged + host + " dev " + DEVICE + (inner == IpFamily.V6 ? " nodad" : ""));
       String outer = target.contains(":") ? "ip6" : "ip";
-      run("ip " + flag + " route add " + destination + host + " dev " + DEVICE + " encap " + outer + " id 1 dst " + target
-          + " src " + forged + " table " + TABLE);
+      // src before encap: after it, iproute2 takes it as the outer source
+      run("ip " + flag + " route add " + destination + host + " src " + forged + " dev " + DEVICE + " encap " + outer
+          + " id 1 dst " + target + " table " + TABLE);
     } else {
       run("ip addr add " + forged + host + " dev lo" + (inner == IpFamily.V6 ? " nodad" : ""));
       undo.add(0, "ip " + flag + " addr del " + forged + host + " dev lo");

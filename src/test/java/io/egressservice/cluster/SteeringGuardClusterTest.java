@@ -167,10 +167,11 @@ abstract class SteeringGuardClusterTest {
   @Order(6)
   void tunnelCarriesOnlySteeredEndpointsOutOfTheCluster() throws Exception {
     Namespace c = cluster.netns("node-c");
+    String nodeC = cluster.node("node-c").ip(IpFamily.V4);
     String nodeA = cluster.node("node-a").ip(IpFamily.V4);
     String podA1 = cluster.pod("pod-a1").ip(IpFamily.V4);
     long before = counter("node-a", "tunnel");
-    try (Forgery f = Forgery.fromNode(c, podA1, nodeA)) {
+    try (Forgery f = Forgery.fromNode(c, nodeC, podA1, nodeA)) {
       for (int i = 0; i < ATTEMPTS; i++) {
         assertThat(cluster.traffic().udp("node-c", podA1).seen()).as("pod-a1 saw node-c's datagram out of egress-vx")
             .isEmpty();
@@ -180,7 +181,7 @@ abstract class SteeringGuardClusterTest {
     String service = cluster.node("node-a").uplink(1).nodeIp(IpFamily.V4);
     DatagramSocket socket = cluster.traffic().thread("node-a")
         .call(() -> new DatagramSocket(new InetSocketAddress(InetAddress.getByName("0.0.0.0"), Traffic.ECHO_PORT)));
-    try (socket; Forgery f = Forgery.fromNode(c, service, nodeA)) {
+    try (socket; Forgery f = Forgery.fromNode(c, nodeC, service, nodeA)) {
       socket.setSoTimeout(300);
       List<String> got = new ArrayList<>();
       for (int i = 0; i < ATTEMPTS; i++) {
@@ -195,7 +196,7 @@ abstract class SteeringGuardClusterTest {
       }
       assertThat(got).as("node-a's own service reached out of egress-vx").isEmpty();
     }
-    assertThat(counter("node-a", "tunnel")).isGreaterThan(before);
+    assertThat(counter("node-a", "tunnel")).as("node-a counted what came out of egress-vx").isGreaterThan(before);
     steeredPodsStillLeaveWithTheLbIpOverUdpTcpAndIpv6();
   }
 
