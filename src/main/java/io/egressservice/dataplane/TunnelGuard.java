@@ -80,7 +80,7 @@ final class TunnelGuard implements AutoCloseable {
 
   /** Removes the table if present (cleanup); true when there was one. */
   boolean delete() {
-    boolean present = client.listTableIfPresent("inet", GuardNftables.TABLE).isPresent();
+    boolean present = client.listCountersIfPresent("inet", GuardNftables.TABLE).isPresent();
     if (present) {
       table.delete();
     }

@@ -100,8 +100,9 @@ public final class GuardNftables {
    */
   public synchronized void sync(Optional<Shape> want, Collection<IpPrefix> steered, Collection<IpPrefix> ours,
       boolean verify) {
+    // Its counters tell whether the table is there without listing its sets (thousands of sources).
     if (verify && written.isPresent() && written.get().isPresent()
-        && nft.listTableIfPresent("inet", TABLE).isEmpty()) {
+        && nft.listCountersIfPresent("inet", TABLE).isEmpty()) {
       written = Optional.empty(); // someone deleted it: written whole
     }
     if (written.isPresent() && written.get().equals(want)) {
