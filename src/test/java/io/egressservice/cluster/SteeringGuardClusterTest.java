@@ -110,6 +110,11 @@ abstract class SteeringGuardClusterTest {
         sendAndCollectLeaks("lan", "lan as " + pod + " through node-a", leaks);
       }
     }
+    // the port over IPv6 too (an outer IPv6 header, as steering of IPv6 endpoints sends)
+    try (Forgery f = Forgery.tunnel(lan, cluster.pod("pod-b1").ip(IpFamily.V4), Addresses.EXTERNAL_V4,
+        cluster.node("node-a").ip(IpFamily.V6))) {
+      sendAndCollectLeaks("lan", "lan as pod-b1 through node-a's IPv6 address", leaks);
+    }
     assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
     assertThat(counter("node-a", "port")).as("node-a counted the refused datagrams").isGreaterThan(before);
   }
@@ -141,14 +146,17 @@ abstract class SteeringGuardClusterTest {
     List<String> leaks = new ArrayList<>();
     List<Long> counted = new ArrayList<>();
     for (String target : List.of("node-b", "node-a")) {
-      long before = counter("node-b", "port");
-      try (Forgery f = Forgery.tunnel(pod, forged, Addresses.EXTERNAL_V4, cluster.node(target).ip(IpFamily.V4))) {
-        sendAndCollectLeaks("pod-b2", "pod-b2 as pod-b1 through " + target, leaks);
+      for (IpFamily outer : IpFamily.values()) {
+        long before = counter("node-b", "port");
+        try (Forgery f = Forgery.tunnel(pod, forged, Addresses.EXTERNAL_V4, cluster.node(target).ip(outer))) {
+          sendAndCollectLeaks("pod-b2", "pod-b2 as pod-b1 through " + target + " over " + outer, leaks);
+        }
+        counted.add(counter("node-b", "port") - before);
       }
-      counted.add(counter("node-b", "port") - before);
     }
     assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
-    assertThat(counted).as("node-b refused pod-b2's datagrams to node-b, to node-a").allMatch(n -> n > 0);
+    assertThat(counted).as("node-b refused pod-b2's datagrams to node-b, to node-a (IPv4, IPv6 outer)")
+        .allMatch(n -> n > 0);
   }
 
   /** An outsider cannot put packets with forged sources into the pod network through the port either. */
