@@ -45,7 +45,7 @@ final class Forgery implements AutoCloseable {
       String host = inner == IpFamily.V4 ? "/32" : "/128";
       String outer = target.contains(":") ? "ip6" : "ip";
       f.run("ip " + flag + " route add " + destination + host + " src " + source + " dev egress-vx encap " + outer
-          + " id 1 dst " + target + " table " + TABLE);
+          + " id 1 dst " + target + " csum table " + TABLE);
       f.undo.add(0, "ip " + flag + " route flush table " + TABLE);
       f.run("ip " + flag + " rule add pref " + PREF + " iif lo to " + destination + host + " lookup " + TABLE);
       f.undo.add(0, "ip " + flag + " rule del pref " + PREF);
@@ -85,8 +85,9 @@ final class Forgery implements AutoCloseable {
       run("ip addr add " + forged + host + " dev " + DEVICE + (inner == IpFamily.V6 ? " nodad" : ""));
       String outer = target.contains(":") ? "ip6" : "ip";
       // src before encap: after it, iproute2 takes it as the outer source
+      // csum: a UDP checksum, which IPv6 requires (the agent's routes carry it too)
       run("ip " + flag + " route add " + destination + host + " src " + forged + " dev " + DEVICE + " encap " + outer
-          + " id 1 dst " + target + " table " + TABLE);
+          + " id 1 dst " + target + " csum table " + TABLE);
     } else {
       run("ip addr add " + forged + host + " dev lo" + (inner == IpFamily.V6 ? " nodad" : ""));
       undo.add(0, "ip " + flag + " addr del " + forged + host + " dev lo");
