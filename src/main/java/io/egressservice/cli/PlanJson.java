@@ -115,6 +115,13 @@ public final class PlanJson {
     device.put("name", SteeringPlan.DEVICE);
     device.put("wanted", s.steering().deviceWanted());
     device.put("port", s.steering().port());
+    // Who may send to that port (the guard table); an addition, the fields above keep their names.
+    ObjectNode peers = root.putObject("steeringPeers");
+    peers.put("enforced", s.steering().peers().steers());
+    ArrayNode internal = peers.putArray("nodeInternalIps");
+    s.steering().peers().nodeInternalIps().forEach(p -> internal.add(p.toString()));
+    ArrayNode addresses = peers.putArray("nodeAddresses");
+    s.steering().peers().nodeAddresses().forEach(p -> addresses.add(p.toString()));
     root.put("priority", s.priority());
     root.put("ruleProtocol", s.ruleProtocol());
     root.put("ruleMode", s.ruleMode().flag());

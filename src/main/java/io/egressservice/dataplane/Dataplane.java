@@ -59,6 +59,7 @@ public final class Dataplane implements AutoCloseable {
   private final SteeringDataplane steering;
   private final NftClient noHostClient;
   private final io.egressservice.nft.NoHostNftables noHost;
+  private final TunnelGuard guard;
   private long lastNoHostVerifyNanos = System.nanoTime() - NO_HOST_VERIFY_NANOS;
   /** The no-host table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
   private static final long NO_HOST_VERIFY_NANOS = 30_000_000_000L;
@@ -68,6 +69,10 @@ public final class Dataplane implements AutoCloseable {
     this.steering = new SteeringDataplane(netlink, thread, protocol);
     this.noHostClient = NftClient.open(thread);
     this.noHost = new io.egressservice.nft.NoHostNftables(noHostClient);
+    this.guard = new TunnelGuard(thread, () -> {
+      nft.otherTableCommitted();
+      marks.otherTableCommitted();
+    });
     this.thread = thread;
     this.netlink = netlink;
     this.nft = nft;
@@ -365,9 +370,26 @@ public final class Dataplane implements AutoCloseable {
 
   /** Diff the plan against the observation it was made with, and apply. */
   public ApplyReport reconcile(NodePlan plan) {
-    ApplyReport report = withHolds(apply(diff(plan), null, false), plan.desired());
+    // The guard first: the steering port is guarded before the device that listens on it is created.
+    List<String> guarded = guard.sync(plan.desired());
+    ApplyReport report = withGuard(guarded, withHolds(apply(diff(plan), null, false), plan.desired()));
     afterFullReconcile(plan.desired(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
+  }
+
+  /** The report with the guard table's failures (written before it) first. */
+  private static ApplyReport withGuard(List<String> guardFailures, ApplyReport report) {
+    if (guardFailures.isEmpty()) {
+      return report;
+    }
+    List<String> failures = new ArrayList<>(guardFailures);
+    failures.addAll(report.failures());
+    return new ApplyReport(report.applied(), failures, report.kernelNanos());
+  }
+
+  /** Packets the guard table dropped since this agent started: {@code port}, {@code tunnel}, {@code spoofed}. */
+  public Map<String, Long> guardDroppedPackets() {
+    return guard.droppedPackets();
   }
 
   private void afterFullReconcile(DesiredState desired, ApplyReport report) {
@@ -457,8 +479,9 @@ public final class Dataplane implements AutoCloseable {
       observed = withReversePath(desired, observed, links());
     }
     long observeNanos = System.nanoTime() - start;
-    ApplyReport report = withHolds(
-        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)), null, false), desired);
+    List<String> guarded = guard.sync(desired);
+    ApplyReport report = withGuard(guarded, withHolds(
+        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)), null, false), desired));
     afterFullReconcile(desired, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
@@ -512,10 +535,14 @@ public final class Dataplane implements AutoCloseable {
         marksAdded.add(e);
       }
     });
+    long guardStart = System.nanoTime();
+    List<String> guarded = guard.syncChanged(previous, next, changed);
+    long guardNanos = System.nanoTime() - guardStart;
     ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false);
     fastPaths++;
-    long t = System.nanoTime();
-    List<String> failures = new ArrayList<>(report.failures());
+    long t = System.nanoTime() - guardNanos;
+    List<String> failures = new ArrayList<>(guarded);
+    failures.addAll(report.failures());
     syncNoHostChanged(was, now, next, failures);
     if (failures.isEmpty()) {
       restartChangedFlows(was, now, failures);
@@ -540,7 +567,7 @@ public final class Dataplane implements AutoCloseable {
 
   /** Why the fast path cannot apply {@code previous} to {@code next}, or empty. */
   private Optional<String> fastPathRefusal(DesiredState previous, DesiredState next) {
-    if (!viewCurrent || lastTreatment == null || noHostInputs == null) {
+    if (!viewCurrent || lastTreatment == null || noHostInputs == null || !guard.current()) {
       return Optional.of("the kernel view is not current (no successful reconcile since the last failure)");
     }
     Optional<String> nodeWide = ServiceSlices.nodeWideDifference(previous, next);
@@ -829,6 +856,14 @@ public final class Dataplane implements AutoCloseable {
     }
     steering.cleanup(failures, applied);
     try {
+      if (guard.delete()) {
+        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
+            "nft table inet " + io.egressservice.nft.GuardNftables.TABLE));
+      }
+    } catch (NftException e) {
+      failures.add("delete nft table inet " + io.egressservice.nft.GuardNftables.TABLE + ": " + e.getMessage());
+    }
+    try {
       if (noHostClient.listTableIfPresent("inet", io.egressservice.nft.NoHostNftables.TABLE).isPresent()) {
         noHost.delete();
         applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
@@ -846,6 +881,7 @@ public final class Dataplane implements AutoCloseable {
       generation.close();
       marks.close();
       noHostClient.close();
+      guard.close();
       nft.close();
     } finally {
       try {

@@ -543,7 +543,7 @@ public final class IncrementalPlanner {
         slots.list(PlanSlots.Kind.OUTCOMES, List.of()), config.ruleMode(), config.markMask(),
         slots.list(PlanSlots.Kind.MARKS, List.of()), networkMarks, routes, context.refusedInputs(),
         new SteeringPlan(slots.list(PlanSlots.Kind.STEERED, List.of()), steerRoutes, receivers > 0,
-            config.steering().port()),
+            config.steering().port(), context.steeringPeers()),
         slots.list(PlanSlots.Kind.HELD, List.of()));
   }
 

@@ -48,6 +48,8 @@ final class PlanContext {
     private final Map<String, NodeInfo> nodesByName = new HashMap<>();
     private final SteerTables steerTables;
     private final Set<IpPrefix> ownNodeAddresses = new HashSet<>();
+    /** Every Node's InternalIPs: the only outer sources the steering port accepts. */
+    private final Set<IpPrefix> nodeInternalIps = new TreeSet<>();
     private final LoadBalancerIps loadBalancerIps;
 
     PlanContext(NodeInputs in) {
@@ -74,6 +76,9 @@ final class PlanContext {
           if (node.name().equals(in.nodeName())) {
             IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(ownNodeAddresses::add);
           }
+        }
+        for (String a : node.internalIps()) {
+          IpPrefix.tryParse(a).filter(IpPrefix::isHost).ifPresent(nodeInternalIps::add);
         }
         for (String c : node.podCidrs()) {
           IpPrefix.tryParse(c).filter(p -> usableInClusterPrefix(p, "Node " + node.name() + " pod CIDR")).ifPresent(p -> {
@@ -133,6 +138,23 @@ final class PlanContext {
     PlanConfig config() {
       return config;
     }
+
+    /** Who may send to the steering port (node-wide; read from the Nodes when the context is built). */
+    SteeringPeers steeringPeers() {
+      if (peers == null) {
+        if (!config.steering().steers()) {
+          peers = SteeringPeers.NONE;
+        } else {
+          // An InternalIP is a node address too, even where a Node lists it only as InternalIP.
+          Set<IpPrefix> all = new TreeSet<>(nodeAddresses);
+          all.addAll(nodeInternalIps);
+          peers = new SteeringPeers(true, List.copyOf(nodeInternalIps), List.copyOf(all));
+        }
+      }
+      return peers;
+    }
+
+    private SteeringPeers peers;
 
     String nodeName() {
       return in.nodeName();
@@ -558,7 +580,9 @@ final class PlanContext {
           } else {
             mySnat.add(new SnatEntry(c.address(), lbIp, es.ref()));
           }
-          if (c.nodeName().isPresent() && !c.nodeName().get().equals(in.nodeName())) {
+          // Without a nodeName, an endpoint outside this node's pod CIDRs is on the node whose CIDRs hold it, which
+          // steers it here as well (isSteerLocal): the tunnel guard must know it as steered in.
+          if (c.nodeName().map(n -> !n.equals(in.nodeName())).orElseGet(() -> !isLocal(c))) {
             // Its node steers it here when this node has an InternalIP of the family to steer to.
             boolean arrives = config.steering().steers() && ownInternalIp(family).isPresent();
             (arrives ? steeredIn : remote).add(c.address().toString());

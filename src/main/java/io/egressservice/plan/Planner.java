@@ -110,7 +110,8 @@ public final class Planner {
     held.sort(HeldEndpoint.ORDER);
     return new DesiredState(ctx.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
         outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, ctx.refusedInputs(),
-        new SteeringPlan(steered, steerRoutes(steered), receives, config.steering().port()), held);
+        new SteeringPlan(steered, steerRoutes(steered), receives, config.steering().port(), ctx.steeringPeers()),
+        held);
   }
 
   /** A table a rule looks up, per family. */

@@ -8,8 +8,10 @@ import java.util.List;
  * device is needed at all: to send (routes) or, on a host, to receive endpoints other nodes steer here.
  *
  * @param port the device's UDP port ({@code --steer-port}), the same on every node
+ * @param peers the Nodes that may send to that port (node-wide: any Node change plans everything)
  */
-public record SteeringPlan(List<SteeredEndpoint> endpoints, List<SteerRoute> routes, boolean receives, int port) {
+public record SteeringPlan(List<SteeredEndpoint> endpoints, List<SteerRoute> routes, boolean receives, int port,
+    SteeringPeers peers) {
   /** The one device the agent owns for steering; tagged with {@link #DEVICE_ALIAS}. */
   public static final String DEVICE = "egress-vx";
   public static final String DEVICE_ALIAS = "egress-service-agent";
@@ -19,6 +21,12 @@ public record SteeringPlan(List<SteeredEndpoint> endpoints, List<SteerRoute> rou
   public SteeringPlan {
     endpoints = PlanSlots.frozen(endpoints);
     routes = List.copyOf(routes);
+    java.util.Objects.requireNonNull(peers, "peers");
+  }
+
+  /** Without peers (steering off, or a part of a plan that leaves the node-wide peers aside). */
+  public SteeringPlan(List<SteeredEndpoint> endpoints, List<SteerRoute> routes, boolean receives, int port) {
+    this(endpoints, routes, receives, port, SteeringPeers.NONE);
   }
 
   public static SteeringPlan none(int port) {

@@ -1,0 +1,138 @@
+package io.egressservice.dataplane;
+
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.nft.GuardNftables;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
+import io.egressservice.plan.ServiceOutcome;
+import io.egressservice.plan.ServiceParts;
+import io.egressservice.plan.SnatEntry;
+import io.egressservice.plan.SteeredEndpoint;
+import io.egressservice.plan.SteeringPeers;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+
+/**
+ * What the guard table is written from, kept current per service: the remote endpoints other nodes steer here
+ * (the hosted services' {@code steeredIn}) and every source this node SNATs or steers, each counted (one address
+ * may come from several entries). A full reconcile rebuilds it; the fast path moves the changed services' parts
+ * only, so one endpoint change costs O(that service).
+ *
+ * <p>When the table exists: always with steering on, since every node must keep its pods off the other nodes'
+ * steering port (a pod's packet to another node is masqueraded to its node's address, which that node trusts),
+ * whether or not it steers or hosts anything itself; with steering off only while some source opted in here
+ * (nothing else to guard).
+ */
+final class GuardInputs {
+  private final Map<IpPrefix, Integer> steered = new HashMap<>();
+  private final Map<IpPrefix, Integer> ours = new HashMap<>();
+  private final SteeringPeers peers;
+  private final int port;
+  private final List<IpPrefix> inCluster;
+
+  /** Sources that appeared and disappeared in one update, and whether the table comes or goes with them. */
+  record Delta(List<IpPrefix> steeredAdded, List<IpPrefix> steeredRemoved, List<IpPrefix> oursAdded,
+      List<IpPrefix> oursRemoved, boolean reshaped) {}
+
+  private GuardInputs(SteeringPeers peers, int port, List<IpPrefix> inCluster) {
+    this.peers = peers;
+    this.port = port;
+    this.inCluster = List.copyOf(inCluster);
+  }
+
+  static GuardInputs of(DesiredState d) {
+    GuardInputs in = new GuardInputs(d.steering().peers(), d.steering().port(), d.inCluster());
+    in.move(d.snat(), d.steering().endpoints(), d.services(), 1, null);
+    return in;
+  }
+
+  /**
+   * Whether {@code next} keeps what the table's shape is written from (peers, port, in-cluster destinations);
+   * when not, the caller rebuilds with {@link #of}.
+   */
+  boolean sameShape(DesiredState next) {
+    return peers.equals(next.steering().peers()) && port == next.steering().port()
+        && inCluster.equals(next.inCluster());
+  }
+
+  /** Takes the {@code changed} services' part of {@code before} out and puts that of {@code after} in. */
+  Delta update(DesiredState before, DesiredState after, Set<ObjectRef> changed) {
+    boolean present = shape().isPresent();
+    Delta d = new Delta(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), false);
+    move(ServiceParts.of(before.snat(), changed, SnatEntry::service),
+        ServiceParts.of(before.steering().endpoints(), changed, SteeredEndpoint::service),
+        ServiceParts.of(before.services(), changed, ServiceOutcome::service), -1, d);
+    move(ServiceParts.of(after.snat(), changed, SnatEntry::service),
+        ServiceParts.of(after.steering().endpoints(), changed, SteeredEndpoint::service),
+        ServiceParts.of(after.services(), changed, ServiceOutcome::service), 1, d);
+    // A source that went and came back within the update is no change.
+    cancel(d.steeredAdded(), d.steeredRemoved());
+    cancel(d.oursAdded(), d.oursRemoved());
+    return new Delta(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved(),
+        present != shape().isPresent());
+  }
+
+  private void move(List<SnatEntry> snat, List<SteeredEndpoint> steering, List<ServiceOutcome> outcomes, int sign,
+      Delta delta) {
+    for (SnatEntry e : snat) {
+      count(ours, e.source(), sign, delta == null ? null : delta.oursAdded(), delta == null ? null : delta.oursRemoved());
+    }
+    for (SteeredEndpoint e : steering) {
+      count(ours, e.source(), sign, delta == null ? null : delta.oursAdded(), delta == null ? null : delta.oursRemoved());
+    }
+    for (ServiceOutcome o : outcomes) {
+      for (String raw : o.steeredIn()) {
+        Optional<IpPrefix> p = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
+        if (p.isPresent()) {
+          count(steered, p.get(), sign, delta == null ? null : delta.steeredAdded(),
+              delta == null ? null : delta.steeredRemoved());
+        }
+      }
+    }
+  }
+
+  private static void cancel(List<IpPrefix> added, List<IpPrefix> removed) {
+    List<IpPrefix> both = new ArrayList<>(added);
+    both.retainAll(removed);
+    added.removeAll(both);
+    removed.removeAll(both);
+  }
+
+  private static void count(Map<IpPrefix, Integer> counts, IpPrefix p, int sign, List<IpPrefix> added,
+      List<IpPrefix> removed) {
+    int n = counts.getOrDefault(p, 0) + sign;
+    if (n <= 0) {
+      counts.remove(p);
+      if (removed != null) {
+        removed.add(p);
+      }
+    } else {
+      counts.put(p, n);
+      if (n == 1 && sign > 0 && added != null) {
+        added.add(p);
+      }
+    }
+  }
+
+  /** The table's shape; empty: no table (steering off and no source of ours). */
+  Optional<GuardNftables.Shape> shape() {
+    if (!peers.steers() && ours.isEmpty() && steered.isEmpty()) {
+      return Optional.empty();
+    }
+    return Optional.of(new GuardNftables.Shape(peers.steers() ? OptionalInt.of(port) : OptionalInt.empty(),
+        peers.nodeInternalIps(), peers.nodeAddresses(), inCluster));
+  }
+
+  List<IpPrefix> steered() {
+    return List.copyOf(steered.keySet());
+  }
+
+  List<IpPrefix> ours() {
+    return List.copyOf(ours.keySet());
+  }
+}

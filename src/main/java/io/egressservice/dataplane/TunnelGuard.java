@@ -1,0 +1,108 @@
+package io.egressservice.dataplane;
+
+import io.egressservice.netlink.NetnsThread;
+import io.egressservice.nft.GuardNftables;
+import io.egressservice.nft.NftClient;
+import io.egressservice.nft.NftException;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The dataplane's side of the guard table ({@link GuardNftables}): written from the whole desired state on a full
+ * reconcile, by element from the changed services on the fast path. It is written before the rest of a reconcile,
+ * so that the steering port is guarded before the device that listens on it exists. Never throws for a kernel
+ * refusal: it returns what failed, and the next full reconcile writes the table whole.
+ */
+final class TunnelGuard implements AutoCloseable {
+  /** The table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
+  private static final long VERIFY_NANOS = 30_000_000_000L;
+
+  private final NftClient client;
+  private final GuardNftables table;
+  /** Called after each commit of ours: the other tables' listing caches see the generation move. */
+  private final Runnable committed;
+  private GuardInputs inputs;
+  private long lastVerifyNanos = System.nanoTime() - VERIFY_NANOS;
+
+  TunnelGuard(NetnsThread thread, Runnable committed) {
+    this.client = NftClient.open(thread);
+    this.table = new GuardNftables(client);
+    this.committed = committed;
+  }
+
+  /** The table for {@code desired}, from scratch; the failures, if any. */
+  List<String> sync(DesiredState desired) {
+    long t = System.nanoTime();
+    boolean verify = t - lastVerifyNanos >= VERIFY_NANOS;
+    inputs = null;
+    try {
+      GuardInputs in = GuardInputs.of(desired);
+      table.sync(in.shape(), in.steered(), in.ours(), verify);
+      committed.run();
+      inputs = in;
+      if (verify) {
+        lastVerifyNanos = t;
+      }
+      return List.of();
+    } catch (NftException | IllegalStateException e) {
+      return List.of(failure(e));
+    }
+  }
+
+  /** The fast path: the sources of the {@code changed} services by element, O(their endpoints). */
+  List<String> syncChanged(DesiredState previous, DesiredState next, Set<ObjectRef> changed) {
+    GuardInputs in = inputs;
+    if (in == null || !in.sameShape(next)) {
+      return sync(next); // node-wide inputs moved (Nodes, port, in-cluster destinations): rare
+    }
+    inputs = null;
+    try {
+      GuardInputs.Delta d = in.update(previous, next, changed);
+      if (d.reshaped() || !table.updateElements(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved())) {
+        table.sync(in.shape(), in.steered(), in.ours(), false);
+      }
+      committed.run();
+      inputs = in;
+      return List.of();
+    } catch (NftException | IllegalStateException e) {
+      table.invalidate();
+      return List.of(failure(e));
+    }
+  }
+
+  /** Whether the fast path can take its inputs from the last write (otherwise the caller reconciles in full). */
+  boolean current() {
+    return inputs != null;
+  }
+
+  /** Removes the table if present (cleanup); true when there was one. */
+  boolean delete() {
+    boolean present = client.listCountersIfPresent("inet", GuardNftables.TABLE).isPresent();
+    if (present) {
+      table.delete();
+    }
+    inputs = null;
+    return present;
+  }
+
+  /** Packets dropped by the guard since this agent started, by counter; empty when unreadable. */
+  Map<String, Long> droppedPackets() {
+    try {
+      return table.droppedPackets();
+    } catch (NftException | IllegalStateException e) {
+      return Map.of();
+    }
+  }
+
+  private static String failure(RuntimeException e) {
+    return "nft table inet " + GuardNftables.TABLE + " (steering port and source guard): " + e.getMessage();
+  }
+
+  @Override
+  public void close() {
+    client.close();
+  }
+}

@@ -1,0 +1,303 @@
+package io.egressservice.nft;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.egressservice.ip.IpFamily;
+import io.egressservice.ip.IpPrefix;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Who may use the steering port, what may leave through the tunnel, and that opted-in sources cannot be forged: a
+ * table of its own, so the SNAT and no-host tables keep their shapes.
+ *
+ * <pre>
+ * table inet egress_service_agent_guard {
+ *   set nodes_v4 { type ipv4_addr; elements = { 192.168.50.11, ... } }           # every Node's InternalIPs
+ *   set node_addresses_v4 { type ipv4_addr; elements = { ... } }                # every Node's addresses
+ *   set in_cluster_v4 { type ipv4_addr; flags interval; elements = { ... } }
+ *   set steered_v4 { type ipv4_addr; elements = { 10.128.2.5 } }                 # steered here by other nodes
+ *   set ours_v4 { type ipv4_addr; elements = { 10.128.1.5, 10.128.2.5 } }        # every source we SNAT or steer
+ *   chain input {                                      # the node itself
+ *     iifname "egress-vx" counter name "tunnel" drop                            # no pod's services through it
+ *     udp dport 4799 ip saddr != @nodes_v4 counter name "port" drop             # only Nodes may steer
+ *     udp dport 4799 fib saddr . iif oif missing counter name "port" drop       # ... over their own route
+ *   }
+ *   chain forward {
+ *     udp dport 4799 ip daddr @node_addresses_v4 counter name "port" drop       # no pod reaches the port
+ *     iifname "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 accept
+ *     iifname "egress-vx" counter name "tunnel" drop                            # nothing else out of the tunnel
+ *     iifname != "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 ct direction original
+ *         counter name "spoofed" drop
+ *     iifname != "egress-vx" ip saddr @ours_v4 ip daddr != @in_cluster_v4 ct direction original
+ *         fib saddr . iif oif missing counter name "spoofed" drop                # our sources only from their link
+ *   }
+ * }
+ * </pre>
+ *
+ * (and the same for IPv6). Without a steering port (steering off) only the last two rules are written. The
+ * reverse-path check is nftables' {@code fib} expression (Linux 4.10 and later, IPv4 and IPv6; RHEL 9's 5.14 has
+ * it): it asks the node's own routes, for our sources alone, so the node's {@code rp_filter} settings stay as they
+ * are and the traffic of sources that did not opt in is never looked at. Only original directions are checked: the
+ * replies of an endpoint to connections made to it (the Service's own ingress: a LoadBalancer connection DNATed to
+ * a pod on another node comes back over the pod network, not the tunnel) keep their conntrack NAT; forging one
+ * needs that connection's exact tuple (and, for TCP, its sequence numbers).
+ *
+ * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
+ * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
+ * Nodes' addresses or the in-cluster destinations. The counters' values before a rewrite are carried over.
+ */
+public final class GuardNftables {
+  public static final String TABLE = "egress_service_agent_guard";
+  /** Counter names (the keys of {@link #droppedPackets()}). */
+  public static final String PORT = "port";
+  public static final String TUNNEL = "tunnel";
+  public static final String SPOOFED = "spoofed";
+
+  /**
+   * The table's structure.
+   *
+   * @param steerPort the steering device's UDP port; empty with steering off (no port, tunnel or node rules)
+   * @param nodeInternalIps the outer sources the port accepts
+   * @param nodeAddresses the destinations whose port forwarded packets may not reach
+   * @param inCluster destinations inside the cluster (not "leaving")
+   */
+  public record Shape(OptionalInt steerPort, List<IpPrefix> nodeInternalIps, List<IpPrefix> nodeAddresses,
+      List<IpPrefix> inCluster) {
+    public Shape {
+      Objects.requireNonNull(steerPort);
+      nodeInternalIps = List.copyOf(nodeInternalIps);
+      nodeAddresses = List.copyOf(nodeAddresses);
+      inCluster = List.copyOf(inCluster);
+    }
+  }
+
+  private final NftClient nft;
+  private final Map<String, Long> carried = new HashMap<>();
+  /** The shape as last written; empty: unknown (written whole next); {@code Optional.of(Optional.empty())}: absent. */
+  private Optional<Optional<Shape>> written = Optional.empty();
+  private final Set<IpPrefix> writtenSteered = new HashSet<>();
+  private final Set<IpPrefix> writtenOurs = new HashSet<>();
+
+  public GuardNftables(NftClient nft) {
+    this.nft = Objects.requireNonNull(nft);
+  }
+
+  /**
+   * Makes the table hold {@code want} (empty: no table) with exactly these sources; with {@code verify}, first
+   * checks that a table it believes present still is (written whole otherwise).
+   *
+   * @param steered remote endpoints other nodes steer to this node
+   * @param ours every source this node SNATs or steers
+   */
+  public synchronized void sync(Optional<Shape> want, Collection<IpPrefix> steered, Collection<IpPrefix> ours,
+      boolean verify) {
+    // Its counters tell whether the table is there without listing its sets (thousands of sources).
+    if (verify && written.isPresent() && written.get().isPresent()
+        && nft.listCountersIfPresent("inet", TABLE).isEmpty()) {
+      written = Optional.empty(); // someone deleted it: written whole
+    }
+    if (written.isPresent() && written.get().equals(want)) {
+      if (want.isPresent()) {
+        Set<IpPrefix> s = new HashSet<>(steered);
+        Set<IpPrefix> o = new HashSet<>(ours);
+        updateElements(difference(s, writtenSteered), difference(writtenSteered, s), difference(o, writtenOurs),
+            difference(writtenOurs, o));
+      }
+      return;
+    }
+    carryCounters();
+    written = Optional.empty();
+    writtenSteered.clear();
+    writtenOurs.clear();
+    String replace = "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
+    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), steered, ours));
+    written = Optional.of(want);
+    if (want.isPresent()) {
+      writtenSteered.addAll(steered);
+      writtenOurs.addAll(ours);
+    }
+  }
+
+  /**
+   * The fast path: the table keeps its shape, these sources come and go (one transaction). Returns false, changing
+   * nothing, when the table is not known to be present: the caller then runs {@link #sync}.
+   */
+  public synchronized boolean updateElements(Collection<IpPrefix> steeredAdded, Collection<IpPrefix> steeredRemoved,
+      Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved) {
+    if (written.isEmpty() || written.get().isEmpty()) {
+      return false;
+    }
+    StringBuilder sb = new StringBuilder();
+    // Deletes first: a source that stops being ours is never accepted a moment longer than it must.
+    elementCommand(sb, "delete", "steered_", steeredRemoved.stream().filter(writtenSteered::contains).toList());
+    elementCommand(sb, "delete", "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
+    elementCommand(sb, "add", "steered_", steeredAdded.stream().filter(p -> !writtenSteered.contains(p)).toList());
+    elementCommand(sb, "add", "ours_", oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
+    if (sb.length() == 0) {
+      return true;
+    }
+    try {
+      nft.runScript(sb.toString());
+    } catch (RuntimeException e) {
+      written = Optional.empty(); // the next sync writes it whole
+      throw e;
+    }
+    writtenSteered.removeAll(steeredRemoved);
+    writtenSteered.addAll(steeredAdded);
+    writtenOurs.removeAll(oursRemoved);
+    writtenOurs.addAll(oursAdded);
+    return true;
+  }
+
+  /** Forgets what was written: the next {@link #sync} writes the table whole. */
+  public synchronized void invalidate() {
+    written = Optional.empty();
+  }
+
+  /** Packets dropped since this instance started, by counter ({@link #PORT}, {@link #TUNNEL}, {@link #SPOOFED}). */
+  public synchronized Map<String, Long> droppedPackets() {
+    Map<String, Long> out = new TreeMap<>(carried);
+    current().forEach((k, v) -> out.merge(k, v, Long::sum));
+    return out;
+  }
+
+  /** Removes the table (cleanup). */
+  public synchronized void delete() {
+    nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
+    written = Optional.of(Optional.empty());
+    writtenSteered.clear();
+    writtenOurs.clear();
+  }
+
+  private void carryCounters() {
+    try {
+      current().forEach((k, v) -> carried.merge(k, v, Long::sum));
+    } catch (NftException e) {
+      // the counts since the last read are lost; the table is rewritten anyway
+    }
+  }
+
+  private Map<String, Long> current() {
+    Map<String, Long> out = new HashMap<>();
+    if (written.isPresent() && written.get().isEmpty()) {
+      return out;
+    }
+    Optional<JsonNode> listing = nft.listCountersIfPresent("inet", TABLE);
+    if (listing.isEmpty()) {
+      return out;
+    }
+    for (JsonNode item : listing.get().path("nftables")) {
+      JsonNode c = item.path("counter");
+      if (c.has("name") && c.path("table").asText().equals(TABLE)) {
+        out.merge(c.path("name").asText(), c.path("packets").asLong(), Long::sum);
+      }
+    }
+    return out;
+  }
+
+  private static void elementCommand(StringBuilder sb, String verb, String set, List<IpPrefix> elements) {
+    for (IpFamily f : IpFamily.values()) {
+      List<String> of = elements.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
+          .sorted().toList();
+      if (!of.isEmpty()) {
+        sb.append(verb).append(" element inet ").append(TABLE).append(' ').append(set).append(fam(f)).append(" { ")
+            .append(String.join(", ", of)).append(" }\n");
+      }
+    }
+  }
+
+  private static List<IpPrefix> difference(Set<IpPrefix> a, Set<IpPrefix> b) {
+    List<IpPrefix> out = new ArrayList<>();
+    for (IpPrefix p : a) {
+      if (!b.contains(p)) {
+        out.add(p);
+      }
+    }
+    return out;
+  }
+
+  /** The whole table (package-visible for its test). */
+  static String script(Shape shape, Collection<IpPrefix> steered, Collection<IpPrefix> ours) {
+    String dev = EgressNftables.STEERING_DEVICE;
+    StringBuilder sb = new StringBuilder("table inet ").append(TABLE).append(" {\n");
+    sb.append("  counter ").append(PORT).append(" { comment \"steering port: not from a Node\" }\n");
+    sb.append("  counter ").append(TUNNEL).append(" { comment \"out of egress-vx: not a steered endpoint leaving\" }\n");
+    sb.append("  counter ").append(SPOOFED).append(" { comment \"an opted-in source from the wrong interface\" }\n");
+    StringBuilder input = new StringBuilder();
+    StringBuilder forward = new StringBuilder();
+    if (shape.steerPort().isPresent()) {
+      int port = shape.steerPort().getAsInt();
+      input.append("    iifname \"").append(dev).append("\" counter name \"").append(TUNNEL).append("\" drop\n");
+      for (IpFamily f : IpFamily.values()) {
+        set(sb, "nodes_", f, shape.nodeInternalIps());
+        set(sb, "node_addresses_", f, shape.nodeAddresses());
+        input.append("    udp dport ").append(port).append(' ').append(ip(f)).append(" saddr != @nodes_").append(fam(f))
+            .append(" counter name \"").append(PORT).append("\" drop\n");
+        forward.append("    udp dport ").append(port).append(' ').append(ip(f)).append(" daddr @node_addresses_")
+            .append(fam(f)).append(" counter name \"").append(PORT).append("\" drop\n");
+      }
+      // A Node's address from the wrong link (an uplink's router forging it) is no Node (Linux 4.10: fib).
+      input.append("    udp dport ").append(port).append(" fib saddr . iif oif missing counter name \"").append(PORT)
+          .append("\" drop\n");
+      for (IpFamily f : IpFamily.values()) {
+        forward.append("    iifname \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_").append(fam(f))
+            .append(' ').append(ip(f)).append(" daddr != @in_cluster_").append(fam(f)).append(" accept\n");
+      }
+      forward.append("    iifname \"").append(dev).append("\" counter name \"").append(TUNNEL).append("\" drop\n");
+    }
+    for (IpFamily f : IpFamily.values()) {
+      List<IpPrefix> inCluster = shape.inCluster().stream().filter(p -> p.family() == f).toList();
+      List<String> ranges = EgressNftables.merge(inCluster.stream().map(EgressNftables.IpRange::of).toList()).stream()
+          .map(r -> r.first().equals(r.last()) ? r.first().addressText()
+              : r.first().addressText() + "-" + r.last().addressText())
+          .toList();
+      sb.append("  set in_cluster_").append(fam(f)).append(" { type ").append(type(f)).append("; flags interval; ")
+          .append(ranges.isEmpty() ? "" : "elements = { " + String.join(", ", ranges) + " } ").append("}\n");
+      // Declared even when empty, so that sources come and go by element, not by a rewrite.
+      set(sb, "steered_", f, List.copyOf(steered));
+      set(sb, "ours_", f, List.copyOf(ours));
+      String leaves = ip(f) + " daddr != @in_cluster_" + fam(f);
+      // A steered endpoint is not on this node: out of the cluster it comes only out of the tunnel.
+      forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_")
+          .append(fam(f)).append(' ').append(leaves).append(" ct direction original counter name \"").append(SPOOFED).append("\" drop\n");
+      forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @ours_").append(fam(f))
+          .append(' ').append(leaves).append(" ct direction original fib saddr . iif oif missing counter name \"").append(SPOOFED)
+          .append("\" drop\n");
+    }
+    if (input.length() > 0) {
+      sb.append("  chain input {\n    type filter hook input priority filter - 10; policy accept;\n").append(input)
+          .append("  }\n");
+    }
+    sb.append("  chain forward {\n    type filter hook forward priority filter - 10; policy accept;\n").append(forward)
+        .append("  }\n");
+    sb.append("}\n");
+    return sb.toString();
+  }
+
+  private static void set(StringBuilder sb, String prefix, IpFamily f, List<IpPrefix> all) {
+    List<String> of = all.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct().sorted().toList();
+    sb.append("  set ").append(prefix).append(fam(f)).append(" { type ").append(type(f)).append("; ")
+        .append(of.isEmpty() ? "" : "elements = { " + String.join(", ", of) + " } ").append("}\n");
+  }
+
+  private static String fam(IpFamily f) {
+    return f == IpFamily.V4 ? "v4" : "v6";
+  }
+
+  private static String ip(IpFamily f) {
+    return f == IpFamily.V4 ? "ip" : "ip6";
+  }
+
+  private static String type(IpFamily f) {
+    return f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
+  }
+}

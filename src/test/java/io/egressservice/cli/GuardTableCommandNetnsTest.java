@@ -1,0 +1,41 @@
+package io.egressservice.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** {@code apply} writes the guard table with the Nodes of the objects; {@code cleanup} removes it. */
+class GuardTableCommandNetnsTest {
+  static final String GUARD = "egress_service_agent_guard";
+  Netns ns;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("cliguard");
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  @Test
+  void applyGuardsTheSteeringPortAndCleanupRemovesTheTable() {
+    InProcess.Result apply = InProcess.run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
+    assertThat(apply.exit()).as(apply.err()).isZero();
+    assertThat(ns.exec("nft", "list", "set", "inet", GUARD, "nodes_v4")).contains("192.168.1.10");
+    assertThat(ns.exec("nft", "list", "chain", "inet", GUARD, "input")).contains("udp dport 4799");
+
+    InProcess.Result cleanup = InProcess.run("cleanup", "--netns", ns.name());
+    assertThat(cleanup.exit()).as(cleanup.err()).isZero();
+    assertThat(cleanup.out()).contains(GUARD);
+    assertThat(ns.tryExec("nft", "list", "table", "inet", GUARD).exitCode()).isNotZero();
+  }
+}

@@ -1,0 +1,151 @@
+package io.egressservice.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.nft.GuardNftables;
+import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.ObjectRef;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.RuleMode;
+import io.egressservice.plan.ServiceOutcome;
+import io.egressservice.plan.SnatEntry;
+import io.egressservice.plan.SteeringConfig;
+import io.egressservice.plan.SteeringPeers;
+import io.egressservice.plan.SteeringPlan;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The guard table as the dataplane writes it, on the real kernel: from a full reconcile, by element on the fast
+ * path (one service's steered-in endpoint moves: no rewrite), absent with steering off and nothing opted in, and
+ * gone after {@code cleanup}.
+ */
+class TunnelGuardNetnsTest {
+  static final int PRIORITY = 5000;
+  static final int PROTOCOL = 201;
+  static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.244.0.0/16"), IpPrefix.parse("192.168.50.11"));
+  static final SteeringPeers PEERS = new SteeringPeers(true,
+      List.of(IpPrefix.parse("192.168.50.11"), IpPrefix.parse("192.168.50.12")),
+      List.of(IpPrefix.parse("192.168.50.11"), IpPrefix.parse("192.168.50.12"), IpPrefix.parse("198.51.100.12")));
+  static final IpPrefix LB = IpPrefix.parse("192.0.2.10");
+  static final ObjectRef WEB = new ObjectRef("default", "web");
+  static final ObjectRef DB = new ObjectRef("default", "db");
+
+  Netns ns;
+  Dataplane dp;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("guard");
+    dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL);
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (dp != null) {
+      dp.close();
+    }
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  /** The host of web and db: its own endpoint 10.244.1.5 (web) and the given steered-in ones, all SNATed. */
+  static DesiredState host(SteeringPeers peers, List<String> webIn, List<String> dbIn) {
+    List<SnatEntry> snat = new ArrayList<>();
+    snat.add(new SnatEntry(IpPrefix.parse("10.244.1.5"), LB, WEB));
+    webIn.forEach(s -> snat.add(new SnatEntry(IpPrefix.parse(s), LB, WEB)));
+    dbIn.forEach(s -> snat.add(new SnatEntry(IpPrefix.parse(s), LB, DB)));
+    snat.sort(SnatEntry.ORDER);
+    List<ServiceOutcome> outcomes = List.of(
+        new ServiceOutcome(DB, true, "host", List.of(), List.of(), List.of(), dbIn),
+        new ServiceOutcome(WEB, true, "host", List.of(), List.of(), List.of(), webIn));
+    SteeringPlan steering = new SteeringPlan(List.of(), List.of(), !webIn.isEmpty() || !dbIn.isEmpty(),
+        SteeringConfig.DEFAULT_PORT, peers);
+    return new DesiredState("node-a", PRIORITY, PROTOCOL, List.of(), snat, IN_CLUSTER, outcomes, RuleMode.SOURCE,
+        PlanConfig.DEFAULT_MARK_MASK, List.of(), Map.of(), List.of(), List.of(), steering, List.of());
+  }
+
+  @Test
+  void aFullReconcileWritesTheNodesOurSourcesAndTheSteeredInOnes() {
+    assertThat(dp.reconcile(host(PEERS, List.of("10.244.2.5"), List.of("10.244.3.5"))).failures()).isEmpty();
+
+    assertThat(elements("nodes_v4")).containsExactly("192.168.50.11", "192.168.50.12");
+    assertThat(elements("node_addresses_v4")).contains("198.51.100.12");
+    assertThat(elements("steered_v4")).containsExactly("10.244.2.5", "10.244.3.5");
+    assertThat(elements("ours_v4")).containsExactly("10.244.1.5", "10.244.2.5", "10.244.3.5");
+  }
+
+  @Test
+  void theFastPathMovesOneServicesSourcesByElement() {
+    DesiredState before = host(PEERS, List.of("10.244.2.5"), List.of("10.244.3.5"));
+    assertThat(dp.reconcile(before).failures()).isEmpty();
+    long handle = tableHandle();
+    long fastPaths = dp.fastPathStats().fastPaths();
+
+    DesiredState after = host(PEERS, List.of("10.244.2.6"), List.of("10.244.3.5"));
+    assertThat(dp.reconcileChanged(before, after, Set.of(WEB)).failures()).isEmpty();
+
+    assertThat(dp.fastPathStats().fastPaths()).as("the fast path was taken").isEqualTo(fastPaths + 1);
+    assertThat(elements("steered_v4")).containsExactly("10.244.2.6", "10.244.3.5");
+    assertThat(elements("ours_v4")).containsExactly("10.244.1.5", "10.244.2.6", "10.244.3.5");
+    assertThat(tableHandle()).as("elements changed, the table was not rewritten").isEqualTo(handle);
+  }
+
+  @Test
+  void withSteeringOffTheTableIsThereOnlyWhileSomeSourceIsOurs() {
+    DesiredState none = new DesiredState("node-a", PRIORITY, PROTOCOL, List.of(), List.of(), IN_CLUSTER, List.of(),
+        RuleMode.SOURCE, PlanConfig.DEFAULT_MARK_MASK, List.of(), Map.of(), List.of(), List.of(),
+        SteeringPlan.none(SteeringConfig.DEFAULT_PORT), List.of());
+    assertThat(dp.reconcile(none).failures()).isEmpty();
+    assertThat(tablePresent()).as("steering off, nothing opted in: no table").isFalse();
+
+    assertThat(dp.reconcile(host(SteeringPeers.NONE, List.of(), List.of())).failures()).isEmpty();
+    assertThat(tablePresent()).isTrue();
+    assertThat(ns.exec("nft", "list", "table", "inet", GuardNftables.TABLE)).doesNotContain("dport", "chain input");
+    assertThat(elements("ours_v4")).containsExactly("10.244.1.5");
+  }
+
+  @Test
+  void cleanupRemovesTheGuardTable() {
+    assertThat(dp.reconcile(host(PEERS, List.of("10.244.2.5"), List.of())).failures()).isEmpty();
+    assertThat(tablePresent()).isTrue();
+
+    assertThat(dp.cleanup().failures()).isEmpty();
+
+    assertThat(tablePresent()).isFalse();
+  }
+
+  private boolean tablePresent() {
+    return ns.tryExec("nft", "list", "table", "inet", GuardNftables.TABLE).exitCode() == 0;
+  }
+
+  private long tableHandle() {
+    for (JsonNode item : ns.json("nft", "-j", "-a", "list", "tables").path("nftables")) {
+      if (item.path("table").path("name").asText().equals(GuardNftables.TABLE)) {
+        return item.path("table").path("handle").asLong();
+      }
+    }
+    throw new AssertionError("no table " + GuardNftables.TABLE);
+  }
+
+  private List<String> elements(String set) {
+    TreeSet<String> out = new TreeSet<>();
+    for (JsonNode item : ns.json("nft", "-j", "list", "set", "inet", GuardNftables.TABLE, set).path("nftables")) {
+      item.path("set").path("elem").forEach(e -> out.add(e.asText()));
+    }
+    return List.copyOf(out);
+  }
+}
