@@ -128,6 +128,7 @@ public final class RunCommand implements Callable<Integer> {
     AgentMetrics metrics = new AgentMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
     metrics.noHostDrops(dataplane::noHostDroppedPackets);
+    metrics.guardDrops(dataplane::guardDroppedPackets);
     // One set of informers for the node agent and the allocator: one watch per kind, one cache. Their
     // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
     ClusterInformers informers = ClusterInformers.create(client,

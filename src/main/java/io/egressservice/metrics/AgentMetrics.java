@@ -167,6 +167,21 @@ public final class AgentMetrics {
         .register(registry);
   }
 
+  /**
+   * {@code egress_service_agent_guard_dropped_packets_total{reason}}: packets the guard table dropped, read from its
+   * nft counters on scrape: {@code port} (the steering port from a sender that is not a node, or forwarded to a
+   * node's port), {@code tunnel} (out of the steering device, not a steered endpoint leaving the cluster),
+   * {@code spoofed} (an opted-in source from an interface the node does not route it through).
+   */
+  public void guardDrops(java.util.function.Supplier<Map<String, Long>> perReason) {
+    io.prometheus.metrics.core.metrics.CounterWithCallback.builder()
+        .name("egress_service_agent_guard_dropped_packets_total")
+        .help("Packets dropped by the steering-port and source guard (table inet egress_service_agent_guard)")
+        .labelNames("reason")
+        .callback(cb -> perReason.get().forEach((reason, packets) -> cb.call(packets, reason)))
+        .register(registry);
+  }
+
   public void apiEvent(boolean relevant) {
     apiEvents.labelValues(Boolean.toString(relevant)).inc();
   }

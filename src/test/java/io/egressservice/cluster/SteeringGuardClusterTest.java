@@ -117,6 +117,9 @@ abstract class SteeringGuardClusterTest {
     }
     assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
     assertThat(counter("node-a", "port")).as("node-a counted the refused datagrams").isGreaterThan(before);
+    assertThat(cluster.node("node-a").agent().metrics())
+        .as("node-a's agent exports the guard's drops by reason")
+        .containsPattern("(?m)^egress_service_agent_guard_dropped_packets_total\\{reason=\"port\"} [1-9]");
   }
 
   /** ext-a1 is the router behind node-a's main uplink: it sends to node-a's address on that uplink. */
