@@ -10,11 +10,7 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,7 +24,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The allocator's own view of the nodes, through the real client, informers, leader election and probes against the
  * mock API server, with health servers on loopback addresses as the agents of node1..node3 (127.0.1.1..3, one
- * port). The service {@code web} has endpoints on every node and starts on node1; node2 and node3 host nothing, so
+ * port), each answering naming its node. A silent node is one whose SYNs go unanswered ({@link FakeAgent#silence()}),
+ * as a powered-off node's: not an agent that accepts and stalls, which the prober counts as the agent's failure. The service {@code web} has endpoints on every node and starts on node1; node2 and node3 host nothing, so
  * only the candidate probes look at them.
  */
 @EnableKubernetesMockClient(crud = true)
@@ -44,9 +41,7 @@ class AllocatorSelfSuspicionMockServerTest {
   @BeforeEach
   void setUp() throws Exception {
     cluster = new MockCluster(client).crd();
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.1.1"))) {
-      port = s.getLocalPort();
-    }
+    port = FakeAgent.freePort();
     for (int i = 1; i <= 3; i++) {
       client.resource(new NodeBuilder()
           .withNewMetadata().withName("node" + i).endMetadata()
@@ -55,7 +50,7 @@ class AllocatorSelfSuspicionMockServerTest {
               .addNewAddress().withType("InternalIP").withAddress("127.0.1." + i).endAddress()
               .addNewCondition().withType("Ready").withStatus("True").endCondition()
           .endStatus().build()).create();
-      agents.put(i, new FakeAgent(new InetSocketAddress("127.0.1." + i, port)));
+      agents.put(i, FakeAgent.answering(new InetSocketAddress("127.0.1." + i, port), "node" + i));
     }
     cluster.lbService("web", "203.0.113.5");
     cluster.endpoints("web", 1, 2, 3);
@@ -68,49 +63,6 @@ class AllocatorSelfSuspicionMockServerTest {
     }
     for (FakeAgent a : agents.values()) {
       a.close();
-    }
-  }
-
-  /** Accepts connections; answers /healthz with 200, or, while silent, holds them unanswered (a SYN that times out). */
-  private static final class FakeAgent implements AutoCloseable {
-    final ServerSocket socket;
-    final List<Socket> held = new java.util.concurrent.CopyOnWriteArrayList<>();
-    volatile boolean silent;
-
-    FakeAgent(InetSocketAddress address) throws IOException {
-      socket = new ServerSocket();
-      socket.setReuseAddress(true);
-      socket.bind(address, 64);
-      Thread t = new Thread(this::serve, "agent-" + address);
-      t.setDaemon(true);
-      t.start();
-    }
-
-    private void serve() {
-      while (!socket.isClosed()) {
-        try {
-          Socket c = socket.accept();
-          if (silent) {
-            held.add(c);
-            continue;
-          }
-          try (c) {
-            c.setSoTimeout(1000);
-            c.getInputStream().read(new byte[512]);
-            c.getOutputStream().write("HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n".getBytes());
-          }
-        } catch (IOException e) {
-          // closed, or a probe that gave up
-        }
-      }
-    }
-
-    @Override
-    public void close() throws IOException {
-      socket.close();
-      for (Socket c : held) {
-        c.close();
-      }
     }
   }
 
@@ -140,8 +92,8 @@ class AllocatorSelfSuspicionMockServerTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> r.allocator().probedNodes().size() == 3);
     Thread.sleep(1000);
 
-    agents.get(1).silent = true;
-    agents.get(2).silent = true;
+    agents.get(1).silence();
+    agents.get(2).silence();
     long end = System.nanoTime() + Duration.ofSeconds(5).toNanos();
     while (System.nanoTime() < end) {
       assertThat(cluster.host("web")).as("status.host while node1 and node2 are silent").contains("node1");
@@ -160,7 +112,7 @@ class AllocatorSelfSuspicionMockServerTest {
     });
 
     // node2 answers again, node1 stays silent: now it is node1's own failure, and it is drained
-    agents.get(2).silent = false;
+    agents.get(2).answer();
     awaitHost("node2");
     assertThat(r.allocator().unreachableNodes()).containsExactly("node1");
   }
@@ -175,7 +127,7 @@ class AllocatorSelfSuspicionMockServerTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> second.allocator().probedNodes().contains("node1"));
     Thread.sleep(1000);
 
-    agents.get(1).silent = true;
+    agents.get(1).silence();
     await().atMost(Duration.ofSeconds(5)).until(() -> second.allocator().unreachableNodes().contains("node1"));
     assertThat(second.isLeader()).as("the follower judged node1 while following").isFalse();
   }

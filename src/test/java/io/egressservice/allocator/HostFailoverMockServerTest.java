@@ -8,12 +8,7 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -38,18 +33,16 @@ class HostFailoverMockServerTest {
 
   private MockCluster cluster;
   private int port;
-  private final Map<Integer, AutoCloseable> agents = new HashMap<>();
+  private final Map<Integer, FakeAgent> agents = new HashMap<>();
   private final List<AutoCloseable> toClose = new ArrayList<>();
 
   @BeforeEach
   void setUp() throws Exception {
     cluster = new MockCluster(client).crd();
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.1.1"))) {
-      port = s.getLocalPort();
-    }
+    port = FakeAgent.freePort();
     for (int i = 1; i <= 2; i++) {
       node(i);
-      healthy(i);
+      agents.put(i, FakeAgent.answering(new InetSocketAddress("127.0.1." + i, port), "node" + i));
     }
     cluster.lbService("web", "203.0.113.5");
     cluster.endpoints("web", 1, 2);
@@ -60,7 +53,7 @@ class HostFailoverMockServerTest {
     for (AutoCloseable c : toClose) {
       c.close();
     }
-    for (AutoCloseable a : agents.values()) {
+    for (FakeAgent a : agents.values()) {
       a.close();
     }
   }
@@ -76,121 +69,23 @@ class HostFailoverMockServerTest {
   }
 
   /** The agent of node i stops: connection refused. */
-  private void stop(int i) throws Exception {
-    AutoCloseable a = agents.remove(i);
-    if (a != null) {
-      a.close();
-    }
+  private void stop(int i) {
+    agents.get(i).stop();
   }
 
-  /** The agent of node i answers /healthz with 200 (binding again as soon as the old socket is really closed). */
-  private void healthy(int i) throws Exception {
-    FakeAgent a = agents.get(i) instanceof FakeAgent f ? f : null;
-    if (a == null) {
-      stop(i);
-      a = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
-          .until(() -> new FakeAgent(new InetSocketAddress("127.0.1." + i, port), "node" + i), x -> true);
-      agents.put(i, a);
-    }
-    a.silent = false;
+  /** The agent of node i answers /healthz with 200, naming its node. */
+  private void healthy(int i) {
+    agents.get(i).answer();
   }
 
   /** The agent of node i stalls (SIGSTOP, a long GC): the kernel completes handshakes, nothing answers. */
   private void stalled(int i) {
-    ((FakeAgent) agents.get(i)).silent = true;
+    agents.get(i).stall();
   }
 
   /** Node i is silent: its SYNs go unanswered, as a powered-off node's. */
-  private void silent(int i) throws Exception {
-    stop(i);
-    InetSocketAddress address = new InetSocketAddress("127.0.1." + i, port);
-    SilentPort p = await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
-        .until(() -> new SilentPort(address), x -> true);
-    agents.put(i, p);
-  }
-
-  /**
-   * A listening socket that never accepts, its accept queue filled: Linux drops a SYN to a listener whose accept
-   * queue is full (tcp_conn_request: LISTENOVERFLOWS), so a connect times out as to a node that is off.
-   */
-  private static final class SilentPort implements AutoCloseable {
-    final ServerSocketChannel socket = ServerSocketChannel.open();
-    final List<Socket> fill = new ArrayList<>();
-
-    SilentPort(InetSocketAddress address) throws IOException {
-      try {
-        socket.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
-        socket.bind(address, 1);
-        for (int k = 0; k < 8; k++) {
-          Socket c = new Socket();
-          try {
-            c.connect(address, 300);
-            fill.add(c);
-          } catch (java.net.SocketTimeoutException e) {
-            c.close();
-            return; // full: SYNs are dropped from now on
-          }
-        }
-        throw new IOException("the accept queue of " + address + " did not fill up");
-      } catch (IOException | RuntimeException e) {
-        close();
-        throw e;
-      }
-    }
-
-    @Override
-    public void close() throws IOException {
-      for (Socket c : fill) {
-        c.close();
-      }
-      socket.close();
-    }
-  }
-
-  private static final class FakeAgent implements AutoCloseable {
-    final ServerSocket socket;
-    final List<Socket> held = new java.util.concurrent.CopyOnWriteArrayList<>();
-    volatile boolean silent;
-
-    final String node;
-
-    FakeAgent(InetSocketAddress address, String node) throws IOException {
-      this.node = node;
-      socket = new ServerSocket();
-      socket.setReuseAddress(true);
-      socket.bind(address, 64);
-      Thread t = new Thread(this::serve, "agent-" + address);
-      t.setDaemon(true);
-      t.start();
-    }
-
-    private void serve() {
-      while (!socket.isClosed()) {
-        try {
-          Socket c = socket.accept();
-          if (silent) {
-            held.add(c);
-            continue;
-          }
-          try (c) {
-            c.setSoTimeout(1000);
-            c.getInputStream().read(new byte[512]);
-            c.getOutputStream().write(("HTTP/1.0 200 OK\r\nEgress-Agent-Node: " + node
-                + "\r\nContent-Length: 3\r\n\r\nok\n").getBytes());
-          }
-        } catch (IOException e) {
-          // closed, or a probe that gave up
-        }
-      }
-    }
-
-    @Override
-    public void close() throws IOException {
-      socket.close();
-      for (Socket c : held) {
-        c.close();
-      }
-    }
+  private void silent(int i) {
+    agents.get(i).silence();
   }
 
   private AllocatorRunner runner() {

@@ -124,20 +124,17 @@ class NodeAgentTest {
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
         new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
     toClose.add(agent);
-    java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
-    java.util.concurrent.atomic.AtomicReference<String> rulesThen = new java.util.concurrent.atomic.AtomicReference<>();
-    agent.afterFirstReconcile(() -> {
-      runs.incrementAndGet();
-      rulesThen.set(rules());
-    });
+    // each run records the rules it saw, in one step: the count and what the run saw cannot disagree
+    List<String> rulesAtEachRun = new java.util.concurrent.CopyOnWriteArrayList<>();
+    agent.afterFirstReconcile(() -> rulesAtEachRun.add(rules()));
     createWeb("100");
     agent.start();
 
-    await().atMost(WAIT).until(() -> runs.get() == 1);
-    assertThat(rulesThen.get()).contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201");
+    await().atMost(WAIT).until(() -> rulesAtEachRun.size() == 1);
+    assertThat(rulesAtEachRun.get(0)).contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201");
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.7")).update();
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.7 lookup 100"));
-    assertThat(runs.get()).as("once, not after every reconcile").isEqualTo(1);
+    assertThat(rulesAtEachRun).as("once, not after every reconcile").hasSize(1);
   }
 
   @Test

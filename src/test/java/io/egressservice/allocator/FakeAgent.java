@@ -1,0 +1,199 @@
+package io.egressservice.allocator;
+
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.health.ProbeIdentity;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * One node's agent as the allocator's probes see it, on a loopback address, in one of the four states the prober
+ * tells apart:
+ * <ul>
+ *   <li>{@link #answer() answering}: /healthz answers 200 naming its node ({@link ProbeIdentity#NODE_HEADER}), as
+ *       the agent does; an answer without it does not speak for the node;</li>
+ *   <li>{@link #stall() stalled} (SIGSTOP, a long GC): the kernel completes handshakes, nothing answers;</li>
+ *   <li>{@link #silence() silent} (a node that is off): SYNs go unanswered, because the port's accept queue is
+ *       full;</li>
+ *   <li>{@link #stop() stopped} (the agent restarts): the port refuses connections.</li>
+ * </ul>
+ * Switching state re-binds the port when it must, retrying until the old socket is really gone.
+ */
+final class FakeAgent implements AutoCloseable {
+  private static final Duration REBIND = Duration.ofSeconds(5);
+
+  private final InetSocketAddress address;
+  private final String node;
+  private AutoCloseable listener;
+
+  private FakeAgent(InetSocketAddress address, String node) {
+    this.address = address;
+    this.node = node;
+  }
+
+  /** The agent of {@code node} at {@code address}, answering. */
+  static FakeAgent answering(InetSocketAddress address, String node) {
+    FakeAgent a = new FakeAgent(address, node);
+    a.answer();
+    return a;
+  }
+
+  /** A port free on 127.0.1.1, for every node's agent to use on its own loopback address. */
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.1.1"))) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** Answers /healthz with 200 naming the node (binding again if the port is silent or stopped). */
+  synchronized void answer() {
+    if (listener instanceof Answering a) {
+      a.stalled = false;
+      return;
+    }
+    stop();
+    listener = bind(() -> new Answering(address, node));
+  }
+
+  /** Accepts connections and never answers them. */
+  synchronized void stall() {
+    answer();
+    ((Answering) listener).stalled = true;
+  }
+
+  /** Leaves SYNs unanswered, as a node that is off. */
+  synchronized void silence() {
+    if (listener instanceof SilentPort) {
+      return;
+    }
+    stop();
+    listener = bind(() -> new SilentPort(address));
+  }
+
+  /** Refuses connections. */
+  synchronized void stop() {
+    AutoCloseable l = listener;
+    listener = null;
+    if (l != null) {
+      try {
+        l.close();
+      } catch (Exception e) {
+        throw new IllegalStateException("closing the agent port of " + node, e);
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    stop();
+  }
+
+  private interface Binder {
+    AutoCloseable bind() throws IOException;
+  }
+
+  private AutoCloseable bind(Binder binder) {
+    return await().atMost(REBIND).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
+        .until(binder::bind, x -> true);
+  }
+
+  /** Answers each connection, or, while stalled, holds it unanswered. */
+  private static final class Answering implements AutoCloseable {
+    final ServerSocket socket;
+    final String node;
+    final List<Socket> held = new CopyOnWriteArrayList<>();
+    volatile boolean stalled;
+
+    Answering(InetSocketAddress address, String node) throws IOException {
+      this.node = node;
+      socket = new ServerSocket();
+      socket.setReuseAddress(true);
+      try {
+        socket.bind(address, 64);
+      } catch (IOException e) {
+        socket.close();
+        throw e;
+      }
+      Thread t = new Thread(this::serve, "agent-" + address);
+      t.setDaemon(true);
+      t.start();
+    }
+
+    private void serve() {
+      while (!socket.isClosed()) {
+        try {
+          Socket c = socket.accept();
+          if (stalled) {
+            held.add(c);
+            continue;
+          }
+          try (c) {
+            c.setSoTimeout(1000);
+            c.getInputStream().read(new byte[512]);
+            c.getOutputStream().write(("HTTP/1.0 200 OK\r\n" + ProbeIdentity.NODE_HEADER + ": " + node
+                + "\r\nContent-Length: 3\r\n\r\nok\n").getBytes(StandardCharsets.US_ASCII));
+          }
+        } catch (IOException e) {
+          // closed, or a probe that gave up
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      socket.close();
+      for (Socket c : held) {
+        c.close();
+      }
+    }
+  }
+
+  /**
+   * A listening socket that never accepts, its accept queue filled: Linux drops a SYN to a listener whose accept
+   * queue is full (tcp_conn_request: LISTENOVERFLOWS), so a connect times out as to a node that is off.
+   */
+  private static final class SilentPort implements AutoCloseable {
+    final ServerSocketChannel socket = ServerSocketChannel.open();
+    final List<Socket> fill = new ArrayList<>();
+
+    SilentPort(InetSocketAddress address) throws IOException {
+      try {
+        socket.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+        socket.bind(address, 1);
+        for (int k = 0; k < 8; k++) {
+          Socket c = new Socket();
+          try {
+            c.connect(address, 300);
+            fill.add(c);
+          } catch (SocketTimeoutException e) {
+            c.close();
+            return; // full: SYNs are dropped from now on
+          }
+        }
+        throw new IOException("the accept queue of " + address + " did not fill up");
+      } catch (IOException | RuntimeException e) {
+        close();
+        throw e;
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (Socket c : fill) {
+        c.close();
+      }
+      socket.close();
+    }
+  }
+}
