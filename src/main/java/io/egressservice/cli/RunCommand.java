@@ -135,6 +135,8 @@ public final class RunCommand implements Callable<Integer> {
       }
     }
     Optional<HealthServer> inNetns = nodeHealth;
+    health.serveJson(io.egressservice.health.Hosting.PATH, () -> agent.hosting().toJson());
+    inNetns.ifPresent(h -> h.serveJson(io.egressservice.health.Hosting.PATH, () -> agent.hosting().toJson()));
     agent.afterFirstReconcile(new io.egressservice.lifecycle.HeapCompaction());
     agent.start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
