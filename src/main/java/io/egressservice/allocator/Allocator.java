@@ -111,6 +111,7 @@ public final class Allocator implements AutoCloseable {
   /** When each unreachable node was found unreachable (monotonic), for the failover time. Guarded by health. */
   private final Map<String, Long> lostAtNanos = new HashMap<>();
   private AgentProber prober;
+  private Optional<PlannedMoves> plannedMoves = Optional.empty();
   private final List<Double> failoverSeconds = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final Map<ObjectRef, Long> lastHostChangeEpochSeconds = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -179,6 +180,10 @@ public final class Allocator implements AutoCloseable {
       }
     }
     if (config.probes().enabled()) {
+      // Planned moves read the agents' /hosting, so they need the probes' reach; without it every move is immediate.
+      plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
+          objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
+              .flatMap(Allocator::internalIp), this::touch, () -> leading && !closed, identity));
       prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
           config.probes().netns(), this::probed);
     }
@@ -577,8 +582,14 @@ public final class Allocator implements AutoCloseable {
       // could only lose it. It is reported, not written.
       boolean statusOk = d.reason() == Reason.MALFORMED
           || es.getStatus() != null && d.host().equals(es.getStatus().getHost());
+      if (!statusOk && plannedMoves.isPresent()
+          && !plannedMoves.get().mayWrite(es, oldHost, d.host(), nodeByName, unreachable)) {
+        continue; // a planned move waits for the new host to receive (PlannedMoves); reported once written
+      }
+      plannedMoves.filter(m -> statusOk).ifPresent(m -> m.settled(es));
       String move = "";
       if (!statusOk && writeStatus(es, d.host())) {
+        move = plannedMoves.flatMap(m -> m.written(es, oldHost, d.host())).orElse("");
         HostMoves.reason(state, d.host(), nodeByName).ifPresent(reason -> {
           metrics.hostMoved(reason);
           LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), state.statusHost(), d.host(), reason);
@@ -590,7 +601,7 @@ public final class Allocator implements AutoCloseable {
         }
         if (!oldHost.isEmpty() && !oldHost.equals(io.egressservice.plan.EgressServiceInfo.HOST_ALL)) {
           move = "moved from node " + oldHost + (unreachable.contains(oldHost)
-              ? " (" + HostChooser.AGENT_UNREACHABLE + ")" : " (no longer a candidate)") + ": ";
+              ? " (" + HostChooser.AGENT_UNREACHABLE + ")" : " (no longer a candidate)") + ": " + move;
           Long lost;
           synchronized (health) {
             lost = lostAtNanos.get(oldHost);
@@ -798,6 +809,7 @@ public final class Allocator implements AutoCloseable {
     if (prober != null) {
       prober.close();
     }
+    plannedMoves.ifPresent(PlannedMoves::close);
     if (ownsInformers) {
       informers.close();
     }

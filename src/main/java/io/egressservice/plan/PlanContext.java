@@ -528,7 +528,7 @@ final class PlanContext {
         if (!config.steering().steers()) {
           return notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
         }
-        return es.alsoReceive().equals(in.nodeName())
+        return es.alsoReceives(in.nodeName())
             ? steerAndReceive(es, ev, owned, skipped, parts)
             : steerToHost(es, ev, owned, skipped, parts);
       }

@@ -139,7 +139,11 @@ class IncrementalPlannerOracleTest {
       return new EgressServiceInfo(ref, created, mode, "", pick(HOSTS, random), Optional.of("spec is not an object"));
     }
     // A planned move names a node that also receives: now and then, any of them (the host itself too).
-    String alsoReceive = random.nextInt(3) == 0 ? pick(HOSTS, random) : "";
+    String alsoReceive = switch (random.nextInt(6)) {
+      case 0 -> pick(HOSTS, random);
+      case 1 -> pick(HOSTS, random) + "," + pick(HOSTS, random);
+      default -> "";
+    };
     return new EgressServiceInfo(ref, created, mode, pick(NETWORKS, random), pick(HOSTS, random), Optional.empty(),
         alsoReceive);
   }
