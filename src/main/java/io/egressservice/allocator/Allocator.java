@@ -179,11 +179,10 @@ public final class Allocator implements AutoCloseable {
         // closed
       }
     }
+    plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
+        objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
+            .flatMap(Allocator::internalIp), this::touch, () -> leading && !closed, identity));
     if (config.probes().enabled()) {
-      // Planned moves read the agents' /hosting, so they need the probes' reach; without it every move is immediate.
-      plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
-          objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
-              .flatMap(Allocator::internalIp), this::touch, () -> leading && !closed, identity));
       prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
           config.probes().netns(), this::probed);
     }
