@@ -365,7 +365,11 @@ public final class Dataplane implements AutoCloseable {
 
   /** Diff the plan against the observation it was made with, and apply. */
   public ApplyReport reconcile(NodePlan plan) {
-    ApplyReport report = withHolds(apply(diff(plan), null, false), plan.desired());
+    // not on the first reconcile: running flows stay
+    Set<IpPrefix> switched = lastTreatment == null ? Set.of()
+        : switchedSources(lastTreatment, ServiceSlices.treatments(plan.desired()));
+    ApplyReport applied = apply(diff(plan), null, false, switched);
+    ApplyReport report = withHolds(applied, plan.desired());
     afterFullReconcile(plan.desired(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
@@ -429,7 +433,45 @@ public final class Dataplane implements AutoCloseable {
       }
     });
     before.keySet().stream().filter(k -> !now.containsKey(k)).forEach(changed::add);
+    changed.removeAll(restartedEarly);
+    restartedEarly.clear();
+    failures.addAll(earlyFailures);
+    earlyFailures.clear();
     failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changed));
+  }
+
+  /** Sources whose flows {@link #restartEarly} restarted, which the later pass leaves alone. */
+  private final Set<IpPrefix> restartedEarly = new java.util.HashSet<>();
+  /** What that restart could not do; reported with the later pass's. */
+  private final List<String> earlyFailures = new ArrayList<>();
+
+  /**
+   * The sources now SNATed or steered whose treatment changed: their flows restart right after the rule deletions
+   * ({@link #restartEarly}). A flow keeps the NAT its first packet chose, so until its entry goes, a flow that was
+   * steered leaves the new host's uplink with the identity NAT and the no-host guard drops it: restarted after the
+   * whole reconcile (route deletions, the no-host table), a planned move lost 14-18 datagrams of a 2 ms stream
+   * there. Held and released sources restart after the no-host table holds them (earlier they would leak).
+   */
+  private Set<IpPrefix> switchedSources(Map<IpPrefix, String> before, Map<IpPrefix, String> after) {
+    restartedEarly.clear();
+    earlyFailures.clear();
+    TreeSet<IpPrefix> switched = new TreeSet<>();
+    after.forEach((k, v) -> {
+      if ((v.startsWith("snat ") || v.startsWith("steer ")) && !v.equals(before.get(k))) {
+        switched.add(k);
+      }
+    });
+    return switched;
+  }
+
+  private void restartEarly(Set<IpPrefix> switched) {
+    // One family at a time: a few IPv4 sources take the kernel's filtered delete (no dump of the table), which
+    // a mixed set would not; every millisecond here is a dropped packet of a steady stream.
+    for (io.egressservice.ip.IpFamily f : io.egressservice.ip.IpFamily.values()) {
+      List<IpPrefix> of = switched.stream().filter(p -> p.family() == f).toList();
+      earlyFailures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, of));
+    }
+    restartedEarly.addAll(switched);
   }
 
   /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
@@ -454,8 +496,10 @@ public final class Dataplane implements AutoCloseable {
       observed = withReversePath(desired, observed, links());
     }
     long observeNanos = System.nanoTime() - start;
-    ApplyReport report = withHolds(
-        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)), null, false), desired);
+    Set<IpPrefix> switched = lastTreatment == null ? Set.of()
+        : switchedSources(lastTreatment, ServiceSlices.treatments(desired));
+    ApplyReport report = withHolds(apply(Differ.diff(desired, Differ.wantedRules(desired), observed,
+        steeringMtu(desired)), null, false, switched), desired);
     afterFullReconcile(desired, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
@@ -509,7 +553,9 @@ public final class Dataplane implements AutoCloseable {
         marksAdded.add(e);
       }
     });
-    ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false);
+    Set<IpPrefix> switched = switchedSources(ServiceSlices.treatments(was), ServiceSlices.treatments(now));
+    ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false,
+        switched);
     fastPaths++;
     long t = System.nanoTime();
     List<String> failures = new ArrayList<>(report.failures());
@@ -582,6 +628,10 @@ public final class Dataplane implements AutoCloseable {
     before.keySet().stream().filter(k -> !after.containsKey(k)).forEach(changedSources::add);
     before.keySet().forEach(lastTreatment::remove);
     lastTreatment.putAll(after);
+    changedSources.removeAll(restartedEarly);
+    restartedEarly.clear();
+    failures.addAll(earlyFailures);
+    earlyFailures.clear();
     failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changedSources));
   }
 
@@ -592,7 +642,7 @@ public final class Dataplane implements AutoCloseable {
    * form of every object, which the next reconcile completes.
    */
   public ApplyReport apply(ChangeSet changes) {
-    return apply(changes, null, true);
+    return apply(changes, null, true, Set.of());
   }
 
   /**
@@ -600,8 +650,10 @@ public final class Dataplane implements AutoCloseable {
    *     without a listing); null: planned from the (cached) listing
    * @param exclusive rule adds with NLM_F_EXCL; false only for adds planned against a fresh dump or the kernel
    *     view, which cannot be present (the kernel's duplicate scan makes an add cost twice the rule list)
+   * @param switched sources whose flows restart right after the rule deletions, when all went well so far
+   *     ({@link #switchedSources})
    */
-  private ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive) {
+  private ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive, Set<IpPrefix> switched) {
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     long kernel = 0;
@@ -721,6 +773,9 @@ public final class Dataplane implements AutoCloseable {
     t = System.nanoTime();
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null, true);
     batch(shadowed, ruleChanges, applied, failures, null, true);
+    if (!switched.isEmpty() && failures.isEmpty()) {
+      restartEarly(switched);
+    }
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);
     if (!changes.steering().isEmpty()) {
