@@ -433,27 +433,24 @@ public final class Dataplane implements AutoCloseable {
       }
     });
     before.keySet().stream().filter(k -> !now.containsKey(k)).forEach(changed::add);
-    changed.removeAll(restartedEarly);
-    restartedEarly.clear();
     failures.addAll(earlyFailures);
     earlyFailures.clear();
     failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changed));
   }
 
-  /** Sources whose flows {@link #restartEarly} restarted, which the later pass leaves alone. */
-  private final Set<IpPrefix> restartedEarly = new java.util.HashSet<>();
-  /** What that restart could not do; reported with the later pass's. */
+  /** What {@link #restartEarly} could not do; reported with the later pass's. */
   private final List<String> earlyFailures = new ArrayList<>();
 
   /**
    * The sources now SNATed or steered whose treatment changed: their flows restart right after the rule deletions
    * ({@link #restartEarly}). A flow keeps the NAT its first packet chose, so until its entry goes, a flow that was
    * steered leaves the new host's uplink with the identity NAT and the no-host guard drops it: restarted after the
-   * whole reconcile (route deletions, the no-host table), a planned move lost 14-18 datagrams of a 2 ms stream
-   * there. Held and released sources restart after the no-host table holds them (earlier they would leak).
+   * whole reconcile (route deletions, the no-host table), a planned move lost 14-69 datagrams of a 2 ms stream
+   * there. The later pass deletes them again: a packet routed by the old rule just before its deletion has an entry
+   * not yet confirmed, which a delete misses and which would keep the old NAT (the flow dropped for good). Held and
+   * released sources restart only then, once the no-host table holds them (earlier they would leak).
    */
   private Set<IpPrefix> switchedSources(Map<IpPrefix, String> before, Map<IpPrefix, String> after) {
-    restartedEarly.clear();
     earlyFailures.clear();
     TreeSet<IpPrefix> switched = new TreeSet<>();
     after.forEach((k, v) -> {
@@ -471,7 +468,6 @@ public final class Dataplane implements AutoCloseable {
       List<IpPrefix> of = switched.stream().filter(p -> p.family() == f).toList();
       earlyFailures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, of));
     }
-    restartedEarly.addAll(switched);
   }
 
   /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
@@ -628,8 +624,6 @@ public final class Dataplane implements AutoCloseable {
     before.keySet().stream().filter(k -> !after.containsKey(k)).forEach(changedSources::add);
     before.keySet().forEach(lastTreatment::remove);
     lastTreatment.putAll(after);
-    changedSources.removeAll(restartedEarly);
-    restartedEarly.clear();
     failures.addAll(earlyFailures);
     earlyFailures.clear();
     failures.addAll(io.egressservice.netlink.Conntrack.deleteBySource(thread, changedSources));

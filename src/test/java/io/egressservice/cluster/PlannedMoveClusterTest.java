@@ -108,8 +108,15 @@ class PlannedMoveClusterTest {
     String where = "ext-" + host.substring(5) + "1";
     long since = System.nanoTime();
     for (Traffic.Stream s : streams) {
-      await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).until(() -> s.arrivals().stream()
-          .anyMatch(a -> a.sentNanos() > since && a.where().equals(where) && a.source().equals(LB_IP)));
+      try {
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(50)).until(() -> s.arrivals().stream()
+            .anyMatch(a -> a.sentNanos() > since && a.where().equals(where) && a.source().equals(LB_IP)));
+      } catch (RuntimeException e) {
+        List<Traffic.Arrival> all = s.arrivals();
+        throw new IllegalStateException("the stream of " + senders.get(streams.indexOf(s)) + " does not arrive via "
+            + where + " (status.host " + host() + "); last seen: " + all.subList(Math.max(0, all.size() - 3),
+            all.size()), e);
+      }
     }
   }
 
