@@ -124,6 +124,7 @@ public final class Allocator implements AutoCloseable {
   private final AtomicBoolean selfSuspected = new AtomicBoolean();
   /** When the judgment last said "suspected" (monotonic); guarded by health. */
   private long lastSuspectedNanos;
+  private Optional<PlannedMoves> plannedMoves = Optional.empty();
   private final List<Double> failoverSeconds = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final Map<ObjectRef, Long> lastHostChangeEpochSeconds = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -191,6 +192,9 @@ public final class Allocator implements AutoCloseable {
         // closed
       }
     }
+    plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
+        objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
+            .flatMap(Allocator::internalIp), this::touch, () -> leading && !closed, identity));
     if (config.probes().enabled()) {
       prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
           config.probes().netns(), this::probed);
@@ -658,8 +662,14 @@ public final class Allocator implements AutoCloseable {
       // could only lose it. It is reported, not written.
       boolean statusOk = d.reason() == Reason.MALFORMED
           || es.getStatus() != null && d.host().equals(es.getStatus().getHost());
+      if (!statusOk && plannedMoves.isPresent()
+          && !plannedMoves.get().mayWrite(es, oldHost, d.host(), nodeByName, unreachable)) {
+        continue; // a planned move waits for the new host to receive (PlannedMoves); reported once written
+      }
+      plannedMoves.filter(m -> statusOk).ifPresent(m -> m.settled(es));
       String move = "";
       if (!statusOk && writeStatus(es, d.host())) {
+        move = plannedMoves.flatMap(m -> m.written(es, oldHost, d.host())).orElse("");
         HostMoves.reason(state, d.host(), nodeByName).ifPresent(reason -> {
           metrics.hostMoved(reason);
           LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), state.statusHost(), d.host(), reason);
@@ -671,7 +681,7 @@ public final class Allocator implements AutoCloseable {
         }
         if (!oldHost.isEmpty() && !oldHost.equals(io.egressservice.plan.EgressServiceInfo.HOST_ALL)) {
           move = "moved from node " + oldHost + (unreachable.contains(oldHost)
-              ? " (" + HostChooser.AGENT_UNREACHABLE + ")" : " (no longer a candidate)") + ": ";
+              ? " (" + HostChooser.AGENT_UNREACHABLE + ")" : " (no longer a candidate)") + ": " + move;
           Long lost;
           synchronized (health) {
             lost = lostAtNanos.get(oldHost);
@@ -908,6 +918,7 @@ public final class Allocator implements AutoCloseable {
     if (prober != null) {
       prober.close();
     }
+    plannedMoves.ifPresent(PlannedMoves::close);
     if (ownsInformers) {
       informers.close();
     }

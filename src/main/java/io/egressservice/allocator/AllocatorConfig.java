@@ -16,10 +16,11 @@ import java.util.Objects;
  * @param probes health probes of the hosts' agents (failover within seconds instead of the Node's NotReady)
  * @param endpointTrust whose EndpointSlices count when choosing a host (the node agents' {@code
  *     --trusted-endpoint-managers})
+ * @param plannedMoves how long a planned move waits for the new host, and how long the old one keeps receiving
  */
 public record AllocatorConfig(
     String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod,
-    HostProbes probes, EndpointTrust endpointTrust) {
+    HostProbes probes, EndpointTrust endpointTrust, PlannedMoveSettings plannedMoves) {
   public static final String DEFAULT_LEASE_NAME = "egress-service-allocator";
 
   /** Without host probes, trusting the EndpointSlice controller only. */
@@ -29,7 +30,14 @@ public record AllocatorConfig(
         EndpointTrust.kubernetesOnly());
   }
 
+  public AllocatorConfig(String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod,
+      Duration resyncPeriod, HostProbes probes, EndpointTrust endpointTrust) {
+    this(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes, endpointTrust,
+        PlannedMoveSettings.defaults());
+  }
+
   public AllocatorConfig {
+    Objects.requireNonNull(plannedMoves);
     Objects.requireNonNull(leaseName);
     Objects.requireNonNull(probes);
     Objects.requireNonNull(endpointTrust);
@@ -56,14 +64,21 @@ public record AllocatorConfig(
   }
 
   public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {
-    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes, endpointTrust);
+    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes, endpointTrust, plannedMoves);
   }
 
   public AllocatorConfig withProbes(HostProbes p) {
-    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, p, endpointTrust);
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, p, endpointTrust,
+        plannedMoves);
   }
 
   public AllocatorConfig withEndpointTrust(EndpointTrust trust) {
-    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes, trust);
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes, trust,
+        plannedMoves);
+  }
+
+  public AllocatorConfig withPlannedMoves(PlannedMoveSettings moves) {
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes,
+        endpointTrust, moves);
   }
 }

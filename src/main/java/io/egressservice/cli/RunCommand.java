@@ -140,7 +140,7 @@ public final class RunCommand implements Callable<Integer> {
     // once it is free (HealthListener); meanwhile the probes fail, which is what they should say.
     HealthListener health = HealthListener.start(
         "/metrics, /healthz and /readyz on " + describe(listen),
-        () -> HealthServer.start(listen, whose, metrics.registry(), agent::liveness, agent::readiness),
+        () -> withHosting(HealthServer.start(listen, whose, metrics.registry(), agent::liveness, agent::readiness), agent),
         () -> PortHolder.system().describe(listen.getPort()), BIND_RETRY);
     Optional<HealthListener> nodeHealth = Optional.empty();
     if (netns.value().isPresent() && netnsMetricsPort > 0) {
@@ -148,7 +148,8 @@ public final class RunCommand implements Callable<Integer> {
       nodeHealth = Optional.of(HealthListener.start(
           "/metrics, /healthz and /readyz on port " + netnsMetricsPort + " in netns " + netns.value().get(),
           () -> dataplane.thread().call(() ->
-              HealthServer.start(inside, whose, metrics.registry(), agent::liveness, agent::readiness)),
+              withHosting(HealthServer.start(inside, whose, metrics.registry(), agent::liveness, agent::readiness),
+                  agent)),
           () -> dataplane.thread().call(() -> PortHolder.system().describe(netnsMetricsPort)), BIND_RETRY));
     }
     Optional<HealthListener> inNetns = nodeHealth;
@@ -256,5 +257,11 @@ public final class RunCommand implements Callable<Integer> {
             "'" + value + "' is not a duration (e.g. 60s, 5m, 1h, 250ms)");
       }
     }
+  }
+
+  /** The probe port also says which services this node's kernel receives for ({@code /hosting}: planned moves). */
+  private static HealthServer withHosting(HealthServer server, NodeAgent agent) {
+    server.serveJson(io.egressservice.health.Hosting.PATH, () -> agent.hosting().toJson());
+    return server;
   }
 }

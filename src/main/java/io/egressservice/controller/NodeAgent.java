@@ -5,6 +5,7 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.NodePlan;
 import io.egressservice.dataplane.ObservedState;
 import io.egressservice.health.HealthServer.Probe;
+import io.egressservice.health.Hosting;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.netlink.ChangeEvent;
@@ -134,6 +135,8 @@ public final class NodeAgent implements AutoCloseable {
   private IncrementalPlanner planner;
   /** The plan the kernel holds, when the last reconcile applied it in full. */
   private DesiredState applied;
+  /** The services whose receiving side the kernel holds (written by the worker, read by /hosting). */
+  private volatile Set<ObjectRef> hosting = Set.of();
   /**
    * Kernel notifications that cast doubt on our view of the kernel (drift, an address or link change, an overflow
    * of the subscription, an nft edit): the kernel is taken to hold {@link #applied} only while none came since the
@@ -523,6 +526,7 @@ public final class NodeAgent implements AutoCloseable {
       lastNftGeneration = dataplane.nftGeneration();
       succeeded = report.succeeded();
       applied = succeeded ? desired : null;
+      recordHosting(succeeded);
       double seconds = (System.nanoTime() - start) / 1e9;
       // Applied in full: the kernel holds the plan, so the gauges need no second dump of it (a reconcile per
       // endpoint update made that dump a large part of its cost). Otherwise ask the kernel what it holds.
@@ -554,6 +558,24 @@ public final class NodeAgent implements AutoCloseable {
       // Clean only as of the doubts seen before this reconcile observed or applied anything.
       cleanAt = succeeded ? doubts : -1;
     }
+  }
+
+  /**
+   * After a reconcile: the services whose receiving side the kernel holds. A failed one adds none (what it did apply
+   * is uncertain), but lets go of those no longer planned.
+   */
+  private void recordHosting(boolean succeeded) {
+    Set<ObjectRef> planned = planner.receiving();
+    if (succeeded) {
+      hosting = planned;
+    } else if (!planned.containsAll(hosting)) {
+      hosting = hosting.stream().filter(planned::contains).collect(java.util.stream.Collectors.toUnmodifiableSet());
+    }
+  }
+
+  /** {@code /hosting}: this node and the services it receives for ({@link Hosting}). */
+  public Hosting hosting() {
+    return new Hosting(settings.nodeName(), hosting.stream().map(ObjectRef::toString).toList());
   }
 
   private static NodeObservations observations(NodeFacts facts) {

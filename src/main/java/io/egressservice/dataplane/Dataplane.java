@@ -372,7 +372,10 @@ public final class Dataplane implements AutoCloseable {
   public ApplyReport reconcile(NodePlan plan) {
     // The guard first: the steering port is guarded before the device that listens on it is created.
     List<String> guarded = guard.sync(plan.desired());
-    ApplyReport report = withGuard(guarded, withHolds(apply(diff(plan), null, false), plan.desired()));
+    // not on the first reconcile: running flows stay
+    EarlyRestart early = lastTreatment == null ? EarlyRestart.NONE
+        : switchedSources(lastTreatment, ServiceSlices.treatments(plan.desired()), plan.desired().inCluster());
+    ApplyReport report = withGuard(guarded, withHolds(apply(diff(plan), null, false, early), plan.desired()));
     afterFullReconcile(plan.desired(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
@@ -454,7 +457,42 @@ public final class Dataplane implements AutoCloseable {
       }
     });
     before.keySet().stream().filter(k -> !now.containsKey(k)).forEach(changed::add);
+    failures.addAll(earlyFailures);
+    earlyFailures.clear();
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
+  }
+
+  /** What {@link #restartEarly} could not do; reported with the later pass's. */
+  private final List<String> earlyFailures = new ArrayList<>();
+
+  /**
+   * The sources now SNATed or steered whose treatment changed: their flows restart right after the rule deletions
+   * ({@link #restartEarly}). A flow keeps the NAT its first packet chose, so until its entry goes, a flow that was
+   * steered leaves the new host's uplink with the identity NAT and the no-host guard drops it: restarted after the
+   * whole reconcile (route deletions, the no-host table), a planned move lost 14-69 datagrams of a 2 ms stream
+   * there. The later pass deletes them again: a packet routed by the old rule just before its deletion has an entry
+   * not yet confirmed, which a delete misses and which would keep the old NAT (the flow dropped for good). Held and
+   * released sources restart only then, once the no-host table holds them (earlier they would leak).
+   */
+  /** Sources whose flows out of the cluster restart right after the rule deletions, and what is in the cluster. */
+  private record EarlyRestart(Set<IpPrefix> sources, List<IpPrefix> inCluster) {
+    static final EarlyRestart NONE = new EarlyRestart(Set.of(), List.of());
+  }
+
+  private EarlyRestart switchedSources(Map<IpPrefix, String> before, Map<IpPrefix, String> after,
+      List<IpPrefix> inCluster) {
+    earlyFailures.clear();
+    TreeSet<IpPrefix> switched = new TreeSet<>();
+    after.forEach((k, v) -> {
+      if ((v.startsWith("snat ") || v.startsWith("steer ")) && !v.equals(before.get(k))) {
+        switched.add(k);
+      }
+    });
+    return new EarlyRestart(switched, inCluster);
+  }
+
+  private void restartEarly(EarlyRestart early) {
+    earlyFailures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, early.sources(), early.inCluster()));
   }
 
   /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
@@ -480,8 +518,10 @@ public final class Dataplane implements AutoCloseable {
     }
     long observeNanos = System.nanoTime() - start;
     List<String> guarded = guard.sync(desired);
-    ApplyReport report = withGuard(guarded, withHolds(
-        apply(Differ.diff(desired, Differ.wantedRules(desired), observed, steeringMtu(desired)), null, false), desired));
+    EarlyRestart early = lastTreatment == null ? EarlyRestart.NONE
+        : switchedSources(lastTreatment, ServiceSlices.treatments(desired), desired.inCluster());
+    ApplyReport report = withGuard(guarded, withHolds(apply(Differ.diff(desired, Differ.wantedRules(desired),
+        observed, steeringMtu(desired)), null, false, early), desired));
     afterFullReconcile(desired, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
@@ -538,7 +578,10 @@ public final class Dataplane implements AutoCloseable {
     long guardStart = System.nanoTime();
     List<String> guarded = guard.syncChanged(previous, next, changed);
     long guardNanos = System.nanoTime() - guardStart;
-    ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false);
+    EarlyRestart early = switchedSources(ServiceSlices.treatments(was), ServiceSlices.treatments(now),
+        next.inCluster());
+    ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false,
+        early);
     fastPaths++;
     long t = System.nanoTime() - guardNanos;
     List<String> failures = new ArrayList<>(guarded);
@@ -612,6 +655,8 @@ public final class Dataplane implements AutoCloseable {
     before.keySet().stream().filter(k -> !after.containsKey(k)).forEach(changedSources::add);
     before.keySet().forEach(lastTreatment::remove);
     lastTreatment.putAll(after);
+    failures.addAll(earlyFailures);
+    earlyFailures.clear();
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changedSources, now.inCluster()));
   }
 
@@ -622,7 +667,7 @@ public final class Dataplane implements AutoCloseable {
    * form of every object, which the next reconcile completes.
    */
   public ApplyReport apply(ChangeSet changes) {
-    return apply(changes, null, true);
+    return apply(changes, null, true, EarlyRestart.NONE);
   }
 
   /**
@@ -630,8 +675,10 @@ public final class Dataplane implements AutoCloseable {
    *     without a listing); null: planned from the (cached) listing
    * @param exclusive rule adds with NLM_F_EXCL; false only for adds planned against a fresh dump or the kernel
    *     view, which cannot be present (the kernel's duplicate scan makes an add cost twice the rule list)
+   * @param early sources whose flows restart right after the rule deletions, when all went well so far
+   *     ({@link #switchedSources})
    */
-  private ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive) {
+  private ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive, EarlyRestart early) {
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     long kernel = 0;
@@ -751,6 +798,9 @@ public final class Dataplane implements AutoCloseable {
     t = System.nanoTime();
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null, true);
     batch(shadowed, ruleChanges, applied, failures, null, true);
+    if (!early.sources().isEmpty() && failures.isEmpty()) {
+      restartEarly(early);
+    }
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);
     if (!changes.steering().isEmpty()) {

@@ -33,8 +33,12 @@ public final class HealthServer implements AutoCloseable {
   /** A probe answer: OK or not, with a one-line reason for the body. */
   public record Probe(boolean ok, String detail) {}
 
-  private HealthServer(ProbeHttpServer server) {
+  /** Paths served besides the three above (e.g. {@code /hosting}), added after the start. */
+  private final Map<String, Route> added;
+
+  private HealthServer(ProbeHttpServer server, Map<String, Route> added) {
     this.server = server;
+    this.added = added;
   }
 
   /** Starts on {@code port} of every address (0 picks a free port), answering for no one in particular. */
@@ -70,12 +74,22 @@ public final class HealthServer implements AutoCloseable {
     Route metrics = new Route(true, request -> scrape(scrape, request));
     Route healthz = new Route(false, request -> answer(liveness.get()));
     Route readyz = new Route(false, request -> answer(readiness.get()));
+    Map<String, Route> added = new java.util.concurrent.ConcurrentHashMap<>();
     return new HealthServer(ProbeHttpServer.start(address, limits, path -> switch (path) {
       case "/metrics" -> metrics;
       case "/healthz" -> healthz;
       case "/readyz" -> readyz;
-      default -> null;
-    }, everyAnswer));
+      default -> added.get(path);
+    }, everyAnswer), added);
+  }
+
+  /**
+   * Also answers {@code GET path} with the JSON {@code body} gives, on the probe port and as cheaply as a probe (on
+   * the selector thread): read-only, and whoever reaches /healthz reaches it too.
+   */
+  public void serveJson(String path, Supplier<String> body) {
+    added.put(path, new Route(false, request -> new Response(200,
+        Map.of("Content-Type", "application/json"), body.get().getBytes(java.nio.charset.StandardCharsets.UTF_8))));
   }
 
   /**

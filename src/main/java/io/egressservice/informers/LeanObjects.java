@@ -81,7 +81,10 @@ public final class LeanObjects {
 
   private LeanObjects() {}
 
-  /** All of the EgressService but {@code metadata.managedFields} and annotations; spec and status are shared. */
+  /**
+   * All of the EgressService but {@code metadata.managedFields} and annotations (the also-receive one is kept);
+   * spec and status are shared.
+   */
   public static EgressService egressService(EgressService es) {
     EgressService lean = es instanceof MalformedEgressService m ? new MalformedEgressService(m.problem())
         : new EgressService();
@@ -95,11 +98,18 @@ public final class LeanObjects {
     lean.setMetadata(new ObjectMetaBuilder(meta)
         .withNamespace(intern(meta.getNamespace()))
         .withManagedFields((List<ManagedFieldsEntry>) null)
-        .withAnnotations(null)
+        .withAnnotations(keptAnnotations(meta))
         .build());
     lean.setSpec(es.getSpec());
     lean.setStatus(es.getStatus());
     return lean;
+  }
+
+  /** Only the allocator's also-receive annotation is plan input; the others (often large) are dropped. */
+  private static Map<String, String> keptAnnotations(ObjectMeta meta) {
+    String node = meta.getAnnotations() == null ? null
+        : meta.getAnnotations().get(io.egressservice.plan.EgressServiceInfo.ALSO_RECEIVE_ANNOTATION);
+    return node == null ? null : Map.of(io.egressservice.plan.EgressServiceInfo.ALSO_RECEIVE_ANNOTATION, node);
   }
 
   /**

@@ -147,7 +147,15 @@ public final class PlanInputs {
     SourceIpBy mode = spec.getSourceIPBy() == EgressServiceSpec.SourceIPBy.NETWORK
         ? SourceIpBy.NETWORK : SourceIpBy.LOAD_BALANCER_IP;
     String host = es.getStatus() == null ? "" : es.getStatus().getHost();
-    return new EgressServiceInfo(ref(es), created(es), mode, spec.getNetwork(), host);
+    return new EgressServiceInfo(ref(es), created(es), mode, spec.getNetwork(), host, Optional.empty(),
+        alsoReceive(es));
+  }
+
+  /** The node of the {@link EgressServiceInfo#ALSO_RECEIVE_ANNOTATION} annotation, "" when absent. */
+  public static String alsoReceive(HasMetadata o) {
+    Map<String, String> annotations = o.getMetadata().getAnnotations();
+    String node = annotations == null ? null : annotations.get(EgressServiceInfo.ALSO_RECEIVE_ANNOTATION);
+    return node == null ? "" : node.trim();
   }
 
   private static Optional<Instant> created(HasMetadata o) {

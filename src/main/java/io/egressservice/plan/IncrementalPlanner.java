@@ -74,6 +74,9 @@ public final class IncrementalPlanner {
   private List<SteerRoute> steerRoutes = List.of();
   private boolean steerRoutesChanged;
   private int receivers;
+  /** The services this node holds the receiving side of ({@link ServicePlan#receiver}); a copy once per change. */
+  private final Set<ObjectRef> receiving = new HashSet<>();
+  private Set<ObjectRef> receivingCopy = Set.of();
   private PlanTotals.Counter counter = new PlanTotals.Counter();
 
   public IncrementalPlanner(String nodeName, PlanConfig config) {
@@ -223,6 +226,17 @@ public final class IncrementalPlanner {
     return new NodeInputs(nodeName, List.copyOf(egressServices.values()), List.copyOf(services.values()),
         List.copyOf(slices.values()), List.copyOf(nodes.values()), node.localAddresses(), node.networks(), config,
         node.existingMarks(), node.existingSteerTables());
+  }
+
+  /**
+   * The services of the last plan for which this node holds the receiving side: it is their host, or the node their
+   * also-receive annotation names (a planned move). Immutable; the same instance until it changes.
+   */
+  public Set<ObjectRef> receiving() {
+    if (receivingCopy == null) {
+      receivingCopy = Set.copyOf(receiving);
+    }
+    return receivingCopy;
   }
 
   /** The counts of the last plan. */
@@ -472,6 +486,9 @@ public final class IncrementalPlanner {
     if (p.receivesSteered()) {
       receivers++;
     }
+    if (p.receiver() && receiving.add(p.service())) {
+      receivingCopy = null;
+    }
     counter.service(p, 1);
   }
 
@@ -494,6 +511,9 @@ public final class IncrementalPlanner {
     });
     if (p.receivesSteered()) {
       receivers--;
+    }
+    if (p.receiver() && receiving.remove(p.service())) {
+      receivingCopy = null;
     }
     counter.service(p, -1);
   }
@@ -568,6 +588,8 @@ public final class IncrementalPlanner {
     steerRouteOf.clear();
     steerRequesters.clear();
     receivers = 0;
+    receiving.clear();
+    receivingCopy = null;
     counter = new PlanTotals.Counter();
     Set<IpPrefix> ignored = new HashSet<>();
     List<ServicePlan> parts = full.services();

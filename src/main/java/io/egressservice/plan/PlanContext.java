@@ -133,6 +133,8 @@ final class PlanContext {
       final List<HeldEndpoint> held = new ArrayList<>();
       final Set<String> steerHosts = new TreeSet<>();
       boolean receivesSteered;
+      /** This node holds the receiving side of the service (host, or also-receive). */
+      boolean receiver;
     }
 
     PlanConfig config() {
@@ -256,7 +258,7 @@ final class PlanContext {
       try {
         ServiceOutcome outcome = planService(es, ev, claims, parts);
         return ServicePlan.sourceMode(es.ref(), order, ev, attempts, outcome, parts.rules, parts.snat, parts.steered,
-            parts.held, parts.receivesSteered, parts.steerHosts);
+            parts.held, parts.receivesSteered, parts.steerHosts).receiving(parts.receiver);
       } catch (RuntimeException e) {
         // One object must not fail the node's plan: whatever this service's inputs hold, it is refused alone.
         return failed(es, order, ev, attempts, e);
@@ -545,10 +547,42 @@ final class PlanContext {
         Parts parts) {
       boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
       if (lbMode && !es.statusHost().equals(in.nodeName())) {
-        return config.steering().steers()
-            ? steerToHost(es, ev, owned, skipped, parts)
-            : notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
+        if (!config.steering().steers()) {
+          return notConfigured(es.ref(), "handled by node " + es.statusHost() + " (status.host)", skipped);
+        }
+        return es.alsoReceives(in.nodeName())
+            ? steerAndReceive(es, ev, owned, skipped, parts)
+            : steerToHost(es, ev, owned, skipped, parts);
       }
+      return receive(es, ev, owned, skipped, parts, true);
+    }
+
+    /**
+     * A node named by the also-receive annotation, not the host (a planned move): its own endpoints follow
+     * {@code status.host} (steered there), while the endpoints other nodes steer are received and SNATed here as
+     * on the host, so the steering nodes may switch to (or away from) this node at any moment without a gap.
+     */
+    private ServiceOutcome steerAndReceive(EgressServiceInfo es, Evaluation ev, List<CandidateEndpoint> owned,
+        List<SkippedEndpoint> skipped, Parts parts) {
+      List<CandidateEndpoint> local = owned.stream().filter(this::isSteerLocal).toList();
+      List<CandidateEndpoint> others = owned.stream().filter(c -> !isSteerLocal(c)).toList();
+      ServiceOutcome steering = steerToHost(es, ev, local, skipped, parts);
+      ServiceOutcome receiving = receive(es, ev, others, skipped, parts, false);
+      if (!receiving.configured()) {
+        return receiving;
+      }
+      List<String> remote = new ArrayList<>(receiving.remoteEndpoints());
+      remote.addAll(steering.remoteEndpoints());
+      String reason = "also receives for host " + es.statusHost() + " (planned move, " + EgressServiceInfo.ALSO_RECEIVE_ANNOTATION
+          + "): " + receiving.reason() + "; own endpoints: " + steering.reason();
+      return new ServiceOutcome(es.ref(), true, reason, skipped, remote, steering.steeredEndpoints(),
+          receiving.steeredIn());
+    }
+
+    /** The host's part (and a receiving node's, for the endpoints it is given). */
+    private ServiceOutcome receive(EgressServiceInfo es, Evaluation ev, List<CandidateEndpoint> owned,
+        List<SkippedEndpoint> skipped, Parts parts, boolean asHost) {
+      boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
       Optional<TableRef> table = Optional.empty();
       if (!es.network().isEmpty()) {
         TableOrFailure resolved = resolveNetwork(es.network());
@@ -593,7 +627,8 @@ final class PlanContext {
         families.add(family);
         table.ifPresent(t -> myRules.add(serviceRule(c.address(), t, es.ref())));
       }
-      if (table.isPresent()) {
+      // The ClusterIPs' and node ports' rules route the host's own traffic: a node that only also receives keeps its own.
+      if (table.isPresent() && asHost) {
         for (String raw : ev.service().clusterIps()) {
           if (raw.isEmpty() || raw.equals("None")) {
             continue;
@@ -610,6 +645,7 @@ final class PlanContext {
       parts.rules.addAll(myRules);
       parts.snat.addAll(mySnat);
       parts.receivesSteered |= !steeredIn.isEmpty();
+      parts.receiver |= lbMode;
       return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size(), steeredIn.size()),
           skipped, remote, List.of(), steeredIn);
     }

@@ -18,6 +18,8 @@ import java.util.Set;
  * @param steered the endpoints steered to their host; {@link #steeredFinal} without those left without a mark
  * @param steerHosts the hosts a steering table was asked for
  * @param networkRules mark mode: per family/table, the network rule this service would give
+ * @param receiver whether this node holds the service's receiving side (its host, or the node it also-receives on):
+ *     what the agent reports on {@code /hosting} once applied
  */
 record ServicePlan(
     ObjectRef service,
@@ -35,7 +37,8 @@ record ServicePlan(
     List<RuleSpec> rules,
     List<MarkEntry> marks,
     Map<String, RuleSpec> networkRules,
-    List<SteeredEndpoint> steeredFinal) {
+    List<SteeredEndpoint> steeredFinal,
+    boolean receiver) {
   ServicePlan {
     claimAttempts = List.copyOf(claimAttempts);
     sourceRules = List.copyOf(sourceRules);
@@ -55,17 +58,23 @@ record ServicePlan(
     List<RuleSpec> r = List.copyOf(rules);
     List<SteeredEndpoint> s = List.copyOf(steered);
     return new ServicePlan(service, order, evaluation, claimAttempts, outcome, r, snat, s, held, receivesSteered,
-        steerHosts, outcome, r, List.of(), Map.of(), s);
+        steerHosts, outcome, r, List.of(), Map.of(), s, false);
   }
 
   ServicePlan marked(ServiceOutcome finalOutcome, List<RuleSpec> finalRules, List<MarkEntry> markEntries,
       Map<String, RuleSpec> perNetwork) {
     return new ServicePlan(service, order, evaluation, claimAttempts, sourceOutcome, sourceRules, snat, steered, held,
-        receivesSteered, steerHosts, finalOutcome, finalRules, markEntries, perNetwork, steered);
+        receivesSteered, steerHosts, finalOutcome, finalRules, markEntries, perNetwork, steered, receiver);
   }
 
   ServicePlan withSteeredFinal(List<SteeredEndpoint> kept) {
     return new ServicePlan(service, order, evaluation, claimAttempts, sourceOutcome, sourceRules, snat, steered, held,
-        receivesSteered, steerHosts, outcome, rules, marks, networkRules, kept);
+        receivesSteered, steerHosts, outcome, rules, marks, networkRules, kept, receiver);
+  }
+
+  ServicePlan receiving(boolean isReceiver) {
+    return isReceiver == receiver ? this : new ServicePlan(service, order, evaluation, claimAttempts, sourceOutcome,
+        sourceRules, snat, steered, held, receivesSteered, steerHosts, outcome, rules, marks, networkRules,
+        steeredFinal, isReceiver);
   }
 }

@@ -251,7 +251,7 @@ class DeployManifestsTest {
     Deployment allocator = allocator();
     assertThat(allocator.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo(ALLOCATOR_ACCOUNT);
     assertThat(grantsOf(ALLOCATOR_ACCOUNT)).isEqualTo(new TreeMap<>(Map.of(
-        "k8s.ovn.org/egressservices", Set.of("get", "list", "watch"),
+        "k8s.ovn.org/egressservices", Set.of("get", "list", "watch", "patch"),
         "k8s.ovn.org/egressservices/status", Set.of("update"),
         "/services", Set.of("get", "list", "watch"),
         "discovery.k8s.io/endpointslices", Set.of("list", "watch"),

@@ -81,6 +81,10 @@ class IncrementalPlannerOracleTest {
       assertSame(oracle, delta.desired(), "step " + step + " (" + what + "), full=" + delta.full());
       assertEquals(PlanTotals.of(oracle), delta.totals(), "totals at step " + step + " (" + what + ")");
       assertPartsOfSomeServices(oracle, delta.desired(), random, "step " + step + " (" + what + ")");
+      Set<ObjectRef> receivers = new java.util.HashSet<>();
+      Planner.planFull(planner.inputs(node)).services().stream().filter(ServicePlan::receiver)
+          .forEach(p -> receivers.add(p.service()));
+      assertEquals(receivers, planner.receiving(), "services received for at step " + step + " (" + what + ")");
       if (!delta.full()) {
         incremental++;
         assertTrue(delta.servicesPlanned() <= NAMES.size() * NAMESPACES.size());
@@ -134,7 +138,14 @@ class IncrementalPlannerOracleTest {
     if (random.nextInt(30) == 0) {
       return new EgressServiceInfo(ref, created, mode, "", pick(HOSTS, random), Optional.of("spec is not an object"));
     }
-    return new EgressServiceInfo(ref, created, mode, pick(NETWORKS, random), pick(HOSTS, random));
+    // A planned move names a node that also receives: now and then, any of them (the host itself too).
+    String alsoReceive = switch (random.nextInt(6)) {
+      case 0 -> pick(HOSTS, random);
+      case 1 -> pick(HOSTS, random) + "," + pick(HOSTS, random);
+      default -> "";
+    };
+    return new EgressServiceInfo(ref, created, mode, pick(NETWORKS, random), pick(HOSTS, random), Optional.empty(),
+        alsoReceive);
   }
 
   private static ServiceInfo service(ObjectRef ref, Random random) {

@@ -128,6 +128,16 @@ class RbacCoverageTest {
         assertThat(client.v1().events().inNamespace("default").list().getItems())
             .extracting(e -> e.getReportingComponent()).contains("egress-service-agent", "egress-service-allocator");
       });
+      // An also-receive annotation no planned move needs (a leader stopped mid-move) is removed by a patch.
+      client.resources(EgressService.class).inNamespace("default").withName("web").edit(es -> {
+        es.getMetadata().setAnnotations(Map.of("egress-service.k8s.ovn.org/also-receive", "node-a,node-b"));
+        return es;
+      });
+      await().atMost(Duration.ofSeconds(20)).until(() -> {
+        Map<String, String> a = client.resources(EgressService.class).inNamespace("default").withName("web").get()
+            .getMetadata().getAnnotations();
+        return a == null || a.get("egress-service.k8s.ovn.org/also-receive") == null;
+      });
       // Gone, back (the same outcome again: an Event that repeats an earlier one), gone again.
       for (int round = 0; round < 2; round++) {
         client.resources(EgressService.class).inNamespace("default").withName("web").delete();
