@@ -2,6 +2,7 @@ package io.egressservice.allocator;
 
 import static org.awaitility.Awaitility.await;
 
+import io.egressservice.health.Hosting;
 import io.egressservice.health.ProbeIdentity;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -16,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One node's agent as the allocator's probes see it, on a loopback address, in one of the four states the prober
@@ -28,7 +30,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
  *       full;</li>
  *   <li>{@link #stop() stopped} (the agent restarts): the port refuses connections.</li>
  * </ul>
- * Switching state re-binds the port when it must, retrying until the old socket is really gone.
+ * Switching state re-binds the port when it must, retrying until the old socket is really gone. While answering, it
+ * also answers {@code GET /hosting} with the services it was told it {@link #receive receives} (none at first), as
+ * the agent does for planned moves.
  */
 final class FakeAgent implements AutoCloseable {
   private static final Duration REBIND = Duration.ofSeconds(5);
@@ -36,6 +40,8 @@ final class FakeAgent implements AutoCloseable {
   private final InetSocketAddress address;
   private final String node;
   private AutoCloseable listener;
+  private volatile List<String> receiving = List.of();
+  private final AtomicInteger hostingReads = new AtomicInteger();
 
   private FakeAgent(InetSocketAddress address, String node) {
     this.address = address;
@@ -56,6 +62,16 @@ final class FakeAgent implements AutoCloseable {
     }
   }
 
+  /** From now on /hosting lists these services ({@code namespace/name}) as received here. */
+  void receive(List<String> services) {
+    receiving = List.copyOf(services);
+  }
+
+  /** How many times /hosting was asked. */
+  int hostingReads() {
+    return hostingReads.get();
+  }
+
   /** Answers /healthz with 200 naming the node (binding again if the port is silent or stopped). */
   synchronized void answer() {
     if (listener instanceof Answering a) {
@@ -63,7 +79,7 @@ final class FakeAgent implements AutoCloseable {
       return;
     }
     stop();
-    listener = bind(() -> new Answering(address, node));
+    listener = bind(() -> new Answering(address, this));
   }
 
   /** Accepts connections and never answers them. */
@@ -111,12 +127,12 @@ final class FakeAgent implements AutoCloseable {
   /** Answers each connection, or, while stalled, holds it unanswered. */
   private static final class Answering implements AutoCloseable {
     final ServerSocket socket;
-    final String node;
+    final FakeAgent agent;
     final List<Socket> held = new CopyOnWriteArrayList<>();
     volatile boolean stalled;
 
-    Answering(InetSocketAddress address, String node) throws IOException {
-      this.node = node;
+    Answering(InetSocketAddress address, FakeAgent agent) throws IOException {
+      this.agent = agent;
       socket = new ServerSocket();
       socket.setReuseAddress(true);
       try {
@@ -140,9 +156,18 @@ final class FakeAgent implements AutoCloseable {
           }
           try (c) {
             c.setSoTimeout(1000);
-            c.getInputStream().read(new byte[512]);
-            c.getOutputStream().write(("HTTP/1.0 200 OK\r\n" + ProbeIdentity.NODE_HEADER + ": " + node
-                + "\r\nContent-Length: 3\r\n\r\nok\n").getBytes(StandardCharsets.US_ASCII));
+            byte[] buf = new byte[512];
+            int n = c.getInputStream().read(buf);
+            String request = n > 0 ? new String(buf, 0, n, StandardCharsets.US_ASCII) : "";
+            String body = "ok\n";
+            if (request.startsWith("GET /hosting ")) {
+              agent.hostingReads.incrementAndGet();
+              body = new Hosting(agent.node, agent.receiving).toJson();
+            }
+            byte[] b = body.getBytes(StandardCharsets.UTF_8);
+            c.getOutputStream().write(("HTTP/1.0 200 OK\r\n" + ProbeIdentity.NODE_HEADER + ": " + agent.node
+                + "\r\nContent-Length: " + b.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            c.getOutputStream().write(b);
           }
         } catch (IOException e) {
           // closed, or a probe that gave up

@@ -5,19 +5,12 @@ import static io.egressservice.allocator.MockCluster.NS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.health.Hosting;
 import io.egressservice.plan.EgressServiceInfo;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -33,8 +26,8 @@ import org.ovn.k8s.v1.EgressService;
  * Planned host moves make before they break (through the real client, informers and leader election against the
  * mock API server): when the host is cordoned, the allocator names the new host in the also-receive annotation and
  * writes {@code status.host} only once the new host's agent lists the service on {@code /hosting} (or the bound
- * passed); a host that stopped answering is left at once. The nodes' agents are small HTTP servers on 127.0.1.1
- * and 127.0.1.2 that answer /healthz and /hosting as told.
+ * passed); a host that stopped answering is left at once. The nodes' agents are {@link FakeAgent}s on 127.0.1.1
+ * and 127.0.1.2 that answer /healthz (naming their node) and /hosting as told.
  */
 @EnableKubernetesMockClient(crud = true)
 class PlannedMoveMockServerTest {
@@ -51,9 +44,7 @@ class PlannedMoveMockServerTest {
   @BeforeEach
   void setUp() throws Exception {
     cluster = new MockCluster(client).crd();
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.1.1"))) {
-      port = s.getLocalPort();
-    }
+    port = FakeAgent.freePort();
     for (int i = 1; i <= 2; i++) {
       client.resource(new NodeBuilder()
           .withNewMetadata().withName("node" + i).endMetadata()
@@ -62,7 +53,7 @@ class PlannedMoveMockServerTest {
               .addNewAddress().withType("InternalIP").withAddress("127.0.1." + i).endAddress()
               .addNewCondition().withType("Ready").withStatus("True").endCondition()
           .endStatus().build()).create();
-      agents.put(i, new FakeAgent("node" + i, new InetSocketAddress("127.0.1." + i, port)));
+      agents.put(i, FakeAgent.answering(new InetSocketAddress("127.0.1." + i, port), "node" + i));
     }
     cluster.lbService("web", "203.0.113.5");
     cluster.endpoints("web", 1, 2);
@@ -97,7 +88,7 @@ class PlannedMoveMockServerTest {
     await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
         .until(() -> cluster.host("web").isPresent());
     int host = cluster.host("web").orElseThrow().equals("node1") ? 1 : 2;
-    agents.get(host).receiving = List.of(WEB);
+    agents.get(host).receive(List.of(WEB));
     return host;
   }
 
@@ -137,7 +128,7 @@ class PlannedMoveMockServerTest {
         "status.host stays with the old host while the new one does not receive");
 
     long t0 = System.nanoTime();
-    agents.get(next).receiving = List.of(WEB);
+    agents.get(next).receive(List.of(WEB));
     await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(20))
         .until(() -> cluster.host("web").equals(Optional.of("node" + next)));
     assertThat((System.nanoTime() - t0) / 1e9).as("seconds from the new host's report to status.host").isLessThan(2.0);
@@ -157,11 +148,11 @@ class PlannedMoveMockServerTest {
     Thread.sleep(1000);
 
     long t0 = System.nanoTime();
-    agents.get(old).silent = true; // the host stops answering: nothing to make before the break
+    agents.get(old).silence(); // the host stops answering (SYNs unanswered): nothing to make before the break
     await().atMost(Duration.ofSeconds(4)).pollInterval(Duration.ofMillis(20))
         .until(() -> cluster.host("web").equals(Optional.of("node" + next)));
     assertThat((System.nanoTime() - t0) / 1e9).isLessThan(3.0);
-    assertThat(agents.get(next).hostingReads).as("/hosting of the new host was not waited for").isZero();
+    assertThat(agents.get(next).hostingReads()).as("/hosting of the new host was not waited for").isZero();
     assertThat(alsoReceive()).isEmpty();
   }
 
@@ -178,68 +169,10 @@ class PlannedMoveMockServerTest {
         .until(() -> cluster.host("web").equals(Optional.of("node" + next)));
     double seconds = (System.nanoTime() - t0) / 1e9;
     assertThat(seconds).as("seconds from the cordon to status.host: the bound, not forever").isBetween(1.9, 5.0);
-    assertThat(agents.get(next).hostingReads).as("the new host was asked").isPositive();
+    assertThat(agents.get(next).hostingReads()).as("the new host was asked").isPositive();
     await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(cluster.events("web"))
         .anySatisfy(e -> assertThat(e.getMessage())
             .contains("node node" + next + " did not report that it receives the service within 2 s, moved anyway")));
     await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).until(() -> alsoReceive().isEmpty());
-  }
-
-  /** An agent's probe port: /healthz 200 (unless silent), /hosting with {@link #receiving}. */
-  private static final class FakeAgent implements AutoCloseable {
-    final String node;
-    final ServerSocket socket;
-    final List<Socket> held = new java.util.concurrent.CopyOnWriteArrayList<>();
-    volatile boolean silent;
-    volatile List<String> receiving = List.of();
-    volatile int hostingReads;
-
-    FakeAgent(String node, InetSocketAddress address) throws IOException {
-      this.node = node;
-      socket = new ServerSocket();
-      socket.setReuseAddress(true);
-      socket.bind(address, 64);
-      Thread t = new Thread(this::serve, "agent-" + address);
-      t.setDaemon(true);
-      t.start();
-    }
-
-    private void serve() {
-      while (!socket.isClosed()) {
-        try {
-          Socket c = socket.accept();
-          if (silent) {
-            held.add(c);
-            continue;
-          }
-          try (c) {
-            c.setSoTimeout(1000);
-            InputStream in = c.getInputStream();
-            byte[] buf = new byte[512];
-            int n = in.read(buf);
-            String request = n > 0 ? new String(buf, 0, n, StandardCharsets.US_ASCII) : "";
-            String body = "ok\n";
-            if (request.startsWith("GET /hosting ")) {
-              hostingReads++;
-              body = new Hosting(node, receiving).toJson();
-            }
-            byte[] b = body.getBytes(StandardCharsets.UTF_8);
-            c.getOutputStream().write(("HTTP/1.0 200 OK\r\nContent-Length: " + b.length + "\r\n\r\n")
-                .getBytes(StandardCharsets.US_ASCII));
-            c.getOutputStream().write(b);
-          }
-        } catch (IOException e) {
-          // closed, or a probe that gave up
-        }
-      }
-    }
-
-    @Override
-    public void close() throws IOException {
-      socket.close();
-      for (Socket c : held) {
-        c.close();
-      }
-    }
   }
 }
