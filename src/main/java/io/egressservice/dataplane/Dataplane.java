@@ -462,12 +462,12 @@ public final class Dataplane implements AutoCloseable {
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
   }
 
-  /** What {@link #restartEarly} could not do; reported with the later pass's. */
+  /** What the early restart in {@code apply} could not do; reported with the later pass's. */
   private final List<String> earlyFailures = new ArrayList<>();
 
   /**
    * The sources now SNATed or steered whose treatment changed: their flows restart right after the rule deletions
-   * ({@link #restartEarly}). A flow keeps the NAT its first packet chose, so until its entry goes, a flow that was
+   * (the early restart in {@code apply}). A flow keeps the NAT its first packet chose, so until its entry goes, a flow that was
    * steered leaves the new host's uplink with the identity NAT and the no-host guard drops it: restarted after the
    * whole reconcile (route deletions, the no-host table), a planned move lost 14-69 datagrams of a 2 ms stream
    * there. The later pass deletes them again: a packet routed by the old rule just before its deletion has an entry
@@ -489,10 +489,6 @@ public final class Dataplane implements AutoCloseable {
       }
     });
     return new EarlyRestart(switched, inCluster);
-  }
-
-  private void restartEarly(EarlyRestart early) {
-    earlyFailures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, early.sources(), early.inCluster()));
   }
 
   /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
@@ -796,10 +792,15 @@ public final class Dataplane implements AutoCloseable {
     }
 
     t = System.nanoTime();
+    // The switched sources' entries are found before the rule deletions and deleted right after them: the dumps
+    // walk the whole conntrack table (tens of milliseconds on a loaded node), and every millisecond between the
+    // deletion and the restart is a dropped packet of a steady stream (its old NAT no longer fits its route).
+    io.egressservice.netlink.Conntrack.Found found = early.sources().isEmpty() || !failures.isEmpty()
+        ? null : conntrack.find(thread, early.sources(), early.inCluster());
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null, true);
     batch(shadowed, ruleChanges, applied, failures, null, true);
-    if (!early.sources().isEmpty() && failures.isEmpty()) {
-      restartEarly(early);
+    if (found != null) {
+      earlyFailures.addAll(conntrack.delete(thread, found));
     }
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);

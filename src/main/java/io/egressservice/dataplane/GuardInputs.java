@@ -11,6 +11,7 @@ import io.egressservice.plan.SteeredEndpoint;
 import io.egressservice.plan.SteeringPeers;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -20,7 +21,8 @@ import java.util.Set;
 /**
  * What the guard table is written from, kept current per service: the remote endpoints other nodes steer here
  * (the hosted services' {@code steeredIn}) and every source this node SNATs or steers, each counted (one address
- * may come from several entries). A full reconcile rebuilds it; the fast path moves the changed services' parts
+ * may come from several entries), and the LB IPs those steered endpoints are SNATed to here (a flow its old host
+ * SNATed before a host move arrives with one, see {@link GuardNftables}). A full reconcile rebuilds it; the fast path moves the changed services' parts
  * only, so one endpoint change costs O(that service).
  *
  * <p>When the table exists: always with steering on, since every node must keep its pods off the other nodes'
@@ -31,13 +33,15 @@ import java.util.Set;
 final class GuardInputs {
   private final Map<IpPrefix, Integer> steered = new HashMap<>();
   private final Map<IpPrefix, Integer> ours = new HashMap<>();
+  /** The LB IPs of the services steered here, counted per steered endpoint SNATed to them. */
+  private final Map<IpPrefix, Integer> received = new HashMap<>();
   private final SteeringPeers peers;
   private final int port;
   private final List<IpPrefix> inCluster;
 
   /** Sources that appeared and disappeared in one update, and whether the table comes or goes with them. */
   record Delta(List<IpPrefix> steeredAdded, List<IpPrefix> steeredRemoved, List<IpPrefix> oursAdded,
-      List<IpPrefix> oursRemoved, boolean reshaped) {}
+      List<IpPrefix> oursRemoved, List<IpPrefix> receivedAdded, List<IpPrefix> receivedRemoved, boolean reshaped) {}
 
   private GuardInputs(SteeringPeers peers, int port, List<IpPrefix> inCluster) {
     this.peers = peers;
@@ -63,7 +67,8 @@ final class GuardInputs {
   /** Takes the {@code changed} services' part of {@code before} out and puts that of {@code after} in. */
   Delta update(DesiredState before, DesiredState after, Set<ObjectRef> changed) {
     boolean present = shape().isPresent();
-    Delta d = new Delta(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), false);
+    Delta d = new Delta(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
+        new ArrayList<>(), false);
     move(ServiceParts.of(before.snat(), changed, SnatEntry::service),
         ServiceParts.of(before.steering().endpoints(), changed, SteeredEndpoint::service),
         ServiceParts.of(before.services(), changed, ServiceOutcome::service), -1, d);
@@ -73,8 +78,9 @@ final class GuardInputs {
     // A source that went and came back within the update is no change.
     cancel(d.steeredAdded(), d.steeredRemoved());
     cancel(d.oursAdded(), d.oursRemoved());
-    return new Delta(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved(),
-        present != shape().isPresent());
+    cancel(d.receivedAdded(), d.receivedRemoved());
+    return new Delta(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved(), d.receivedAdded(),
+        d.receivedRemoved(), present != shape().isPresent());
   }
 
   private void move(List<SnatEntry> snat, List<SteeredEndpoint> steering, List<ServiceOutcome> outcomes, int sign,
@@ -85,13 +91,21 @@ final class GuardInputs {
     for (SteeredEndpoint e : steering) {
       count(ours, e.source(), sign, delta == null ? null : delta.oursAdded(), delta == null ? null : delta.oursRemoved());
     }
+    Set<IpPrefix> steeredIn = new HashSet<>();
     for (ServiceOutcome o : outcomes) {
       for (String raw : o.steeredIn()) {
         Optional<IpPrefix> p = IpPrefix.tryParse(raw).filter(IpPrefix::isHost);
         if (p.isPresent()) {
+          steeredIn.add(p.get());
           count(steered, p.get(), sign, delta == null ? null : delta.steeredAdded(),
               delta == null ? null : delta.steeredRemoved());
         }
+      }
+    }
+    for (SnatEntry e : snat) {
+      if (steeredIn.contains(e.source())) {
+        count(received, e.to(), sign, delta == null ? null : delta.receivedAdded(),
+            delta == null ? null : delta.receivedRemoved());
       }
     }
   }
@@ -134,5 +148,9 @@ final class GuardInputs {
 
   List<IpPrefix> ours() {
     return List.copyOf(ours.keySet());
+  }
+
+  List<IpPrefix> received() {
+    return List.copyOf(received.keySet());
   }
 }

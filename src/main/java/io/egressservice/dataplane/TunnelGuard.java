@@ -40,7 +40,7 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs in = GuardInputs.of(desired);
-      table.sync(in.shape(), in.steered(), in.ours(), verify);
+      table.sync(in.shape(), in.steered(), in.ours(), in.received(), verify);
       committed.run();
       inputs = in;
       if (verify) {
@@ -61,8 +61,9 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs.Delta d = in.update(previous, next, changed);
-      if (d.reshaped() || !table.updateElements(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved())) {
-        table.sync(in.shape(), in.steered(), in.ours(), false);
+      if (d.reshaped() || !table.updateElements(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved(),
+          d.receivedAdded(), d.receivedRemoved())) {
+        table.sync(in.shape(), in.steered(), in.ours(), in.received(), false);
       }
       committed.run();
       inputs = in;

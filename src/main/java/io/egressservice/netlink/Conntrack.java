@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -21,8 +22,10 @@ import java.util.function.Function;
  * <p>How, on every kernel users run (5.14 and later, and older): one dump of the table, then a delete by exact
  * original tuple and zone per matching entry (both requests as old as ctnetlink, 2.6.14). The kernel cannot
  * express "destination outside these prefixes", so the match is made here. The dump is narrowed in the kernel
- * where that is safe: to the sources' family when they share one, and to the source when it is the only one and
- * IPv4 ({@code CTA_FILTER} on dumps, Linux 5.8, commit cb8aa9a3afb7). Before 5.8 the kernel ignores that
+ * where that is safe: to the sources' family when they share one, and to one IPv4 source ({@code CTA_FILTER} on
+ * dumps, Linux 5.8, commit cb8aa9a3afb7): a few IPv4 sources ({@value #FILTERED_DUMPS_MAX} at most) take one such
+ * dump each, first, and the rest (their IPv6 addresses) one dump of their family, so that a dual-stack endpoint's
+ * IPv4 flows restart without waiting for a walk of the whole table. Before 5.8 the kernel ignores that
  * attribute (it lies past the kernel's {@code CTA_MAX}, which nfnetlink's liberal parsing skips) and dumps the
  * whole table, which the match here filters anyway. The kernel's IPv6 source filter is never used: its
  * comparison is inverted ({@code !ipv6_addr_cmp} in {@code ctnetlink_filter_match_tuple}, 5.8 to at least 6.18),
@@ -55,6 +58,11 @@ public final class Conntrack {
   private static final int EINVAL = 22;
   private static final int EOPNOTSUPP = 95;
   private static final int DUMP_BUFFER = 1 << 17;
+  /**
+   * Up to this many IPv4 sources take a kernel-filtered dump each (the endpoints a fast-path reconcile switched);
+   * more take one dump of their family, since each filtered dump still walks the whole table in the kernel.
+   */
+  static final int FILTERED_DUMPS_MAX = 4;
 
   private final Function<String, ConntrackChannel> open;
   /**
@@ -89,23 +97,126 @@ public final class Conntrack {
     return thread.call(() -> {
       List<String> errors = new ArrayList<>();
       try (ConntrackChannel c = open.apply(thread.describe())) {
-        Optional<IpPrefix> single = from.size() == 1 ? Optional.of(from.iterator().next()) : Optional.empty();
-        Optional<IpPrefix> filter = single.filter(p -> p.family() == IpFamily.V4 && !filteredDumpRefused);
-        Dump dump = dump(c, family(from), filter, from, keep);
-        if (filter.isPresent() && (dump.errno() == EINVAL || dump.errno() == EOPNOTSUPP)) {
-          filteredDumpRefused = true;
-          dump = dump(c, family(from), Optional.empty(), from, keep);
+        Set<IpPrefix> rest = new HashSet<>(from);
+        List<IpPrefix> v4 = from.stream().filter(p -> p.family() == IpFamily.V4).sorted().toList();
+        if (v4.size() <= FILTERED_DUMPS_MAX) {
+          // IPv4 first, each by its own kernel-filtered dump: its flows restart before the rest of the table is
+          // walked for the other family (an endpoint switched under a steady stream loses what leaves meanwhile).
+          for (IpPrefix source : v4) {
+            if (filteredDumpRefused) {
+              break;
+            }
+            Dump dump = dump(c, AF_INET, Optional.of(source), Set.of(source), keep);
+            if (dump.errno() == EINVAL || dump.errno() == EOPNOTSUPP) {
+              filteredDumpRefused = true; // asked once: from now on the dumps are whole
+              break;
+            }
+            rest.remove(source);
+            if (dump.error().isPresent()) {
+              errors.add(dump.error().get());
+            } else {
+              deleteEach(c, dump.matched(), errors);
+            }
+          }
         }
-        if (dump.error().isPresent()) {
-          errors.add(dump.error().get());
-          return errors;
+        if (!rest.isEmpty()) {
+          Dump dump = dump(c, family(rest), Optional.empty(), rest, keep);
+          if (dump.error().isPresent()) {
+            errors.add(dump.error().get());
+          } else {
+            deleteEach(c, dump.matched(), errors);
+          }
         }
-        deleteEach(c, dump.matched(), errors);
       } catch (NetlinkException | IllegalStateException | IllegalArgumentException e) {
         errors.add("conntrack restart: " + e.getMessage());
       }
       return errors;
     });
+  }
+
+  /**
+   * The entries {@link #restartFlowsLeavingTheCluster} would delete now, found ahead of the change that makes
+   * them stale, to be deleted by {@link #delete} right after it: the dumps (tens of milliseconds on a loaded
+   * machine, each walks the whole table) then lie before the change, and only the deletes by exact tuple (one
+   * lookup each) after it. A flow that starts in between is not found: a later
+   * {@link #restartFlowsLeavingTheCluster} catches it.
+   */
+  public Found find(NetnsThread thread, Collection<IpPrefix> sources, Collection<IpPrefix> inCluster) {
+    if (sources.isEmpty()) {
+      return new Found(List.of(), List.of());
+    }
+    Set<IpPrefix> from = Set.copyOf(sources);
+    AddressRanges keep = new AddressRanges(inCluster);
+    return thread.call(() -> {
+      List<Matched> matched = new ArrayList<>();
+      List<String> errors = new ArrayList<>();
+      try (ConntrackChannel c = open.apply(thread.describe())) {
+        for (Dump d : dumps(c, from, keep)) {
+          d.error().ifPresent(errors::add);
+          matched.addAll(d.matched());
+        }
+      } catch (NetlinkException | IllegalStateException | IllegalArgumentException e) {
+        errors.add("conntrack restart: " + e.getMessage());
+      }
+      return new Found(matched, errors);
+    });
+  }
+
+  /** Deletes what {@link #find} found (an entry gone meanwhile is success); the errors, its own included. */
+  public List<String> delete(NetnsThread thread, Found found) {
+    if (found.matched.isEmpty()) {
+      return found.errors;
+    }
+    return thread.call(() -> {
+      List<String> errors = new ArrayList<>(found.errors);
+      try (ConntrackChannel c = open.apply(thread.describe())) {
+        deleteEach(c, found.matched, errors);
+      } catch (NetlinkException | IllegalStateException | IllegalArgumentException e) {
+        errors.add("conntrack restart: " + e.getMessage());
+      }
+      return errors;
+    });
+  }
+
+  /** Entries found by {@link #find}, to delete by exact tuple, and the errors of finding them. */
+  public static final class Found {
+    private final List<Matched> matched;
+    private final List<String> errors;
+
+    private Found(List<Matched> matched, List<String> errors) {
+      this.matched = List.copyOf(matched);
+      this.errors = List.copyOf(errors);
+    }
+
+    /** How many entries were found. */
+    public int size() {
+      return matched.size();
+    }
+  }
+
+  /** The dumps of {@link #find}: as in {@link #restartFlowsLeavingTheCluster}, a few IPv4 sources filtered each. */
+  private List<Dump> dumps(ConntrackChannel c, Set<IpPrefix> from, AddressRanges keep) {
+    List<Dump> out = new ArrayList<>();
+    Set<IpPrefix> rest = new HashSet<>(from);
+    List<IpPrefix> v4 = from.stream().filter(p -> p.family() == IpFamily.V4).sorted().toList();
+    if (v4.size() <= FILTERED_DUMPS_MAX) {
+      for (IpPrefix source : v4) {
+        if (filteredDumpRefused) {
+          break;
+        }
+        Dump dump = dump(c, AF_INET, Optional.of(source), Set.of(source), keep);
+        if (dump.errno() == EINVAL || dump.errno() == EOPNOTSUPP) {
+          filteredDumpRefused = true;
+          break;
+        }
+        rest.remove(source);
+        out.add(dump);
+      }
+    }
+    if (!rest.isEmpty()) {
+      out.add(dump(c, family(rest), Optional.empty(), rest, keep));
+    }
+    return out;
   }
 
   /** Whether the kernel refused the source-filtered dump (then every dump is whole). */

@@ -26,6 +26,7 @@ import java.util.TreeMap;
  *   set in_cluster_v4 { type ipv4_addr; flags interval; elements = { ... } }
  *   set steered_v4 { type ipv4_addr; elements = { 10.128.2.5 } }                 # steered here by other nodes
  *   set ours_v4 { type ipv4_addr; elements = { 10.128.1.5, 10.128.2.5 } }        # every source we SNAT or steer
+ *   set received_v4 { type ipv4_addr; elements = { 5.5.5.5 } }                  # LB IPs of the services steered here
  *   chain input {                                      # the node itself
  *     iifname "egress-vx" counter name "tunnel" drop                            # no pod's services through it
  *     udp dport 4799 ip saddr != @nodes_v4 counter name "port" drop             # only Nodes may steer
@@ -34,6 +35,7 @@ import java.util.TreeMap;
  *   chain forward {
  *     udp dport 4799 ip daddr @node_addresses_v4 counter name "port" drop       # no pod reaches the port
  *     iifname "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 accept
+ *     iifname "egress-vx" ip saddr @received_v4 ip daddr != @in_cluster_v4 accept  # SNATed by the old host
  *     iifname "egress-vx" counter name "tunnel" drop                            # nothing else out of the tunnel
  *     iifname != "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 ct direction original
  *         counter name "spoofed" drop
@@ -50,6 +52,11 @@ import java.util.TreeMap;
  * replies of an endpoint to connections made to it (the Service's own ingress: a LoadBalancer connection DNATed to
  * a pod on another node comes back over the pod network, not the tunnel) keep their conntrack NAT; forging one
  * needs that connection's exact tuple (and, for TCP, its sequence numbers).
+ *
+ * <p>The tunnel also lets out the LB IPs of the services steered here ({@code received_}): in a host move, a flow of
+ * the old host's own pod that the old host SNATed to the LB IP before it switched to steering keeps that NAT (its
+ * conntrack entry) until the old host restarts it, and meanwhile arrives here with the LB IP as its source. It grants
+ * a Node nothing it does not have: whatever it steers here leaves with that LB IP anyway.
  *
  * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
  * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
@@ -86,6 +93,7 @@ public final class GuardNftables {
   private Optional<Optional<Shape>> written = Optional.empty();
   private final Set<IpPrefix> writtenSteered = new HashSet<>();
   private final Set<IpPrefix> writtenOurs = new HashSet<>();
+  private final Set<IpPrefix> writtenReceived = new HashSet<>();
 
   public GuardNftables(NftClient nft) {
     this.nft = Objects.requireNonNull(nft);
@@ -98,8 +106,13 @@ public final class GuardNftables {
    * @param steered remote endpoints other nodes steer to this node
    * @param ours every source this node SNATs or steers
    */
+  public void sync(Optional<Shape> want, Collection<IpPrefix> steered, Collection<IpPrefix> ours, boolean verify) {
+    sync(want, steered, ours, List.of(), verify);
+  }
+
+  /** As {@link #sync(Optional, Collection, Collection, boolean)}, with {@code received}: the LB IPs of the services steered here. */
   public synchronized void sync(Optional<Shape> want, Collection<IpPrefix> steered, Collection<IpPrefix> ours,
-      boolean verify) {
+      Collection<IpPrefix> received, boolean verify) {
     // Its counters tell whether the table is there without listing its sets (thousands of sources).
     if (verify && written.isPresent() && written.get().isPresent()
         && nft.listCountersIfPresent("inet", TABLE).isEmpty()) {
@@ -109,8 +122,9 @@ public final class GuardNftables {
       if (want.isPresent()) {
         Set<IpPrefix> s = new HashSet<>(steered);
         Set<IpPrefix> o = new HashSet<>(ours);
+        Set<IpPrefix> r = new HashSet<>(received);
         updateElements(difference(s, writtenSteered), difference(writtenSteered, s), difference(o, writtenOurs),
-            difference(writtenOurs, o));
+            difference(writtenOurs, o), difference(r, writtenReceived), difference(writtenReceived, r));
       }
       return;
     }
@@ -118,12 +132,14 @@ public final class GuardNftables {
     written = Optional.empty();
     writtenSteered.clear();
     writtenOurs.clear();
+    writtenReceived.clear();
     String replace = "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
-    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), steered, ours));
+    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), steered, ours, received));
     written = Optional.of(want);
     if (want.isPresent()) {
       writtenSteered.addAll(steered);
       writtenOurs.addAll(ours);
+      writtenReceived.addAll(received);
     }
   }
 
@@ -131,8 +147,15 @@ public final class GuardNftables {
    * The fast path: the table keeps its shape, these sources come and go (one transaction). Returns false, changing
    * nothing, when the table is not known to be present: the caller then runs {@link #sync}.
    */
-  public synchronized boolean updateElements(Collection<IpPrefix> steeredAdded, Collection<IpPrefix> steeredRemoved,
+  public boolean updateElements(Collection<IpPrefix> steeredAdded, Collection<IpPrefix> steeredRemoved,
       Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved) {
+    return updateElements(steeredAdded, steeredRemoved, oursAdded, oursRemoved, List.of(), List.of());
+  }
+
+  /** As the other, with the LB IPs of the services steered here that come and go. */
+  public synchronized boolean updateElements(Collection<IpPrefix> steeredAdded, Collection<IpPrefix> steeredRemoved,
+      Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved, Collection<IpPrefix> receivedAdded,
+      Collection<IpPrefix> receivedRemoved) {
     if (written.isEmpty() || written.get().isEmpty()) {
       return false;
     }
@@ -140,8 +163,10 @@ public final class GuardNftables {
     // Deletes first: a source that stops being ours is never accepted a moment longer than it must.
     elementCommand(sb, "delete", "steered_", steeredRemoved.stream().filter(writtenSteered::contains).toList());
     elementCommand(sb, "delete", "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
+    elementCommand(sb, "delete", "received_", receivedRemoved.stream().filter(writtenReceived::contains).toList());
     elementCommand(sb, "add", "steered_", steeredAdded.stream().filter(p -> !writtenSteered.contains(p)).toList());
     elementCommand(sb, "add", "ours_", oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
+    elementCommand(sb, "add", "received_", receivedAdded.stream().filter(p -> !writtenReceived.contains(p)).toList());
     if (sb.length() == 0) {
       return true;
     }
@@ -155,6 +180,8 @@ public final class GuardNftables {
     writtenSteered.addAll(steeredAdded);
     writtenOurs.removeAll(oursRemoved);
     writtenOurs.addAll(oursAdded);
+    writtenReceived.removeAll(receivedRemoved);
+    writtenReceived.addAll(receivedAdded);
     return true;
   }
 
@@ -176,6 +203,7 @@ public final class GuardNftables {
     written = Optional.of(Optional.empty());
     writtenSteered.clear();
     writtenOurs.clear();
+    writtenReceived.clear();
   }
 
   private void carryCounters() {
@@ -227,6 +255,11 @@ public final class GuardNftables {
 
   /** The whole table (package-visible for its test). */
   static String script(Shape shape, Collection<IpPrefix> steered, Collection<IpPrefix> ours) {
+    return script(shape, steered, ours, List.of());
+  }
+
+  static String script(Shape shape, Collection<IpPrefix> steered, Collection<IpPrefix> ours,
+      Collection<IpPrefix> received) {
     String dev = EgressNftables.STEERING_DEVICE;
     StringBuilder sb = new StringBuilder("table inet ").append(TABLE).append(" {\n");
     sb.append("  counter ").append(PORT).append(" { comment \"steering port: not from a Node\" }\n");
@@ -251,6 +284,8 @@ public final class GuardNftables {
       for (IpFamily f : IpFamily.values()) {
         forward.append("    iifname \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_").append(fam(f))
             .append(' ').append(ip(f)).append(" daddr != @in_cluster_").append(fam(f)).append(" accept\n");
+        forward.append("    iifname \"").append(dev).append("\" ").append(ip(f)).append(" saddr @received_").append(fam(f))
+            .append(' ').append(ip(f)).append(" daddr != @in_cluster_").append(fam(f)).append(" accept\n");
       }
       forward.append("    iifname \"").append(dev).append("\" counter name \"").append(TUNNEL).append("\" drop\n");
     }
@@ -265,6 +300,7 @@ public final class GuardNftables {
       // Declared even when empty, so that sources come and go by element, not by a rewrite.
       set(sb, "steered_", f, List.copyOf(steered));
       set(sb, "ours_", f, List.copyOf(ours));
+      set(sb, "received_", f, List.copyOf(received));
       String leaves = ip(f) + " daddr != @in_cluster_" + fam(f);
       // A steered endpoint is not on this node: out of the cluster it comes only out of the tunnel.
       forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_")
