@@ -1,0 +1,76 @@
+package io.egressservice.bench;
+
+import static org.awaitility.Awaitility.await;
+
+import io.egressservice.cluster.FailoverScenario;
+import io.egressservice.cluster.PlannedMoves;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * A planned move: the host is cordoned while every node's pod sends a datagram every 2 ms; per run, the time to
+ * the new status.host, then (once the old host let go and every stream arrives through the new host) the datagrams
+ * of the move's window that were not seen anywhere, split into the steered streams and the new host's own pod (whose
+ * NAT changes from steered to local), and those seen with another source. The previous host is uncordoned before
+ * the next cordon, and the last one at the end.
+ */
+final class CordonRow {
+  static final Duration INTERVAL = Duration.ofMillis(2);
+
+  private CordonRow() {}
+
+  static RowResult run(String noHost, int runs) {
+    String goal = "0 lost";
+    long lostSteered = 0;
+    long lostOwn = 0;
+    long leaked = 0;
+    double slowest = 0;
+    int done = 0;
+    Optional<String> stopped = Optional.empty();
+    try (FailoverScenario s = FailoverScenario.withStreamInterval(noHost, INTERVAL)) {
+      String cordoned = "";
+      try {
+        for (int i = 1; i <= runs; i++) {
+          String old = s.awaitSteady(Duration.ofSeconds(30));
+          if (!cordoned.isEmpty()) {
+            PlannedMoves.cordon(s.cluster(), cordoned, false); // no move: the service stays where it is
+          }
+          long t0 = System.nanoTime();
+          PlannedMoves.cordon(s.cluster(), old, true);
+          cordoned = old;
+          await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
+              .until(() -> !s.host().isEmpty() && !s.host().equals(old));
+          double moved = (System.nanoTime() - t0) / 1e9;
+          String now = s.host();
+          await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
+              .until(() -> !PlannedMoves.underWay(s.cluster(), FailoverScenario.SERVICE));
+          s.awaitSteady(Duration.ofSeconds(30));
+          long t1 = System.nanoTime();
+          Pause.ms(300); // the last datagrams of the window in flight
+          long steered = s.lostBetween(t0, t1, node -> !node.equals(now));
+          long own = s.lostBetween(t0, t1, node -> node.equals(now));
+          long leak = s.leakedSince(t0);
+          lostSteered += steered;
+          lostOwn += own;
+          leaked += leak;
+          slowest = Math.max(slowest, moved);
+          System.out.printf(Locale.ROOT, "cordon %d: %s -> %s, status.host after %.2f s, lost %d steered + %d of the "
+              + "new host's own pod, leaked %d%n", i, old, now, moved, steered, own, leak);
+          done = i;
+        }
+      } catch (RuntimeException e) {
+        stopped = Optional.of("run " + (done + 1) + ": " + e);
+      } finally {
+        if (!cordoned.isEmpty()) {
+          PlannedMoves.cordon(s.cluster(), cordoned, false);
+        }
+      }
+    } catch (RuntimeException e) {
+      stopped = Optional.of("setup: " + e);
+    }
+    return new RowResult("cordon", String.format(Locale.ROOT, "%d runs, 2 ms streams: lost %d (%d steered, %d of the "
+        + "new host's own pod), leaked %d; status.host after at most %.2f s", done, lostSteered + lostOwn,
+        lostSteered, lostOwn, leaked, slowest), goal, done > 0 && lostSteered + lostOwn == 0 && leaked == 0, stopped);
+  }
+}
