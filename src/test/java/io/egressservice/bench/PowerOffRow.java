@@ -14,6 +14,10 @@ import java.util.Optional;
  * start) of the host's agent: moves and lost datagrams.
  */
 final class PowerOffRow {
+  /** How long the powered-on node's own pod's flow may take to reach the external host again. */
+  private static final Duration BACK_LIMIT = Duration.ofSeconds(20);
+  private static final String ROW = "power-off";
+
   private PowerOffRow() {}
 
   static List<RowResult> run(String noHost, int runs) {
@@ -22,6 +26,7 @@ final class PowerOffRow {
     List<Double> allocatorSide = new ArrayList<>();
     long leaked = 0;
     int done = 0;
+    int flowsBack = 0;
     Optional<String> stopped = Optional.empty();
     RowResult restart;
     try (FailoverScenario s = new FailoverScenario(noHost)) {
@@ -39,6 +44,12 @@ final class PowerOffRow {
               o.hostSeconds(), Stats.seconds(o.recoverySeconds()), alloc, o.leaked(),
               o.leakedSamples().isEmpty() ? "" : " " + o.leakedSamples());
           s.powerOn(o.oldHost());
+          if (s.awaitStreamsBack(o.oldHost(), BACK_LIMIT)) {
+            flowsBack++;
+          } else {
+            System.out.printf("%s %d: powered on again, %s's own pod's flow does not reach the external host via %s "
+                + "within %d s: replaced by a new flow%n", ROW, i, o.oldHost(), s.host(), BACK_LIMIT.toSeconds());
+          }
           done = i;
         }
       } catch (RuntimeException e) {
@@ -50,8 +61,9 @@ final class PowerOffRow {
     }
     double median = Stats.median(all);
     RowResult powerOff = new RowResult("poweroff", String.format(Locale.ROOT, "%d runs (--no-host=%s): streams via "
-        + "the new host with the LB IP after median %.2f s, max %.2f s (%d streams); leaked %d", done, noHost, median,
-        Stats.max(all), all.size(), leaked), goal, done > 0 && median <= 3.0 && leaked == 0, stopped);
+        + "the new host with the LB IP after median %.2f s, max %.2f s (%d streams); leaked %d; powered on again, the old "
+        + "host's own pod's flow came back in %d of %d", done, noHost, median, Stats.max(all), all.size(), leaked,
+        flowsBack, done), goal, done > 0 && median <= 3.0 && leaked == 0, stopped);
     return List.of(powerOff, restart);
   }
 

@@ -209,6 +209,32 @@ public final class FailoverScenario implements AutoCloseable {
         .until(() -> !a.allocator().unreachableNodes().contains(node)));
   }
 
+  /**
+   * After {@link #powerOn}: whether the streams of the node's pods reach the external host through the current host
+   * with the LB IP again within {@code limit}, on their own (same sockets, same flows). Those that do not are
+   * replaced by new streams (new sockets: new flows), so that later runs can measure; the caller reports it.
+   */
+  public boolean awaitStreamsBack(String node, Duration limit) {
+    String where = "ext-" + host().substring(5) + "1";
+    long since = System.nanoTime();
+    boolean back = true;
+    for (int i = 0; i < senders.size(); i++) {
+      if (!cluster.pod(senders.get(i)).node().equals(node)) {
+        continue;
+      }
+      Traffic.Stream s = streams.get(i);
+      try {
+        await().atMost(limit).pollInterval(Duration.ofMillis(50)).until(() -> s.arrivals().stream()
+            .anyMatch(a -> a.sentNanos() > since && a.where().equals(where) && a.source().equals(LB_IP)));
+      } catch (RuntimeException e) {
+        back = false;
+        s.close();
+        streams.set(i, cluster.traffic().stream(senders.get(i), Addresses.EXTERNAL_V4, interval));
+      }
+    }
+    return back;
+  }
+
   /** Datagrams of every stream sent within [from, to] (monotonic) that were not seen anywhere. */
   public long lostBetween(long fromNanos, long toNanos) {
     return lostBetween(fromNanos, toNanos, node -> true);
