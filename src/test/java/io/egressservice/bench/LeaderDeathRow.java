@@ -17,7 +17,7 @@ import java.util.Optional;
  */
 final class LeaderDeathRow {
   /** How long the powered-on node's own pod's flow may take to reach the external host again. */
-  private static final Duration BACK_LIMIT = Duration.ofSeconds(20);
+  private static final Duration BACK_LIMIT = Duration.ofSeconds(10);
   private static final String ROW = "leader death";
 
   private LeaderDeathRow() {}

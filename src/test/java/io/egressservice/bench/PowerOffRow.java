@@ -15,7 +15,7 @@ import java.util.Optional;
  */
 final class PowerOffRow {
   /** How long the powered-on node's own pod's flow may take to reach the external host again. */
-  private static final Duration BACK_LIMIT = Duration.ofSeconds(20);
+  private static final Duration BACK_LIMIT = Duration.ofSeconds(10);
   private static final String ROW = "power-off";
 
   private PowerOffRow() {}
