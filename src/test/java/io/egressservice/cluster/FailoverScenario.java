@@ -209,6 +209,38 @@ public final class FailoverScenario implements AutoCloseable {
         .until(() -> !a.allocator().unreachableNodes().contains(node)));
   }
 
+  /** A stream replaced because it did not arrive through the host with the LB IP; what it last showed. */
+  public record Renewed(String pod, long seenWithAnotherSource, List<Traffic.Arrival> lastSeen) {}
+
+  /**
+   * Every live node's stream that does not reach the external host through the current host with the LB IP within
+   * {@code limit} is replaced by a new stream (a new socket: a new flow), so that later runs can measure; returns
+   * those replaced (for the caller to report: it is a finding, not a recovery).
+   */
+  public List<Renewed> renewStuckStreams(Duration limit) {
+    await().atMost(limit).pollInterval(Duration.ofMillis(100)).until(() -> !host().isEmpty());
+    String where = "ext-" + host().substring(5) + "1";
+    long since = System.nanoTime();
+    List<Renewed> renewed = new ArrayList<>();
+    for (int i = 0; i < senders.size(); i++) {
+      if (!alive(cluster.pod(senders.get(i)).node())) {
+        continue;
+      }
+      Traffic.Stream s = streams.get(i);
+      try {
+        await().atMost(limit).pollInterval(Duration.ofMillis(50)).until(() -> s.arrivals().stream()
+            .anyMatch(a -> a.sentNanos() > since && a.where().equals(where) && a.source().equals(LB_IP)));
+      } catch (RuntimeException e) {
+        List<Traffic.Arrival> all = s.arrivals();
+        renewed.add(new Renewed(senders.get(i), all.stream().filter(a -> !a.source().equals(LB_IP)).count(),
+            List.copyOf(all.subList(Math.max(0, all.size() - 2), all.size()))));
+        s.close();
+        streams.set(i, cluster.traffic().stream(senders.get(i), Addresses.EXTERNAL_V4, interval));
+      }
+    }
+    return renewed;
+  }
+
   /**
    * After {@link #powerOn}: whether the streams of the node's pods reach the external host through the current host
    * with the LB IP again within {@code limit}, on their own (same sockets, same flows). Those that do not are
