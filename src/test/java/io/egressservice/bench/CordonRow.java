@@ -29,6 +29,7 @@ final class CordonRow {
     double slowest = 0;
     int done = 0;
     int renewed = 0;
+    long receiverDrops = 0;
     Optional<String> stopped = Optional.empty();
     try (FailoverScenario s = FailoverScenario.withStreamInterval(noHost, INTERVAL)) {
       String cordoned = "";
@@ -45,6 +46,7 @@ final class CordonRow {
           if (!cordoned.isEmpty()) {
             PlannedMoves.cordon(s.cluster(), cordoned, false); // no move: the service stays where it is
           }
+          long rcvBefore = ReceiverDrops.total(s.cluster());
           long t0 = System.nanoTime();
           PlannedMoves.cordon(s.cluster(), old, true);
           cordoned = old;
@@ -60,12 +62,15 @@ final class CordonRow {
           long steered = s.lostBetween(t0, t1, node -> !node.equals(now));
           long own = s.lostBetween(t0, t1, node -> node.equals(now));
           long leak = s.leakedSince(t0);
+          long rcv = ReceiverDrops.total(s.cluster()) - rcvBefore;
+          receiverDrops += rcv;
           lostSteered += steered;
           lostOwn += own;
           leaked += leak;
           slowest = Math.max(slowest, moved);
           System.out.printf(Locale.ROOT, "cordon %d: %s -> %s, status.host after %.2f s, lost %d steered + %d of the "
-              + "new host's own pod, leaked %d%n", i, old, now, moved, steered, own, leak);
+              + "new host's own pod, leaked %d; the external receivers' socket drops meanwhile %d%n", i, old, now, moved,
+              steered, own, leak, rcv);
           done = i;
         }
       } catch (RuntimeException e) {
@@ -80,6 +85,7 @@ final class CordonRow {
     }
     return new RowResult("cordon", String.format(Locale.ROOT, "%d runs, 2 ms streams: lost %d (%d steered, %d of the "
         + "new host's own pod), leaked %d; status.host after at most %.2f s; streams not via the host with the LB IP before a "
-        + "cordon (replaced) %d", done, lostSteered + lostOwn, lostSteered, lostOwn, leaked, slowest, renewed), goal, done > 0 && lostSteered + lostOwn == 0 && leaked == 0 && renewed == 0, stopped);
+        + "cordon (replaced) %d; of the lost, at most %d dropped at the external receivers' full "
+        + "sockets", done, lostSteered + lostOwn, lostSteered, lostOwn, leaked, slowest, renewed, receiverDrops), goal, done > 0 && lostSteered + lostOwn == 0 && leaked == 0 && renewed == 0, stopped);
   }
 }
