@@ -1,78 +1,80 @@
 package io.egressservice.bench;
 
-import io.egressservice.cluster.FailoverScenario;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.function.Supplier;
 
 /**
- * Failover in the namespace cluster ({@link FailoverScenario}): the host is powered off (its agent SIGKILLed, its
- * links down) while every node's pod sends a steady UDP stream (one datagram per 10 ms, one socket each); per run,
- * the time until the streams of the live nodes reach the external host through the new host with the LB IP, and
- * the datagrams seen outside with another source. The old host is powered on again (and must recover) before the
- * next run. Then a restart (SIGKILL, start) of the host's agent: moves and lost datagrams.
+ * Failover in the namespace cluster with the real agent processes, one row per fault (each on a fresh cluster, one
+ * class each): {@code poweroff} (and the agent {@code restart} after it), {@code leader} (the leading allocator dies
+ * with the host), {@code cordon} (planned move, 2 ms streams), {@code loss} (50 % loss on the allocator's path to
+ * every node) and {@code stall} (SIGSTOP of the host's agent). A row that fails reports what it measured until then
+ * and the next row runs; every row closes its cluster (namespaces, nft rules, processes) on every exit path, and on
+ * JVM shutdown the clusters' own hooks do.
  *
- * <p>Usage: {@code bench/failover.sh [runs] [drop|pass]}.
+ * <p>Usage: {@code bench/failover.sh [runs] [drop|pass] [row[=count]...]}: {@code runs} (default 5) is the number
+ * of power-offs; rows default to all, in the order above, with counts poweroff=runs, leader=3, cordon=10, loss=1
+ * (windows of 60 s), stall=3.
  */
 public final class FailoverBench {
   /** Held, so the level sticks: the mock server logs every request on stdout. */
   private static final java.util.logging.Logger MOCK_LOG = java.util.logging.Logger.getLogger("io.fabric8");
+  private static final List<String> ROWS = List.of("poweroff", "leader", "cordon", "loss", "stall");
+  private static final Duration LOSS_WINDOW = Duration.ofSeconds(60);
 
   private FailoverBench() {}
 
   public static void main(String[] args) {
     MOCK_LOG.setLevel(java.util.logging.Level.WARNING);
-    int runs = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-    String noHost = args.length > 1 ? args[1] : "drop";
-    System.out.printf("failover bench: %d power-offs, --no-host=%s, %d cores%n", runs, noHost,
-        Runtime.getRuntime().availableProcessors());
-    List<Double> all = new ArrayList<>();
-    List<Double> allocatorSide = new ArrayList<>();
-    long leaked = 0;
-    try (FailoverScenario s = new FailoverScenario(noHost)) {
-      for (int i = 1; i <= runs; i++) {
-        s.awaitSteady(Duration.ofSeconds(60));
-        FailoverScenario.Outcome o = s.powerOffHost(Duration.ofSeconds(30));
-        all.addAll(o.recoverySeconds());
-        leaked += o.leaked();
-        List<Double> fs = s.allocator().allocator().failoverSeconds();
-        double alloc = fs.isEmpty() ? Double.NaN : fs.get(fs.size() - 1);
-        allocatorSide.add(alloc);
-        System.out.printf(Locale.ROOT, "run %d: %s -> %s, streams back after %s s (allocator: last answer -> status "
-            + "written %.3f s), leaked %d%s%n", i, o.oldHost(), o.newHost(), fmt(o.recoverySeconds()), alloc,
-            o.leaked(), o.leakedSamples().isEmpty() ? "" : " " + o.leakedSamples());
-        s.powerOn(o.oldHost());
+    int runs = 5;
+    String noHost = "drop";
+    Map<String, Integer> counts = new LinkedHashMap<>(Map.of("leader", 3, "cordon", 10, "loss", 1, "stall", 3));
+    List<String> chosen = new ArrayList<>();
+    for (String a : args) {
+      if (a.matches("\\d+")) {
+        runs = Integer.parseInt(a);
+      } else if (a.equals("drop") || a.equals("pass")) {
+        noHost = a;
+      } else {
+        String[] kv = a.split("=", 2);
+        if (!ROWS.contains(kv[0]) || (kv.length == 2 && !kv[1].matches("\\d+"))) {
+          System.err.println("unknown argument " + a + "; usage: [runs] [drop|pass] [row[=count]...], rows " + ROWS);
+          System.exit(2);
+        }
+        chosen.add(kv[0]);
+        if (kv.length == 2) {
+          counts.put(kv[0], Integer.parseInt(kv[1]));
+        }
       }
-      System.out.printf(Locale.ROOT, "power-off -> streams via the new host with the LB IP: median %.2f s, max %.2f s "
-          + "over %d streams in %d runs; leaked datagrams (source not the LB IP): %d%n", median(all),
-          all.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN), all.size(), runs, leaked);
-      System.out.printf(Locale.ROOT, "allocator side (host's last probe answer, up to one 500 ms interval before it went away, "
-          + "-> new status.host written): median %.3f s%n",
-          median(allocatorSide));
-
-      String host = s.awaitSteady(Duration.ofSeconds(60));
+    }
+    counts.putIfAbsent("poweroff", runs);
+    List<String> rows = ROWS.stream().filter(r -> chosen.isEmpty() || chosen.contains(r)).toList();
+    System.out.printf(Locale.ROOT, "failover bench: rows %s, counts %s, --no-host=%s, %d cores, load %s%n", rows,
+        rows.stream().map(r -> r + "=" + counts.get(r)).toList(), noHost, Runtime.getRuntime().availableProcessors(),
+        Load.average());
+    String nh = noHost;
+    Map<String, Supplier<List<RowResult>>> bench = Map.of(
+        "poweroff", () -> PowerOffRow.run(nh, counts.get("poweroff")),
+        "leader", () -> List.of(LeaderDeathRow.run(nh, counts.get("leader"))),
+        "cordon", () -> List.of(CordonRow.run(nh, counts.get("cordon"))),
+        "loss", () -> List.of(ProbeLossRow.run(nh, counts.get("loss"), LOSS_WINDOW)),
+        "stall", () -> List.of(StallRow.run(nh, counts.get("stall"))));
+    List<RowResult> results = new ArrayList<>();
+    for (String r : rows) {
       long t0 = System.nanoTime();
-      s.cluster().node(host).agent().kill();
-      s.cluster().node(host).agent().start();
-      s.cluster().node(host).agent().awaitReady();
-      long t1 = System.nanoTime();
-      System.out.printf(Locale.ROOT, "agent restart on host %s (SIGKILL, back in %.1f s): status.host %s, "
-          + "datagrams lost %d%n", host, (t1 - t0) / 1e9, s.host().equals(host) ? "unchanged" : "MOVED to " + s.host(),
-          s.lostBetween(t0, t1));
+      try {
+        results.addAll(bench.get(r).get());
+      } catch (RuntimeException e) {
+        results.add(RowResult.failed(r, "see above", e));
+      }
+      System.out.printf(Locale.ROOT, "row %s took %.0f s, load %s%n", r, (System.nanoTime() - t0) / 1e9,
+          Load.average());
     }
-  }
-
-  private static String fmt(List<Double> xs) {
-    return xs.stream().map(x -> String.format(Locale.ROOT, "%.2f", x)).toList().toString();
-  }
-
-  private static double median(List<Double> xs) {
-    List<Double> sorted = xs.stream().filter(x -> !x.isNaN()).sorted().toList();
-    if (sorted.isEmpty()) {
-      return Double.NaN;
-    }
-    int n = sorted.size();
-    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+    System.out.println("---- summary (load " + Load.average() + ")");
+    results.forEach(x -> System.out.println(x.line()));
   }
 }

@@ -3,7 +3,6 @@ package io.egressservice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.testbed.Addresses;
 import io.egressservice.testbed.AgentProcess;
@@ -12,7 +11,6 @@ import io.egressservice.testbed.Namespace;
 import io.egressservice.testbed.Traffic;
 import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,8 +25,6 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * replaced, and the host with it, within seconds.
  */
 class AllocatorPartitionClusterTest {
-  private static final String LOSS_TABLE = "esa_test_probe_loss";
-
   @BeforeEach
   void privileged() {
     Privileges.assumeNetAdmin();
@@ -50,7 +46,7 @@ class AllocatorPartitionClusterTest {
       long t0 = System.nanoTime();
       List<String> hostsSeen = new ArrayList<>();
       boolean suspected = false;
-      lan.nft(lossRules(50));
+      ProbeLoss loss = ProbeLoss.start(lan, 50);
       try {
         long end = t0 + Duration.ofSeconds(20).toNanos();
         while (System.nanoTime() < end) {
@@ -62,7 +58,7 @@ class AllocatorPartitionClusterTest {
           pause(100);
         }
       } finally {
-        lan.tryExec("nft", "delete", "table", "inet", LOSS_TABLE);
+        loss.close();
       }
       // the loss is gone: nothing moves afterwards either (no drain of a node whose misses are still counted),
       // and the suspicion ends once the misses have aged out of the window (5 s) and it was clear for 5 s more
@@ -164,28 +160,11 @@ class AllocatorPartitionClusterTest {
 
   /** The Lease's holder, as the agents' allocators wrote it. */
   private static Optional<String> holder(Cluster c) {
-    Lease lease = c.api().client().leases().inNamespace(AgentProcess.LEASE_NAMESPACE)
-        .withName(AllocatorConfig.DEFAULT_LEASE_NAME).get();
-    return lease == null || lease.getSpec() == null ? Optional.empty()
-        : Optional.ofNullable(lease.getSpec().getHolderIdentity()).filter(h -> !h.isEmpty());
-  }
-
-  /** Drops {@code percent} % of the packets the lan namespace sends from the control plane's address to TCP 9464. */
-  private static String lossRules(int percent) {
-    return "table inet " + LOSS_TABLE + " {\n"
-        + "  chain output {\n"
-        + "    type filter hook output priority 0; policy accept;\n"
-        + "    ip saddr " + Addresses.controlPlaneIp(IpFamily.V4) + " tcp dport 9464 numgen random mod 100 < "
-        + percent + " drop\n"
-        + "    ip6 saddr " + Addresses.controlPlaneIp(IpFamily.V6) + " tcp dport 9464 numgen random mod 100 < "
-        + percent + " drop\n"
-        + "  }\n"
-        + "}\n";
+    return LeaseHolder.of(c);
   }
 
   private static double noHostDrops(Cluster c) {
-    return c.nodes().stream().filter(n -> n.agent().running())
-        .mapToDouble(n -> n.agent().metric("egress_service_agent_no_host_dropped_packets_total")).sum();
+    return NoHostDrops.total(c);
   }
 
   private static void pause(long ms) {

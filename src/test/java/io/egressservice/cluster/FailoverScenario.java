@@ -22,15 +22,20 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * benchmark: service {@code web} (LB IP 5.5.5.5... {@link Addresses#lbIp}) has endpoints pod-a1, pod-b1 and pod-c1,
  * {@code sourceIPBy: LoadBalancerIP}, no network (main table: uplink 1). The agents run {@code --allocator=false};
  * the allocator runs here, as its own Deployment would, and probes the agents from the lan namespace. Every node's
- * pod sends a steady UDP stream (one socket each) to the external host.
+ * pod sends a steady UDP stream (one socket each) to the external host. Variants for the benchmark: the allocator
+ * in the agents (its leader dies with the host: {@link #withAllocatorInAgents}) and a faster stream
+ * ({@link #withStreamInterval}, for planned moves).
  */
 public final class FailoverScenario implements AutoCloseable {
   public static final String SERVICE = "web";
   public static final String LB_IP = Addresses.lbIp(5, IpFamily.V4);
   public static final Duration STREAM_INTERVAL = Duration.ofMillis(10);
 
-  /** One power-off: the time until each stream reached the external host through the new host with the LB IP. */
-  public record Outcome(String oldHost, String newHost, List<Double> recoverySeconds, long leaked,
+  /**
+   * One power-off: the time until the new status.host was seen (polled every 20 ms), and until each stream reached
+   * the external host through the new host with the LB IP.
+   */
+  public record Outcome(String oldHost, String newHost, double hostSeconds, List<Double> recoverySeconds, long leaked,
       List<String> leakedSamples) {
     public double max() {
       return recoverySeconds.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
@@ -38,17 +43,40 @@ public final class FailoverScenario implements AutoCloseable {
   }
 
   private final Cluster cluster;
-  private final AllocatorRunner allocator;
+  /** Absent when the agents run the allocator themselves. */
+  private final Optional<AllocatorRunner> allocator;
+  private final Duration interval;
   private final List<Traffic.Stream> streams = new ArrayList<>();
   private final List<String> senders;
 
   public FailoverScenario(String noHost) {
-    cluster = Cluster.standard().agentArgs("--allocator=false", "--no-host=" + noHost).start();
+    this(noHost, STREAM_INTERVAL, false);
+  }
+
+  /** The streams send one datagram per {@code interval} (the allocator runs here, as usual). */
+  public static FailoverScenario withStreamInterval(String noHost, Duration interval) {
+    return new FailoverScenario(noHost, interval, false);
+  }
+
+  /** The agents run the allocator (default lease, kube-vip's timings); {@link #allocator()} is not available. */
+  public static FailoverScenario withAllocatorInAgents(String noHost) {
+    return new FailoverScenario(noHost, STREAM_INTERVAL, true);
+  }
+
+  private FailoverScenario(String noHost, Duration interval, boolean allocatorInAgents) {
+    this.interval = interval;
+    cluster = allocatorInAgents ? Cluster.standard().agentArgs("--no-host=" + noHost).start()
+        : Cluster.standard().agentArgs("--allocator=false", "--no-host=" + noHost).start();
+    Optional<AllocatorRunner> runner = Optional.empty();
     try {
-      AllocatorConfig config = AllocatorConfig.defaults().withLease(Duration.ofSeconds(4), Duration.ofSeconds(3),
-          Duration.ofSeconds(1)).withProbes(new HostProbes(true, HostProbes.DEFAULT_PORT, Duration.ofMillis(500),
-          Duration.ofSeconds(1), 4, Optional.of(cluster.netns("lan").name()), HostHealth.Settings.defaults()));
-      allocator = AllocatorRunner.start(cluster.api().client(), AgentProcess.LEASE_NAMESPACE, "allocator", config);
+      if (!allocatorInAgents) {
+        AllocatorConfig config = AllocatorConfig.defaults().withLease(Duration.ofSeconds(4), Duration.ofSeconds(3),
+            Duration.ofSeconds(1)).withProbes(new HostProbes(true, HostProbes.DEFAULT_PORT, Duration.ofMillis(500),
+            Duration.ofSeconds(1), 4, Optional.of(cluster.netns("lan").name()), HostHealth.Settings.defaults()));
+        runner = Optional.of(AllocatorRunner.start(cluster.api().client(), AgentProcess.LEASE_NAMESPACE, "allocator",
+            config));
+      }
+      allocator = runner;
       cluster.api().createLoadBalancer(SERVICE, "172.30.0.10", "fd02::10",
           List.of(LB_IP, Addresses.lbIp(5, IpFamily.V6)),
           List.of(cluster.pod("pod-a1"), cluster.pod("pod-b1"), cluster.pod("pod-c1")));
@@ -60,10 +88,12 @@ public final class FailoverScenario implements AutoCloseable {
             cluster.traffic().udp(p, Addresses.EXTERNAL_V4).seen().stream().anyMatch(x -> x.source().equals(LB_IP)));
       }
       for (String p : senders) {
-        streams.add(cluster.traffic().stream(p, Addresses.EXTERNAL_V4, STREAM_INTERVAL));
+        streams.add(cluster.traffic().stream(p, Addresses.EXTERNAL_V4, interval));
       }
     } catch (RuntimeException | Error e) {
-      close();
+      streams.forEach(Traffic.Stream::close);
+      runner.ifPresent(AllocatorRunner::close);
+      cluster.close();
       throw e;
     }
   }
@@ -72,8 +102,13 @@ public final class FailoverScenario implements AutoCloseable {
     return cluster;
   }
 
+  /** The allocator running in this JVM; not available {@link #withAllocatorInAgents}. */
   public AllocatorRunner allocator() {
-    return allocator;
+    return allocator.orElseThrow(() -> new IllegalStateException("the agents run the allocator in this scenario"));
+  }
+
+  public Duration streamInterval() {
+    return interval;
   }
 
   public String host() {
@@ -120,6 +155,7 @@ public final class FailoverScenario implements AutoCloseable {
     cluster.node(old).powerOff();
     off.add(old);
     await().atMost(limit).pollInterval(Duration.ofMillis(20)).until(() -> !host().isEmpty() && !host().equals(old));
+    double hostSeconds = (System.nanoTime() - t0) / 1e9;
     String now = host();
     String where = "ext-" + now.substring(5) + "1";
     List<Double> recovery = new ArrayList<>();
@@ -156,7 +192,7 @@ public final class FailoverScenario implements AutoCloseable {
         }
       }
     }
-    return new Outcome(old, now, recovery, leaked, samples);
+    return new Outcome(old, now, hostSeconds, recovery, leaked, samples);
   }
 
   /** Datagrams sent after {@code t0} (monotonic) that were seen outside with a source other than the LB IP. */
@@ -169,21 +205,85 @@ public final class FailoverScenario implements AutoCloseable {
   public void powerOn(String node) {
     cluster.node(node).powerOn();
     off.remove(node);
-    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
-        .until(() -> !allocator.allocator().unreachableNodes().contains(node));
+    allocator.ifPresent(a -> await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+        .until(() -> !a.allocator().unreachableNodes().contains(node)));
+  }
+
+  /** A stream replaced because it did not arrive through the host with the LB IP; what it last showed. */
+  public record Renewed(String pod, long seenWithAnotherSource, List<Traffic.Arrival> lastSeen) {}
+
+  /**
+   * Every live node's stream that does not reach the external host through the current host with the LB IP within
+   * {@code limit} is replaced by a new stream (a new socket: a new flow), so that later runs can measure; returns
+   * those replaced (for the caller to report: it is a finding, not a recovery).
+   */
+  public List<Renewed> renewStuckStreams(Duration limit) {
+    await().atMost(limit).pollInterval(Duration.ofMillis(100)).until(() -> !host().isEmpty());
+    String where = "ext-" + host().substring(5) + "1";
+    long since = System.nanoTime();
+    List<Renewed> renewed = new ArrayList<>();
+    for (int i = 0; i < senders.size(); i++) {
+      if (!alive(cluster.pod(senders.get(i)).node())) {
+        continue;
+      }
+      Traffic.Stream s = streams.get(i);
+      try {
+        await().atMost(limit).pollInterval(Duration.ofMillis(50)).until(() -> s.arrivals().stream()
+            .anyMatch(a -> a.sentNanos() > since && a.where().equals(where) && a.source().equals(LB_IP)));
+      } catch (RuntimeException e) {
+        List<Traffic.Arrival> all = s.arrivals();
+        renewed.add(new Renewed(senders.get(i), all.stream().filter(a -> !a.source().equals(LB_IP)).count(),
+            List.copyOf(all.subList(Math.max(0, all.size() - 2), all.size()))));
+        s.close();
+        streams.set(i, cluster.traffic().stream(senders.get(i), Addresses.EXTERNAL_V4, interval));
+      }
+    }
+    return renewed;
+  }
+
+  /**
+   * After {@link #powerOn}: whether the streams of the node's pods reach the external host through the current host
+   * with the LB IP again within {@code limit}, on their own (same sockets, same flows). Those that do not are
+   * replaced by new streams (new sockets: new flows), so that later runs can measure; the caller reports it.
+   */
+  public boolean awaitStreamsBack(String node, Duration limit) {
+    String where = "ext-" + host().substring(5) + "1";
+    long since = System.nanoTime();
+    boolean back = true;
+    for (int i = 0; i < senders.size(); i++) {
+      if (!cluster.pod(senders.get(i)).node().equals(node)) {
+        continue;
+      }
+      Traffic.Stream s = streams.get(i);
+      try {
+        await().atMost(limit).pollInterval(Duration.ofMillis(50)).until(() -> s.arrivals().stream()
+            .anyMatch(a -> a.sentNanos() > since && a.where().equals(where) && a.source().equals(LB_IP)));
+      } catch (RuntimeException e) {
+        back = false;
+        s.close();
+        streams.set(i, cluster.traffic().stream(senders.get(i), Addresses.EXTERNAL_V4, interval));
+      }
+    }
+    return back;
   }
 
   /** Datagrams of every stream sent within [from, to] (monotonic) that were not seen anywhere. */
   public long lostBetween(long fromNanos, long toNanos) {
+    return lostBetween(fromNanos, toNanos, node -> true);
+  }
+
+  /** {@link #lostBetween(long, long)} for the streams of the pods on the nodes {@code senderNode} accepts. */
+  public long lostBetween(long fromNanos, long toNanos, java.util.function.Predicate<String> senderNode) {
     long lost = 0;
     for (int i = 0; i < senders.size(); i++) {
-      if (!alive(cluster.pod(senders.get(i)).node())) {
+      String node = cluster.pod(senders.get(i)).node();
+      if (!alive(node) || !senderNode.test(node)) {
         continue;
       }
       List<Traffic.Arrival> in = streams.get(i).arrivals().stream()
           .filter(a -> a.sentNanos() >= fromNanos && a.sentNanos() <= toNanos).toList();
       if (in.isEmpty()) {
-        lost += (toNanos - fromNanos) / STREAM_INTERVAL.toNanos();
+        lost += (toNanos - fromNanos) / interval.toNanos();
         continue;
       }
       long minSeq = in.stream().mapToLong(Traffic.Arrival::seq).min().orElseThrow();
@@ -204,9 +304,7 @@ public final class FailoverScenario implements AutoCloseable {
   @Override
   public void close() {
     streams.forEach(Traffic.Stream::close);
-    if (allocator != null) {
-      allocator.close();
-    }
+    allocator.ifPresent(AllocatorRunner::close);
     cluster.close();
   }
 }
