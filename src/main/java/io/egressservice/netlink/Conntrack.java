@@ -196,13 +196,24 @@ public final class Conntrack {
     return thread.call(() -> {
       List<String> errors = new ArrayList<>();
       try (ConntrackChannel c = open.apply(thread.describe())) {
-        deleteEach(c, found.matched, errors, true);
+        // A takeover lets the pod's packets out with its own address, each drawing an answer that could make it
+        // again before the pod's next packet starts the flow over: again until a round finds none, a few
+        // milliseconds apart (an answer still in flight by then arrives after the pod's next packet, which makes
+        // the flow's entry first, and the answer then joins it instead).
+        for (int round = 0; round < TAKEOVER_ROUNDS && deleteEach(c, found.matched, errors, true) > 0; round++) {
+          Thread.sleep(TAKEOVER_ROUND_MILLIS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       } catch (NetlinkException | IllegalStateException | IllegalArgumentException e) {
         errors.add("conntrack restart: " + e.getMessage());
       }
       return errors;
     });
   }
+
+  private static final int TAKEOVER_ROUNDS = 5;
+  private static final long TAKEOVER_ROUND_MILLIS = 3;
 
   /** Entries found by {@link #find}, to delete by exact tuple, and the errors of finding them. */
   public static final class Found {
@@ -326,7 +337,8 @@ public final class Conntrack {
    * Deletes each entry by its exact original tuple, or with {@code reverse} the entry (if any) whose original
    * tuple is a found entry's reply tuple.
    */
-  private static void deleteEach(ConntrackChannel c, List<Matched> matched, List<String> errors, boolean reverse) {
+  private static int deleteEach(ConntrackChannel c, List<Matched> matched, List<String> errors, boolean reverse) {
+    int deleted = 0;
     ByteBuffer out = ByteBuffer.allocateDirect(8192).order(ByteOrder.nativeOrder());
     int seq = 2;
     for (Matched m : matched) {
@@ -352,9 +364,12 @@ public final class Conntrack {
         int err = -out.getInt(16);
         if (err != 0 && err != ENOENT) {
           errors.add(what + ": errno " + err);
+        } else if (err == 0) {
+          deleted++;
         }
       }
     }
+    return deleted;
   }
 
   /** The entry at {@code off} when its original source is one of {@code sources}, its destination outside {@code keep}. */
