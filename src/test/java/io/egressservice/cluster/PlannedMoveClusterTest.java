@@ -187,6 +187,12 @@ class PlannedMoveClusterTest {
       assertThat(lostOnNewHost).as("datagrams of the new host's own pod lost in %s", results.get(results.size() - 1))
           .isLessThanOrEqualTo(NEW_HOST_OWN_LOSS_MAX);
       assertThat(leaked).as("datagrams seen outside with another source than %s", LB_IP).isZero();
+      // The new host's own pod's flow restarts: an answer to what it sent through the old host, arriving before
+      // its next packet, must not stay as an entry from outside to its address (its flow would run in that entry's
+      // reply direction: no SNAT, past the guard). See Conntrack#deleteTakeovers.
+      assertThat(cluster.node(now).netns().tryExec("cat", "/proc/net/nf_conntrack").stdout().lines()
+          .filter(l -> l.contains("src=" + Addresses.EXTERNAL_V4 + " dst=10.128.")).toList())
+          .as("entries on %s from the external host to a pod's own address", now).isEmpty();
     }
   }
 
