@@ -460,10 +460,19 @@ public final class Dataplane implements AutoCloseable {
     failures.addAll(earlyFailures);
     earlyFailures.clear();
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
+    deleteTakeovers(failures);
   }
 
   /** What the early restart in {@code apply} could not do; reported with the later pass's. */
   private final List<String> earlyFailures = new ArrayList<>();
+  /** What the early restarts deleted since the last later pass, whose takeovers that pass deletes again. */
+  private final List<io.egressservice.netlink.Conntrack.Found> earlyFound = new ArrayList<>();
+
+  /** The later pass's end: see {@link io.egressservice.netlink.Conntrack#deleteTakeovers}. */
+  private void deleteTakeovers(List<String> failures) {
+    earlyFound.forEach(f -> failures.addAll(conntrack.deleteTakeovers(thread, f)));
+    earlyFound.clear();
+  }
 
   /**
    * The sources now SNATed or steered whose treatment changed: their flows restart right after the rule deletions
@@ -654,6 +663,7 @@ public final class Dataplane implements AutoCloseable {
     failures.addAll(earlyFailures);
     earlyFailures.clear();
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changedSources, now.inCluster()));
+    deleteTakeovers(failures);
   }
 
   /**
@@ -801,6 +811,7 @@ public final class Dataplane implements AutoCloseable {
     batch(shadowed, ruleChanges, applied, failures, null, true);
     if (found != null) {
       earlyFailures.addAll(conntrack.delete(thread, found));
+      earlyFound.add(found);
     }
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);

@@ -42,6 +42,7 @@ public final class Conntrack {
   private static final int MSG_GET = (1 << 8) | 1; // IPCTNL_MSG_CT_GET
   private static final int MSG_DELETE = (1 << 8) | 2; // IPCTNL_MSG_CT_DELETE
   private static final int CTA_TUPLE_ORIG = 1;
+  private static final int CTA_TUPLE_REPLY = 2;
   private static final int CTA_TUPLE_IP = 1;
   private static final int CTA_IP_V4_SRC = 1;
   private static final int CTA_IP_V4_DST = 2;
@@ -178,6 +179,42 @@ public final class Conntrack {
     });
   }
 
+  /**
+   * Deletes again the entries that took over the flows {@code found} held with the source's own address (steered,
+   * identity NAT). Such a flow's answers still arrive for a moment after its entry is deleted (the old host
+   * un-NATs the answers to what it sent before the switch and routes them to the pod): one that arrives before
+   * the pod's next packet makes a new entry with the outside host as its original source, the pod's flow becomes
+   * that entry's reply direction, takes no SNAT, passes the no-host guard (original direction only) and leaves
+   * the uplink with the pod's own address for as long as it runs (each answer keeps the entry alive). Its original
+   * tuple is the deleted entry's reply tuple: no other flow can hold it, so deleting it is exact. Done right after
+   * the delete and again by the later pass, once the answers in flight have arrived.
+   */
+  public List<String> deleteTakeovers(NetnsThread thread, Found found) {
+    if (found.matched.stream().noneMatch(m -> m.reverse().isPresent())) {
+      return List.of();
+    }
+    return thread.call(() -> {
+      List<String> errors = new ArrayList<>();
+      try (ConntrackChannel c = open.apply(thread.describe())) {
+        // A takeover lets the pod's packets out with its own address, each drawing an answer that could make it
+        // again before the pod's next packet starts the flow over: again until a round finds none, a few
+        // milliseconds apart (an answer still in flight by then arrives after the pod's next packet, which makes
+        // the flow's entry first, and the answer then joins it instead).
+        for (int round = 0; round < TAKEOVER_ROUNDS && deleteEach(c, found.matched, errors, true) > 0; round++) {
+          Thread.sleep(TAKEOVER_ROUND_MILLIS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (NetlinkException | IllegalStateException | IllegalArgumentException e) {
+        errors.add("conntrack restart: " + e.getMessage());
+      }
+      return errors;
+    });
+  }
+
+  private static final int TAKEOVER_ROUNDS = 5;
+  private static final long TAKEOVER_ROUND_MILLIS = 3;
+
   /** Entries found by {@link #find}, to delete by exact tuple, and the errors of finding them. */
   public static final class Found {
     private final List<Matched> matched;
@@ -233,8 +270,12 @@ public final class Conntrack {
   /** A dump's result: the entries to delete, or what went wrong (and the kernel's errno, 0 if none). */
   private record Dump(List<Matched> matched, Optional<String> error, int errno) {}
 
-  /** An entry to delete: its family, the payloads of its original tuple and zone as the kernel dumped them. */
-  private record Matched(byte family, byte[] tuple, Optional<byte[]> zone, IpPrefix source) {}
+  /**
+   * An entry to delete: its family, the payloads of its original tuple and zone as the kernel dumped them; {@code
+   * reverse}: its reply tuple when the flow left with the source's own address (no SNAT: steered, with the
+   * identity NAT), see {@link #deleteTakeovers}.
+   */
+  private record Matched(byte family, byte[] tuple, Optional<byte[]> zone, IpPrefix source, Optional<byte[]> reverse) {}
 
   private static Dump dump(ConntrackChannel c, int family, Optional<IpPrefix> filter, Set<IpPrefix> sources,
       AddressRanges keep) {
@@ -287,20 +328,34 @@ public final class Conntrack {
 
   /** Deletes each entry by its exact original tuple (and zone); one gone meanwhile (ENOENT) is success. */
   private static void deleteEach(ConntrackChannel c, List<Matched> matched, List<String> errors) {
+    deleteEach(c, matched, errors, false);
+    // Right after, not only later: see deleteTakeovers.
+    deleteEach(c, matched, errors, true);
+  }
+
+  /**
+   * Deletes each entry by its exact original tuple, or with {@code reverse} the entry (if any) whose original
+   * tuple is a found entry's reply tuple.
+   */
+  private static int deleteEach(ConntrackChannel c, List<Matched> matched, List<String> errors, boolean reverse) {
+    int deleted = 0;
     ByteBuffer out = ByteBuffer.allocateDirect(8192).order(ByteOrder.nativeOrder());
     int seq = 2;
     for (Matched m : matched) {
+      if (reverse && m.reverse().isEmpty()) {
+        continue;
+      }
       out.clear();
       out.position(16);
       out.put(m.family());
       out.put((byte) 0); // NFNETLINK_V0
       out.putShort((short) 0);
-      attr(out, CTA_TUPLE_ORIG | NetlinkConstants.NLA_F_NESTED, m.tuple());
+      attr(out, CTA_TUPLE_ORIG | NetlinkConstants.NLA_F_NESTED, reverse ? m.reverse().get() : m.tuple());
       if (m.zone().isPresent()) {
         attr(out, CTA_ZONE, m.zone().get());
       }
       c.send(out, header(out, MSG_DELETE, NetlinkConstants.NLM_F_REQUEST | NetlinkConstants.NLM_F_ACK, seq++));
-      String what = "conntrack delete of a flow from " + m.source().addressText();
+      String what = "conntrack delete of a flow " + (reverse ? "to " : "from ") + m.source().addressText();
       out.clear();
       int n = c.receive(out);
       if (n < 0) {
@@ -309,9 +364,12 @@ public final class Conntrack {
         int err = -out.getInt(16);
         if (err != 0 && err != ENOENT) {
           errors.add(what + ": errno " + err);
+        } else if (err == 0) {
+          deleted++;
         }
       }
     }
+    return deleted;
   }
 
   /** The entry at {@code off} when its original source is one of {@code sources}, its destination outside {@code keep}. */
@@ -330,8 +388,11 @@ public final class Conntrack {
       if (destination.isEmpty() || keep.contains(destination.get())) {
         return Optional.empty();
       }
+      Optional<byte[]> reverse = attrs.nested(CTA_TUPLE_REPLY).flatMap(t -> t.nested(CTA_TUPLE_IP))
+          .flatMap(r -> address(r, CTA_IP_V4_DST, CTA_IP_V6_DST)).filter(source.get()::equals)
+          .flatMap(d -> attrs.bytes(CTA_TUPLE_REPLY));
       return Optional.of(new Matched(b.get(off + 16), attrs.bytes(CTA_TUPLE_ORIG).orElseThrow(), attrs.bytes(CTA_ZONE),
-          source.get()));
+          source.get(), reverse));
     } catch (IllegalArgumentException e) {
       return Optional.empty();
     }

@@ -1,0 +1,125 @@
+package io.egressservice.netlink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.egressservice.ip.IpPrefix;
+import io.egressservice.testing.Netns;
+import io.egressservice.testing.Privileges;
+import java.net.DatagramPacket;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An answer to a restarted flow that arrives before the flow's next packet (the old host un-NATs the answers to
+ * what it sent before a planned move and routes them to the pod) makes an entry of its own, with the outside host
+ * as the original source: the pod's flow then runs in that entry's reply direction, which takes no SNAT and which
+ * the no-host guard ({@code ct direction original}) lets out with the pod's own address. {@link
+ * Conntrack#deleteTakeovers} deletes exactly that entry; the restart by source alone never sees it. The oracle is
+ * the kernel's {@code /proc/net/nf_conntrack} and an nft counter of the pod's packets by direction.
+ */
+class ConntrackTakeoverNetnsTest {
+  private static final IpPrefix POD = IpPrefix.parseHost("10.66.0.5");
+  private static final String EXTERNAL = "192.0.2.10";
+  private static final int POD_PORT = 40000;
+  private static final int OTHER_POD_PORT = 40001;
+  private static final int ECHO = 7000;
+  private static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.66.0.0/16"));
+  private Netns ns;
+  private NetnsThread thread;
+
+  @BeforeEach
+  void setUp() {
+    Privileges.assumeNetAdmin();
+    ns = Netns.create("ctt");
+    ns.exec("ip", "link", "set", "lo", "up");
+    ns.exec("ip", "addr", "add", POD.addressText() + "/32", "dev", "lo");
+    ns.exec("ip", "addr", "add", EXTERNAL + "/32", "dev", "lo");
+    // Tracks connections, and counts the pod's packets out by direction (the guard matches the original one).
+    ns.exec("nft", "add table inet ct_test; add chain inet ct_test out { type filter hook output priority 0; };"
+        + " add counter inet ct_test reply; add rule inet ct_test out ip saddr " + POD.addressText()
+        + " udp sport " + POD_PORT + " ct direction reply counter name reply");
+    thread = NetnsThread.enter(Optional.of(ns.name()));
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (thread != null) {
+      thread.close();
+    }
+    if (ns != null) {
+      ns.close();
+    }
+  }
+
+  @Test
+  void anAnswerArrivingBetweenTheRestartAndTheNextPacketDoesNotKeepThePodsFlowOutOfTheGuard() {
+    Conntrack conntrack = new Conntrack();
+    send(POD.addressText(), POD_PORT, EXTERNAL, ECHO); // the steered flow, its identity NAT bound
+    // a flow from outside to the pod's own address, which must keep its entry (answers leave with that address)
+    send(EXTERNAL, ECHO, POD.addressText(), OTHER_POD_PORT);
+    Conntrack.Found found = conntrack.find(thread, List.of(POD), IN_CLUSTER);
+    assertThat(found.size()).isEqualTo(1);
+    assertThat(conntrack.delete(thread, found)).isEmpty();
+
+    send(EXTERNAL, ECHO, POD.addressText(), POD_PORT); // the late answer, before the pod's next packet
+    send(POD.addressText(), POD_PORT, EXTERNAL, ECHO); // the pod's next packet: the takeover's reply direction
+    assertThat(replyPackets()).as("the pod's packets in the reply direction (out of the guard's reach)").isEqualTo(1);
+    // the later pass by source alone does not see it: its original source is the outside host
+    assertThat(conntrack.restartFlowsLeavingTheCluster(thread, List.of(POD), IN_CLUSTER)).isEmpty();
+    assertThat(entries()).contains(EXTERNAL + ":" + ECHO + " > " + POD.addressText() + ":" + POD_PORT);
+
+    assertThat(conntrack.deleteTakeovers(thread, found)).isEmpty();
+
+    assertThat(entries()).containsExactly(EXTERNAL + ":" + ECHO + " > " + POD.addressText() + ":" + OTHER_POD_PORT);
+    send(POD.addressText(), POD_PORT, EXTERNAL, ECHO);
+    assertThat(replyPackets()).as("the pod's next packet starts its flow over, in the original direction")
+        .isEqualTo(1);
+  }
+
+  private void send(String from, int fromPort, String to, int toPort) {
+    thread.call(() -> {
+      try (DatagramSocket s = new DatagramSocket(null)) {
+        s.setReuseAddress(true);
+        s.bind(new InetSocketAddress(InetAddress.getByName(from), fromPort));
+        byte[] b = {1};
+        s.send(new DatagramPacket(b, 1, InetAddress.getByName(to), toPort));
+      }
+      return null;
+    });
+  }
+
+  private long replyPackets() {
+    return ns.json("nft", "-j", "list", "counter", "inet", "ct_test", "reply").path("nftables").get(1)
+        .path("counter").path("packets").asLong();
+  }
+
+  /** The tracked UDP entries, as "source:port > destination:port" of their original direction. */
+  private List<String> entries() {
+    return ns.exec("cat", "/proc/net/nf_conntrack").lines().filter(l -> l.contains(" udp "))
+        .map(l -> {
+          String[] f = l.split("\\s+");
+          String src = "";
+          String dst = "";
+          String sport = "";
+          String dport = "";
+          for (String x : f) {
+            if (x.startsWith("src=") && src.isEmpty()) {
+              src = x.substring(4);
+            } else if (x.startsWith("dst=") && dst.isEmpty()) {
+              dst = x.substring(4);
+            } else if (x.startsWith("sport=") && sport.isEmpty()) {
+              sport = x.substring(6);
+            } else if (x.startsWith("dport=") && dport.isEmpty()) {
+              dport = x.substring(6);
+            }
+          }
+          return src + ":" + sport + " > " + dst + ":" + dport;
+        }).sorted().toList();
+  }
+}
