@@ -459,6 +459,7 @@ public final class Dataplane implements AutoCloseable {
     before.keySet().stream().filter(k -> !now.containsKey(k)).forEach(changed::add);
     failures.addAll(earlyFailures);
     earlyFailures.clear();
+    guard.holdNewInbound(changed);
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
     deleteTakeovers(failures);
   }
@@ -662,6 +663,7 @@ public final class Dataplane implements AutoCloseable {
     lastTreatment.putAll(after);
     failures.addAll(earlyFailures);
     earlyFailures.clear();
+    guard.holdNewInbound(changedSources);
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changedSources, now.inCluster()));
     deleteTakeovers(failures);
   }
@@ -805,8 +807,12 @@ public final class Dataplane implements AutoCloseable {
     // The switched sources' entries are found before the rule deletions and deleted right after them: the dumps
     // walk the whole conntrack table (tens of milliseconds on a loaded node), and every millisecond between the
     // deletion and the restart is a dropped packet of a steady stream (its old NAT no longer fits its route).
-    io.egressservice.netlink.Conntrack.Found found = early.sources().isEmpty() || !failures.isEmpty()
-        ? null : conntrack.find(thread, early.sources(), early.inCluster());
+    boolean restartEarly = !early.sources().isEmpty() && failures.isEmpty();
+    if (restartEarly) {
+      guard.holdNewInbound(early.sources());
+    }
+    io.egressservice.netlink.Conntrack.Found found = restartEarly
+        ? conntrack.find(thread, early.sources(), early.inCluster()) : null;
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null, true);
     batch(shadowed, ruleChanges, applied, failures, null, true);
     if (found != null) {

@@ -6,6 +6,10 @@ import io.egressservice.nft.NftClient;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.ObjectRef;
+import io.egressservice.ip.IpPrefix;
+import java.util.Collection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -17,6 +21,7 @@ import java.util.Set;
  * refusal: it returns what failed, and the next full reconcile writes the table whole.
  */
 final class TunnelGuard implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(TunnelGuard.class);
   /** The table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
   private static final long VERIFY_NANOS = 30_000_000_000L;
 
@@ -71,6 +76,28 @@ final class TunnelGuard implements AutoCloseable {
     } catch (NftException | IllegalStateException e) {
       table.invalidate();
       return List.of(failure(e));
+    }
+  }
+
+  /** How long new inbound connections to a source are held off while its flows restart (see below). */
+  static final java.time.Duration RESTART_HOLD = java.time.Duration.ofSeconds(1);
+
+  /**
+   * Right before the conntrack entries of {@code sources} go: new connections from outside the cluster to them are
+   * dropped for {@link #RESTART_HOLD} ({@link GuardNftables#holdNewInbound}). Best effort: a failure is logged and the
+   * restart goes on without it (a later reconcile is no better placed to do it).
+   */
+  void holdNewInbound(Collection<IpPrefix> sources) {
+    if (sources.isEmpty()) {
+      return;
+    }
+    try {
+      if (table.holdNewInbound(sources, RESTART_HOLD)) {
+        committed.run();
+      }
+    } catch (NftException | IllegalStateException e) {
+      LOG.warn("{}: new inbound connections to {} restarting source(s) not held off: {}", GuardNftables.TABLE,
+          sources.size(), e.getMessage());
     }
   }
 

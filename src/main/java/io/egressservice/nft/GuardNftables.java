@@ -68,6 +68,9 @@ public final class GuardNftables {
   public static final String PORT = "port";
   public static final String TUNNEL = "tunnel";
   public static final String SPOOFED = "spoofed";
+  /** New connections from outside the cluster to a source while its flows restart (see holdNewInbound). */
+  public static final String TAKEOVER = "takeover";
+  private static final String RESTARTING = "restarting_";
 
   /**
    * The table's structure.
@@ -141,6 +144,34 @@ public final class GuardNftables {
       writtenOurs.addAll(ours);
       writtenReceived.addAll(received);
     }
+  }
+
+  /**
+   * For {@code hold}, new connections from outside the cluster to these sources are dropped ({@link #TAKEOVER}):
+   * while a source's flows restart (their conntrack entries deleted so the next packet takes the new NAT), an answer
+   * still in flight for the old flow (through the old host, say) would otherwise create an entry from outside to the
+   * source, and the source's own packets would then run in that entry's reply direction: no SNAT, past every guard
+   * (which match original directions, so that answers to connections made to a pod's own address pass). The kernel
+   * expires the elements; a legitimate new inbound connection in that moment is retried by its sender. Returns false,
+   * changing nothing, when the table is not known to be present.
+   */
+  public synchronized boolean holdNewInbound(Collection<IpPrefix> sources, java.time.Duration hold) {
+    if (written.isEmpty() || written.get().isEmpty() || sources.isEmpty()) {
+      return false;
+    }
+    StringBuilder sb = new StringBuilder();
+    for (IpFamily f : IpFamily.values()) {
+      List<String> of = sources.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct().toList();
+      if (!of.isEmpty()) {
+        // add refreshes nothing of an element already there; delete first is not possible without knowing it is
+        sb.append("add element inet ").append(TABLE).append(' ').append(RESTARTING).append(fam(f)).append(" { ")
+            .append(of.stream().map(a -> a + " timeout " + Math.max(1, hold.toMillis()) + "ms")
+                .collect(java.util.stream.Collectors.joining(", ")))
+            .append(" }\n");
+      }
+    }
+    nft.runScript(sb.toString());
+    return true;
   }
 
   /**
@@ -265,6 +296,8 @@ public final class GuardNftables {
     sb.append("  counter ").append(PORT).append(" { comment \"steering port: not from a Node\" }\n");
     sb.append("  counter ").append(TUNNEL).append(" { comment \"out of egress-vx: not a steered endpoint leaving\" }\n");
     sb.append("  counter ").append(SPOOFED).append(" { comment \"an opted-in source from the wrong interface\" }\n");
+    sb.append("  counter ").append(TAKEOVER)
+        .append(" { comment \"from outside to a source whose flows restart: would take its flow over\" }\n");
     StringBuilder input = new StringBuilder();
     StringBuilder forward = new StringBuilder();
     if (shape.steerPort().isPresent()) {
@@ -301,6 +334,12 @@ public final class GuardNftables {
       set(sb, "steered_", f, List.copyOf(steered));
       set(sb, "ours_", f, List.copyOf(ours));
       set(sb, "received_", f, List.copyOf(received));
+      // Sources whose flows restart now (holdNewInbound): elements expire by themselves (Linux 4.1: set timeouts).
+      sb.append("  set ").append(RESTARTING).append(fam(f)).append(" { type ").append(type(f))
+          .append("; flags timeout; }\n");
+      forward.append("    ct state new ").append(ip(f)).append(" daddr @").append(RESTARTING).append(fam(f))
+          .append(' ').append(ip(f)).append(" saddr != @in_cluster_").append(fam(f)).append(" counter name \"")
+          .append(TAKEOVER).append("\" drop\n");
       String leaves = ip(f) + " daddr != @in_cluster_" + fam(f);
       // A steered endpoint is not on this node: out of the cluster it comes only out of the tunnel.
       forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_")

@@ -79,7 +79,27 @@ class GuardNftablesNetnsTest {
     // The tunnel's accept comes before its drop, the port's drop before both.
     assertThat(forward.indexOf("@node_addresses_v4")).isLessThan(forward.indexOf("@steered_v4 ip daddr"));
     assertThat(forward.indexOf("accept")).isLessThan(forward.indexOf("counter name \"tunnel\""));
-    assertThat(guard.droppedPackets()).containsOnlyKeys("port", "tunnel", "spoofed");
+    assertThat(forward).contains(
+        "ct state new ip daddr @restarting_v4 ip saddr != @in_cluster_v4 counter name \"takeover\" drop",
+        "ct state new ip6 daddr @restarting_v6 ip6 saddr != @in_cluster_v6 counter name \"takeover\" drop");
+    assertThat(guard.droppedPackets()).containsOnlyKeys("port", "tunnel", "spoofed", "takeover");
+  }
+
+  /**
+   * While a source's flows restart, an answer still in flight for its old flow must not become a new entry from
+   * outside to the source (the source's packets would run in its reply direction: no SNAT, past the guards).
+   */
+  @Test
+  void restartingSourcesRefuseNewInboundConnectionsForAMoment() {
+    guard.sync(Optional.of(STEERING), prefixes("10.128.2.5"), prefixes("10.128.1.5", "10.128.2.5"), false);
+
+    assertThat(guard.holdNewInbound(prefixes("10.128.1.5", "fd10:128:1::5"), java.time.Duration.ofMillis(800)))
+        .isTrue();
+
+    assertThat(elements("restarting_v4")).containsExactly("10.128.1.5");
+    assertThat(elements("restarting_v6")).containsExactly("fd10:128:1::5");
+    org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5))
+        .until(() -> elements("restarting_v4").isEmpty() && elements("restarting_v6").isEmpty());
   }
 
   @Test
@@ -175,7 +195,8 @@ class GuardNftablesNetnsTest {
   private List<String> elements(String set) {
     TreeSet<String> out = new TreeSet<>();
     for (JsonNode item : ns.json("nft", "-j", "list", "set", "inet", GuardNftables.TABLE, set).path("nftables")) {
-      item.path("set").path("elem").forEach(e -> out.add(e.asText()));
+      // an element with a timeout lists as {"elem": {"val": ..., "timeout": ..., "expires": ...}}
+      item.path("set").path("elem").forEach(e -> out.add(e.isObject() ? e.path("elem").path("val").asText() : e.asText()));
     }
     return List.copyOf(out);
   }
