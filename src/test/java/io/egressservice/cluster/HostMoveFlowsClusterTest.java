@@ -1,5 +1,9 @@
 package io.egressservice.cluster;
 
+import static io.egressservice.testing.LineSockets.ask;
+import static io.egressservice.testing.LineSockets.read;
+import static io.egressservice.testing.LineSockets.reader;
+import static io.egressservice.testing.LineSockets.say;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -12,16 +16,11 @@ import io.egressservice.testbed.Traffic.Seen;
 import io.egressservice.testing.Privileges;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -154,37 +153,5 @@ class HostMoveFlowsClusterTest {
       Probe p = cluster.traffic().udp(from, Addresses.EXTERNAL_V4);
       assertThat(p.seen()).as("udp %s -> external: who saw it", from).containsExactly(seen);
     });
-  }
-
-  private static BufferedReader reader(Socket s) throws IOException {
-    return new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
-  }
-
-  private static void say(Socket s, String line) throws IOException {
-    OutputStream out = s.getOutputStream();
-    out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-    out.flush();
-  }
-
-  /** The next line, or empty when none came within the socket's timeout or the connection was reset. */
-  private static Optional<String> read(BufferedReader r) {
-    try {
-      return Optional.ofNullable(r.readLine());
-    } catch (IOException e) {
-      return Optional.empty();
-    }
-  }
-
-  private static Optional<String> ask(DatagramSocket s) throws IOException {
-    byte[] out = "flow".getBytes(StandardCharsets.UTF_8);
-    s.send(new DatagramPacket(out, out.length));
-    byte[] in = new byte[512];
-    DatagramPacket p = new DatagramPacket(in, in.length);
-    try {
-      s.receive(p);
-      return Optional.of(new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8));
-    } catch (SocketTimeoutException e) {
-      return Optional.empty();
-    }
   }
 }

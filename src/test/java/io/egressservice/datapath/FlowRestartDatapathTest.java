@@ -1,5 +1,9 @@
 package io.egressservice.datapath;
 
+import static io.egressservice.testing.LineSockets.ask;
+import static io.egressservice.testing.LineSockets.read;
+import static io.egressservice.testing.LineSockets.reader;
+import static io.egressservice.testing.LineSockets.say;
 import static io.egressservice.datapath.Topology.EXTERNAL;
 import static io.egressservice.datapath.Topology.LB_IP;
 import static io.egressservice.datapath.Topology.LB_IP_2;
@@ -19,16 +23,11 @@ import io.egressservice.plan.RuleMode;
 import io.egressservice.testing.Privileges;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -153,39 +152,6 @@ class FlowRestartDatapathTest {
     } catch (IOException e) {
       s.close();
       throw e;
-    }
-  }
-
-  private static BufferedReader reader(Socket s) throws IOException {
-    return new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
-  }
-
-  private static void say(Socket s, String line) throws IOException {
-    OutputStream out = s.getOutputStream();
-    out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-    out.flush();
-  }
-
-  /** The next line, or empty when none came within the socket's timeout or the connection was reset. */
-  private static Optional<String> read(BufferedReader r) {
-    try {
-      return Optional.ofNullable(r.readLine());
-    } catch (IOException e) {
-      return Optional.empty();
-    }
-  }
-
-  /** One datagram on the flow and its answer (empty when none came within the timeout). */
-  private static Optional<String> ask(DatagramSocket s) throws IOException {
-    byte[] out = "flow".getBytes(StandardCharsets.UTF_8);
-    s.send(new DatagramPacket(out, out.length));
-    byte[] in = new byte[512];
-    DatagramPacket p = new DatagramPacket(in, in.length);
-    try {
-      s.receive(p);
-      return Optional.of(new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8));
-    } catch (SocketTimeoutException e) {
-      return Optional.empty();
     }
   }
 }
