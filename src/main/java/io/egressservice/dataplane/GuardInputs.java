@@ -1,5 +1,8 @@
 package io.egressservice.dataplane;
 
+import static io.egressservice.dataplane.SourceCounts.count;
+import static io.egressservice.dataplane.SourceCounts.cancel;
+
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.GuardNftables;
 import io.egressservice.plan.DesiredState;
@@ -106,29 +109,6 @@ final class GuardInputs {
       if (steeredIn.contains(e.source())) {
         count(received, e.to(), sign, delta == null ? null : delta.receivedAdded(),
             delta == null ? null : delta.receivedRemoved());
-      }
-    }
-  }
-
-  private static void cancel(List<IpPrefix> added, List<IpPrefix> removed) {
-    List<IpPrefix> both = new ArrayList<>(added);
-    both.retainAll(removed);
-    added.removeAll(both);
-    removed.removeAll(both);
-  }
-
-  private static void count(Map<IpPrefix, Integer> counts, IpPrefix p, int sign, List<IpPrefix> added,
-      List<IpPrefix> removed) {
-    int n = counts.getOrDefault(p, 0) + sign;
-    if (n <= 0) {
-      counts.remove(p);
-      if (removed != null) {
-        removed.add(p);
-      }
-    } else {
-      counts.put(p, n);
-      if (n == 1 && sign > 0 && added != null) {
-        added.add(p);
       }
     }
   }

@@ -1,5 +1,8 @@
 package io.egressservice.dataplane;
 
+import static io.egressservice.dataplane.SourceCounts.count;
+import static io.egressservice.dataplane.SourceCounts.cancel;
+
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.NoHostNftables.Hold;
 import io.egressservice.plan.DesiredState;
@@ -58,13 +61,6 @@ final class NoHostInputs {
     return new Delta(d.lbAdded(), d.lbRemoved(), d.oursAdded(), d.oursRemoved(), reshaped);
   }
 
-  private static void cancel(List<IpPrefix> added, List<IpPrefix> removed) {
-    List<IpPrefix> both = new ArrayList<>(added);
-    both.retainAll(removed);
-    added.removeAll(both);
-    removed.removeAll(both);
-  }
-
   private void move(DesiredState d, int sign, Delta delta) {
     for (SnatEntry e : d.snat()) {
       count(lbIps, e.to(), sign, delta == null ? null : delta.lbAdded(), delta == null ? null : delta.lbRemoved());
@@ -78,22 +74,6 @@ final class NoHostInputs {
         held.computeIfAbsent(h.service(), k -> new ArrayList<>()).add(h);
       } else {
         held.remove(h.service());
-      }
-    }
-  }
-
-  private static void count(Map<IpPrefix, Integer> counts, IpPrefix p, int sign, List<IpPrefix> added,
-      List<IpPrefix> removed) {
-    int n = counts.getOrDefault(p, 0) + sign;
-    if (n <= 0) {
-      counts.remove(p);
-      if (removed != null) {
-        removed.add(p);
-      }
-    } else {
-      counts.put(p, n);
-      if (n == 1 && sign > 0 && added != null) {
-        added.add(p);
       }
     }
   }

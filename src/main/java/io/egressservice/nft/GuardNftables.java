@@ -1,9 +1,10 @@
 package io.egressservice.nft;
 
+import static io.egressservice.nft.ElementCommands.difference;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -192,12 +193,17 @@ public final class GuardNftables {
     }
     StringBuilder sb = new StringBuilder();
     // Deletes first: a source that stops being ours is never accepted a moment longer than it must.
-    elementCommand(sb, "delete", "steered_", steeredRemoved.stream().filter(writtenSteered::contains).toList());
-    elementCommand(sb, "delete", "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
-    elementCommand(sb, "delete", "received_", receivedRemoved.stream().filter(writtenReceived::contains).toList());
-    elementCommand(sb, "add", "steered_", steeredAdded.stream().filter(p -> !writtenSteered.contains(p)).toList());
-    elementCommand(sb, "add", "ours_", oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
-    elementCommand(sb, "add", "received_", receivedAdded.stream().filter(p -> !writtenReceived.contains(p)).toList());
+    ElementCommands.append(sb, "delete", TABLE, "steered_",
+        steeredRemoved.stream().filter(writtenSteered::contains).toList());
+    ElementCommands.append(sb, "delete", TABLE, "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
+    ElementCommands.append(sb, "delete", TABLE, "received_",
+        receivedRemoved.stream().filter(writtenReceived::contains).toList());
+    ElementCommands.append(sb, "add", TABLE, "steered_",
+        steeredAdded.stream().filter(p -> !writtenSteered.contains(p)).toList());
+    ElementCommands.append(sb, "add", TABLE, "ours_",
+        oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
+    ElementCommands.append(sb, "add", TABLE, "received_",
+        receivedAdded.stream().filter(p -> !writtenReceived.contains(p)).toList());
     if (sb.length() == 0) {
       return true;
     }
@@ -258,27 +264,6 @@ public final class GuardNftables {
       JsonNode c = item.path("counter");
       if (c.has("name") && c.path("table").asText().equals(TABLE)) {
         out.merge(c.path("name").asText(), c.path("packets").asLong(), Long::sum);
-      }
-    }
-    return out;
-  }
-
-  private static void elementCommand(StringBuilder sb, String verb, String set, List<IpPrefix> elements) {
-    for (IpFamily f : IpFamily.values()) {
-      List<String> of = elements.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
-          .sorted().toList();
-      if (!of.isEmpty()) {
-        sb.append(verb).append(" element inet ").append(TABLE).append(' ').append(set).append(fam(f)).append(" { ")
-            .append(String.join(", ", of)).append(" }\n");
-      }
-    }
-  }
-
-  private static List<IpPrefix> difference(Set<IpPrefix> a, Set<IpPrefix> b) {
-    List<IpPrefix> out = new ArrayList<>();
-    for (IpPrefix p : a) {
-      if (!b.contains(p)) {
-        out.add(p);
       }
     }
     return out;

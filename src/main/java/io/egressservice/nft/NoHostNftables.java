@@ -1,9 +1,10 @@
 package io.egressservice.nft;
 
+import static io.egressservice.nft.ElementCommands.difference;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -149,10 +150,11 @@ public final class NoHostNftables {
       return false;
     }
     StringBuilder sb = new StringBuilder();
-    elementCommand(sb, "add", "lb_", lbAdded.stream().filter(p -> !writtenLb.contains(p)).toList());
-    elementCommand(sb, "delete", "lb_", lbRemoved.stream().filter(writtenLb::contains).toList());
-    elementCommand(sb, "add", "ours_", oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
-    elementCommand(sb, "delete", "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
+    ElementCommands.append(sb, "add", TABLE, "lb_", lbAdded.stream().filter(p -> !writtenLb.contains(p)).toList());
+    ElementCommands.append(sb, "delete", TABLE, "lb_", lbRemoved.stream().filter(writtenLb::contains).toList());
+    ElementCommands.append(sb, "add", TABLE, "ours_",
+        oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
+    ElementCommands.append(sb, "delete", TABLE, "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
     if (sb.length() == 0) {
       return true;
     }
@@ -167,27 +169,6 @@ public final class NoHostNftables {
     writtenOurs.addAll(oursAdded);
     writtenOurs.removeAll(oursRemoved);
     return true;
-  }
-
-  private static void elementCommand(StringBuilder sb, String verb, String set, List<IpPrefix> elements) {
-    for (IpFamily f : IpFamily.values()) {
-      List<String> of = elements.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
-          .sorted().toList();
-      if (!of.isEmpty()) {
-        sb.append(verb).append(" element inet ").append(TABLE).append(' ').append(set)
-            .append(f == IpFamily.V4 ? "v4" : "v6").append(" { ").append(String.join(", ", of)).append(" }\n");
-      }
-    }
-  }
-
-  private static List<IpPrefix> difference(Set<IpPrefix> a, Set<IpPrefix> b) {
-    List<IpPrefix> out = new ArrayList<>();
-    for (IpPrefix p : a) {
-      if (!b.contains(p)) {
-        out.add(p);
-      }
-    }
-    return out;
   }
 
   /** Packets dropped per service ({@code namespace/name}) since this instance started. */
