@@ -34,8 +34,14 @@ public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
+    // First of all, before anything makes the common pool: no thread per HTTP response (AsyncPool).
+    boolean asyncPool = io.egressservice.lifecycle.AsyncPool.bound();
     // Before anything logs or calls native code: java.util.logging and C's stderr go through SLF4J.
     ProcessLogging logging = ProcessLogging.install();
+    if (!asyncPool) {
+      org.slf4j.LoggerFactory.getLogger(Main.class).warn("the common ForkJoinPool has one thread"
+          + " (java.util.concurrent.ForkJoinPool.common.parallelism): every HTTP response starts a thread of its own");
+    }
     // Then at once: an Error in any thread, or an essential thread that ends, ends the process (status 3 or 4)
     // rather than leaving it up and never restarted.
     FailFast failFast = FailFast.install();

@@ -17,8 +17,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Writes the reporter's Events on a thread of its own, so that the API server never delays a reconcile,
- * and keeps what the API server gets bounded whatever the outcomes do:
+ * Writes the reporter's Events on a thread of its own, at a lower CPU priority ({@link
+ * io.egressservice.lifecycle.LowPriority}), so that neither the API server nor the writing delays a
+ * reconcile, and keeps what the API server gets bounded whatever the outcomes do:
  *
  * <ul>
  *   <li><b>coalesced</b>: one Event waits per service and {@linkplain OutcomeReporter.Channel channel}; a
@@ -117,6 +118,10 @@ final class EventRecorder implements OutcomeReporter.Recorder, AutoCloseable {
   }
 
   private void run() {
+    // A start's thousands of Events are background work: at a lower nice value they never take CPU from a reconcile.
+    if (!io.egressservice.lifecycle.LowPriority.lowerCurrentThread(io.egressservice.lifecycle.LowPriority.BACKGROUND)) {
+      LOG.debug("the Events writer runs at the agent's priority (setpriority refused)");
+    }
     try {
       seed();
       while (open || hasPending()) {
