@@ -31,7 +31,9 @@ import org.slf4j.LoggerFactory;
  * EgressService and each Node. EndpointSlices are watched only with the {@code kubernetes.io/service-name}
  * label. The EgressService informer starts first, and the Service and slice informers once it has listed
  * (or after {@link #EGRESS_SERVICES_FIRST}), so that their first listing is already filtered; an
- * EgressService that arrives later fetches its Service and slices (a backfill). Every list, the first and
+ * EgressService that arrives later fetches its Service and slices (a backfill), unless it left less than
+ * {@link OptInCaches#PARKING} ago: then they are still there, parked and kept current by the watches (a mass
+ * delete-and-re-create costs no request per service). Every list, the first and
  * each relist, is read in pages of {@link #PAGE}: a cold start in a cluster of 10,000 Services never holds
  * one response of all of them. The caches keep a {@linkplain LeanObjects lean copy} of each object.
  *
@@ -197,8 +199,8 @@ public final class ClusterInformers implements AutoCloseable {
 
   /** What the caches hold now. */
   public ClusterObjects snapshot() {
-    return new ClusterObjects(egressServices.getStore().list(), services.getStore().list(), slices.getStore().list(),
-        nodes.getStore().list());
+    return new ClusterObjects(caches.egressServices.visible().toList(), caches.services.visible().toList(),
+        caches.slices.visible().toList(), caches.nodes.visible().toList());
   }
 
   /** Stops the watches; the caches stay readable. */

@@ -35,7 +35,19 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The wanted set follows the EgressService cache. When an EgressService enters it after the Service and
  * slice informers have begun listing, what they already dropped is <em>backfilled</em>: one GET of the
- * Service and one LIST of its slices. When it leaves, its Service and slices leave too.
+ * Service and one LIST of its slices. When it leaves, its Service and slices leave too, as readers see it.
+ *
+ * <p>Parking. An EgressService deleted and created again at once (a GitOps tool's forced replace, often of
+ * hundreds at a time) would cost a backfill each, one after another: under such a churn the backfills fall
+ * behind the re-creates and the kernel loses the rules of nearly every service the API holds. So when an
+ * EgressService leaves, its Service and slices are <em>parked</em> for {@link #PARKING}: hidden from readers
+ * (no events, absent from {@code get}, {@code owned} and {@link Store#visible()}) but still kept current by the
+ * watches, which deliver every change of them. An EgressService that comes back within the grace finds them
+ * there, announced as adds, without a request. Parked objects are part of what the informer sees of its store
+ * ({@code values()}, {@code keySet()}), so a relist after a watch gap removes those deleted meanwhile. Memory:
+ * parking keeps no more than the EgressServices of the last {@link #PARKING} made wanted, the same lean copies;
+ * at 5,000 services all deleted at once that is the 5,000 services' objects for one grace more. An EgressService
+ * whose backfill had not completed is not parked (its objects may be incomplete): it is dropped, as before.
  *
  * <p>Races with the watches. The informers keep delivering while a backfill is in flight, and the watch is
  * the authority: it delivers every change in order, so once a key is wanted whatever the watch does to it
@@ -59,6 +71,9 @@ final class OptInCaches implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(OptInCaches.class);
   private static final long FIRST_RETRY_MILLIS = 200;
   private static final long MAX_RETRY_MILLIS = Duration.ofSeconds(30).toMillis();
+  /** How long the Service and slices of an EgressService that left stay parked. */
+  static final Duration PARKING = Duration.ofSeconds(30);
+  private static final long SWEEP_MILLIS = 1000;
 
   /** What one backfill reads from the API server: the Service (absent: not there) and its slices. */
   record Fetched(Optional<Service> service, List<EndpointSlice> slices) {}
@@ -75,8 +90,14 @@ final class OptInCaches implements AutoCloseable {
   private final Fetcher fetcher;
   private final ScheduledExecutorService backfills;
   private final Consumer<RuntimeException> fetchFailed;
-  /** Keys (namespace/name) of the EgressServices cached. Guarded by {@link #lock}, like everything below. */
-  private final Set<String> wanted = new java.util.HashSet<>();
+  /** Keys (namespace/name) of the EgressServices cached. Written under {@link #lock}, like everything below. */
+  private final Set<String> wanted = ConcurrentHashMap.newKeySet();
+  /**
+   * Keys of EgressServices that left, to when their parked objects go (System.nanoTime()). This and
+   * {@link #wanted} are concurrent: readers filter by them without the lock.
+   */
+  private final Map<String, Long> parked = new ConcurrentHashMap<>();
+  private final java.util.function.LongSupplier nanoTime;
   private final Map<String, Backfill> pending = new HashMap<>();
   private long sequence;
   private boolean dependentsListing;
@@ -88,7 +109,13 @@ final class OptInCaches implements AutoCloseable {
   final Store<Node> nodes;
 
   OptInCaches(CacheEvents events, Fetcher fetcher, Consumer<RuntimeException> fetchFailed) {
+    this(events, fetcher, fetchFailed, System::nanoTime);
+  }
+
+  OptInCaches(CacheEvents events, Fetcher fetcher, Consumer<RuntimeException> fetchFailed,
+      java.util.function.LongSupplier nanoTime) {
     this.events = events;
+    this.nanoTime = nanoTime;
     this.fetcher = fetcher;
     this.fetchFailed = fetchFailed;
     this.backfills = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -100,6 +127,7 @@ final class OptInCaches implements AutoCloseable {
     services = new Store<>(Service.class, LeanObjects::service, Cache::metaNamespaceKeyFunc, o -> { }, o -> { });
     slices = new Store<>(EndpointSlice.class, LeanObjects::endpointSlice, OptInCaches::serviceKey, o -> { }, o -> { });
     nodes = new Store<>(Node.class, LeanObjects::node, null, o -> { }, o -> { });
+    backfills.scheduleWithFixedDelay(this::sweep, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
   }
 
   /** The key of the Service (and so of the EgressService) a slice belongs to; "" without the label. */
@@ -129,6 +157,12 @@ final class OptInCaches implements AutoCloseable {
   private void want(EgressService es) {
     String key = Cache.metaNamespaceKeyFunc(es);
     wanted.add(key);
+    if (parked.remove(key) != null) {
+      // the watches kept them current while parked: nothing to fetch
+      services.unpark(key);
+      slices.unpark(key);
+      return;
+    }
     if (dependentsListing && !closed) {
       Backfill b = new Backfill(key, sequence);
       pending.put(key, b);
@@ -139,12 +173,39 @@ final class OptInCaches implements AutoCloseable {
   private void unwant(EgressService es) {
     String key = Cache.metaNamespaceKeyFunc(es);
     wanted.remove(key);
-    pending.remove(key);
-    services.drop(key);
-    for (String slice : slices.ownedKeys(key)) {
-      slices.drop(slice);
+    if (pending.remove(key) == null && !closed) {
+      parked.put(key, nanoTime.getAsLong() + PARKING.toNanos());
+      services.park(key);
+      slices.park(key);
+    } else {
+      services.drop(key);
+      for (String slice : slices.ownedKeys(key)) {
+        slices.drop(slice);
+      }
     }
     forgetChangesIfIdle();
+  }
+
+  /** Forgets the objects of EgressServices parked for longer than {@link #PARKING}. */
+  void sweep() {
+    synchronized (lock) {
+      long now = nanoTime.getAsLong();
+      for (var it = parked.entrySet().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        if (now - e.getValue() >= 0) {
+          it.remove();
+          services.forget(e.getKey());
+          slices.forget(e.getKey());
+        }
+      }
+    }
+  }
+
+  /** How many EgressServices have their objects parked (tests). */
+  int parkedCount() {
+    synchronized (lock) {
+      return parked.size();
+    }
   }
 
   private void schedule(Backfill b, int attempt, long delayMillis) {
@@ -212,6 +273,7 @@ final class OptInCaches implements AutoCloseable {
     synchronized (lock) {
       closed = true;
       pending.clear();
+      parked.clear();
     }
     backfills.shutdownNow();
   }
@@ -226,8 +288,11 @@ final class OptInCaches implements AutoCloseable {
   }
 
   /**
-   * One kind's cache: the lean copies of the objects wanted, an index of them by the EgressService that makes
-   * them wanted, and the events of their changes. Its writes take the shared lock; its reads do not.
+   * One kind's cache: the lean copies of the objects wanted or parked, an index of them by the EgressService that
+   * makes them wanted, and the events of their changes (of the objects wanted only). Its writes take the shared
+   * lock; its reads do not. The {@link ItemStore} methods fabric8 calls ({@code put}, {@code remove},
+   * {@code values}, {@code keySet}, {@code size}) see the parked objects too, so that the informer keeps them
+   * current; {@code get}, {@link #owned} and {@link #visible} are what readers see, without them.
    */
   final class Store<T extends HasMetadata> implements ItemStore<T> {
     final Class<T> kind;
@@ -250,7 +315,13 @@ final class OptInCaches implements AutoCloseable {
       this.left = left;
     }
 
+    /** Kept in the cache: wanted, or parked. */
     private boolean wanted(T obj) {
+      return owner == null || wanted.contains(owner.apply(obj)) || parked.containsKey(owner.apply(obj));
+    }
+
+    /** Seen by readers and announced: wanted (not parked). */
+    private boolean visible(T obj) {
       return owner == null || wanted.contains(owner.apply(obj));
     }
 
@@ -286,7 +357,7 @@ final class OptInCaches implements AutoCloseable {
     private void backfill(T obj, long since) {
       String key = getKey(obj);
       Long changed = changedAt.get(key);
-      if ((changed != null && changed > since) || !wanted(obj)) {
+      if ((changed != null && changed > since) || !visible(obj)) {
         return;
       }
       T cached = items.get(key);
@@ -303,11 +374,17 @@ final class OptInCaches implements AutoCloseable {
       T copy = lean.apply(obj);
       items.put(key, copy);
       index(key, old, copy);
-      if (old == null) {
+      boolean wasVisible = old != null && visible(old);
+      boolean isVisible = visible(copy);
+      if (!wasVisible && isVisible) {
         events.added(kind, copy);
         entered.accept(copy);
-      } else {
+      } else if (wasVisible && isVisible) {
         events.updated(kind, old, copy);
+      } else if (wasVisible) {
+        // a slice relabelled to a Service whose EgressService is parked: gone, as readers see it
+        events.deleted(kind, old);
+        left.accept(old);
       }
       return old;
     }
@@ -316,10 +393,33 @@ final class OptInCaches implements AutoCloseable {
       T old = items.remove(key);
       if (old != null) {
         index(key, old, null);
-        events.deleted(kind, old);
-        left.accept(old);
+        if (visible(old)) {
+          events.deleted(kind, old);
+          left.accept(old);
+        }
       }
       return old;
+    }
+
+    /** Its EgressService left (already out of {@code wanted}): what it owns is hidden, announced as deletes. */
+    private void park(String ownerKey) {
+      ownedKeys(ownerKey).stream().map(items::get).filter(Objects::nonNull).forEach(o -> events.deleted(kind, o));
+    }
+
+    /** Its EgressService came back (already in {@code wanted}): what was parked is announced as adds. */
+    private void unpark(String ownerKey) {
+      ownedKeys(ownerKey).stream().map(items::get).filter(Objects::nonNull).forEach(o -> events.added(kind, o));
+    }
+
+    /** The parking of its EgressService ended: what it owns goes, silently (readers never saw it). */
+    private void forget(String ownerKey) {
+      for (String key : ownedKeys(ownerKey)) {
+        T old = items.get(key);
+        if (old != null && !visible(old)) {
+          items.remove(key);
+          index(key, old, null);
+        }
+      }
     }
 
     private void index(String key, T old, T now) {
@@ -346,9 +446,14 @@ final class OptInCaches implements AutoCloseable {
       return List.copyOf(byOwner.getOrDefault(ownerKey, Set.of()));
     }
 
-    /** The cached objects an EgressService key makes wanted. */
+    /** The cached objects an EgressService key makes wanted (none while it is parked). */
     List<T> owned(String ownerKey) {
-      return ownedKeys(ownerKey).stream().map(items::get).filter(Objects::nonNull).toList();
+      return ownedKeys(ownerKey).stream().map(items::get).filter(o -> o != null && visible(o)).toList();
+    }
+
+    /** What readers see: the cached objects, without the parked ones. */
+    java.util.stream.Stream<T> visible() {
+      return items.values().stream().filter(this::visible);
     }
 
     /**
@@ -364,7 +469,7 @@ final class OptInCaches implements AutoCloseable {
         public void onUpdate(T oldObj, T newObj) {
           if (oldObj == newObj) {
             synchronized (lock) {
-              if (items.get(getKey(newObj)) == newObj) {
+              if (items.get(getKey(newObj)) == newObj && visible(newObj)) {
                 events.updated(kind, newObj, newObj);
               }
             }
@@ -401,9 +506,11 @@ final class OptInCaches implements AutoCloseable {
       return items.size();
     }
 
+    /** Readers' view: null for a parked object. */
     @Override
     public T get(String key) {
-      return items.get(key);
+      T obj = items.get(key);
+      return obj == null || !visible(obj) ? null : obj;
     }
   }
 }
