@@ -18,13 +18,43 @@ import org.slf4j.LoggerFactory;
  * error; its return is logged with how long it lasted. Watches also drop and come back in normal
  * operation (the API server closes each one after a while): the grace keeps those out of the log.
  *
+ * <p>An open watch is not proof that the API server answers: one that hangs (accepts connections, never
+ * answers: stopped, overloaded, or a black-holing network in between) leaves every watch open and silent. So
+ * when nothing has been heard for {@link Probing#quiet()} (no event from any watch, no answer to a probe), one
+ * cheap request ({@code GET /version}) asks; while it is unanswered for longer than {@link Probing#timeout()}, or
+ * failed and nothing was heard since, every kind counts as down, as with a refused connection. Any HTTP answer
+ * counts as heard (a 403 is a server that answers). Like client-go's HTTP/2 health check (a ping after an idle
+ * read timeout), it costs nothing while events flow: one request per quiet period per node otherwise.
+ *
  * <p>{@link #lastContactAgeSeconds} is the metric's value: seconds since the kind's watch was last seen
- * established (since the start while it never was).
+ * established with the API server answering (since the start while it never was).
  */
 public final class ApiConnectivity implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ApiConnectivity.class);
   static final Duration LOSS_GRACE = Duration.ofSeconds(3);
   private static final long POLL_MILLIS = 500;
+
+  /** A request that any answer of the API server completes; throws when none came. */
+  @FunctionalInterface
+  public interface Probe {
+    void ask() throws Exception;
+  }
+
+  /**
+   * When to ask and how long to wait: a probe after {@code quiet} without hearing anything, an answer expected
+   * within {@code timeout}.
+   */
+  public record Probing(Probe probe, Duration quiet, Duration timeout) {
+    public static final Duration QUIET = Duration.ofSeconds(10);
+    public static final Duration TIMEOUT = Duration.ofSeconds(5);
+
+    public Probing {
+      java.util.Objects.requireNonNull(probe);
+      if (quiet.isNegative() || quiet.isZero() || timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("quiet and timeout must be positive: " + quiet + ", " + timeout);
+      }
+    }
+  }
 
   private static final class Kind {
     final String name;
@@ -42,24 +72,106 @@ public final class ApiConnectivity implements AutoCloseable {
   }
 
   private final Map<String, Kind> kinds = new LinkedHashMap<>();
+  private final Probing probing;
+  /** When the API server was last heard: an event of a watch, or an answer to a probe (System.nanoTime()). */
+  private volatile long lastHeardNanos;
+  /** When the probe in flight was sent; 0 when none is. */
+  private volatile long probeSentNanos;
+  /** Why the last probe got no answer; empty when it got one (or none failed yet). */
+  private volatile String probeError = "";
+  private final Thread prober;
   private final Thread poller;
   private volatile boolean running = true;
   private boolean everConnected;
   private boolean lost;
   private long lostSinceNanos;
 
-  ApiConnectivity(List<SharedIndexInformer<? extends HasMetadata>> informers) {
+  ApiConnectivity(List<SharedIndexInformer<? extends HasMetadata>> informers, Probing probing) {
     long now = System.nanoTime();
     for (SharedIndexInformer<? extends HasMetadata> i : informers) {
       String name = i.getApiTypeClass().getSimpleName();
       kinds.put(name, new Kind(name, i, now));
     }
+    this.probing = probing;
+    this.lastHeardNanos = now;
     poller = new Thread(this::run, "api-connectivity");
     poller.setDaemon(true);
+    prober = new Thread(this::probeWhenQuiet, "api-probe");
+    prober.setDaemon(true);
   }
 
   void start() {
     poller.start();
+    prober.start();
+  }
+
+  /** A watch delivered an event (not a resync from the cache): the API server answers. */
+  void heard() {
+    lastHeardNanos = System.nanoTime();
+  }
+
+  private void probeWhenQuiet() {
+    long checkMillis = Math.max(10, Math.min(POLL_MILLIS, probing.quiet().toMillis() / 4));
+    while (running) {
+      try {
+        if (System.nanoTime() - lastHeardNanos >= probing.quiet().toNanos()) {
+          probeOnce();
+        }
+        Thread.sleep(checkMillis);
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+  }
+
+  /** Blocks as long as the request does (the client's own timeout ends it); {@link #poll} judges the wait. */
+  private void probeOnce() {
+    long sent = System.nanoTime();
+    probeSentNanos = sent;
+    try {
+      probing.probe().ask();
+      answered(sent);
+    } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
+      if (e.getCode() > 0) {
+        answered(sent); // an HTTP status: the server answers, whatever it thinks of the request
+      } else {
+        probeFailed(e);
+      }
+    } catch (Exception e) {
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+      }
+      probeFailed(e);
+    } finally {
+      probeSentNanos = 0;
+    }
+  }
+
+  private void answered(long sent) {
+    probeError = "";
+    lastHeardNanos = Math.max(lastHeardNanos, sent);
+  }
+
+  private void probeFailed(Exception e) {
+    probeError = "GET /version: " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+  }
+
+  /**
+   * Why the API server counts as not answering now, or empty when it does: a probe unanswered for longer than the
+   * timeout, or one that failed with nothing heard since.
+   */
+  private java.util.Optional<String> notAnswering(long now) {
+    long sent = probeSentNanos;
+    if (sent != 0 && now - sent >= probing.timeout().toNanos()) {
+      return java.util.Optional.of("the API server has not answered GET /version for "
+          + TimeUnit.NANOSECONDS.toSeconds(now - sent) + " s (nothing heard for "
+          + TimeUnit.NANOSECONDS.toSeconds(now - lastHeardNanos) + " s)");
+    }
+    String error = probeError;
+    if (!error.isEmpty() && now - lastHeardNanos >= probing.quiet().toNanos()) {
+      return java.util.Optional.of(error);
+    }
+    return java.util.Optional.empty();
   }
 
   /** The kinds watched, by their simple class name (EgressService, Service, EndpointSlice, Node). */
@@ -110,8 +222,10 @@ public final class ApiConnectivity implements AutoCloseable {
 
   synchronized void poll(long now) {
     List<Kind> down = new ArrayList<>();
+    java.util.Optional<String> silent = notAnswering(now);
     for (Kind k : kinds.values()) {
-      k.watching = k.informer.isWatching();
+      k.watching = k.informer.isWatching() && silent.isEmpty();
+      silent.ifPresent(why -> k.lastError = why);
       if (k.watching) {
         k.lastContactNanos = now;
         k.errorLogged = false;
@@ -144,5 +258,6 @@ public final class ApiConnectivity implements AutoCloseable {
   public void close() {
     running = false;
     poller.interrupt();
+    prober.interrupt();
   }
 }

@@ -64,7 +64,7 @@ public final class ClusterInformers implements AutoCloseable {
   private final OptInCaches caches;
   private final Map<Class<?>, OptInCaches.Store<?>> stores;
 
-  private ClusterInformers(KubernetesClient client, long resyncMillis) {
+  private ClusterInformers(KubernetesClient client, long resyncMillis, ApiConnectivity.Probing probing) {
     // runnableInformer + start() does not block on the initial list, so an unreachable API server
     // leaves everything as it is while the informers keep retrying.
     egressServices = client.resources(EgressService.class).inAnyNamespace().withLimit(PAGE)
@@ -73,7 +73,7 @@ public final class ClusterInformers implements AutoCloseable {
     slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
         .withLimit(PAGE).runnableInformer(resyncMillis);
     nodes = client.nodes().withLimit(PAGE).runnableInformer(resyncMillis);
-    connectivity = new ApiConnectivity(all());
+    connectivity = new ApiConnectivity(all(), probing);
     caches = new OptInCaches(events, (namespace, name) -> new OptInCaches.Fetched(
         Optional.ofNullable(client.services().inNamespace(namespace).withName(name).get()),
         client.discovery().v1().endpointSlices().inNamespace(namespace)
@@ -86,11 +86,34 @@ public final class ClusterInformers implements AutoCloseable {
     stores = Map.of(EgressService.class, caches.egressServices, Service.class, caches.services,
         EndpointSlice.class, caches.slices, Node.class, caches.nodes);
     for (SharedIndexInformer<? extends HasMetadata> i : all()) {
+      i.addEventHandler(heard());
       i.exceptionHandler((isStarted, error) -> {
         connectivity.failed(i.getApiTypeClass().getSimpleName(), error);
         return true;
       });
     }
+  }
+
+  /** Tells the connectivity of every event a watch delivers; a resync (the same object again) is not one. */
+  private <T extends HasMetadata> ResourceEventHandler<T> heard() {
+    return new ResourceEventHandler<>() {
+      @Override
+      public void onAdd(T obj) {
+        connectivity.heard();
+      }
+
+      @Override
+      public void onUpdate(T oldObj, T newObj) {
+        if (oldObj != newObj) {
+          connectivity.heard();
+        }
+      }
+
+      @Override
+      public void onDelete(T obj, boolean deletedFinalStateUnknown) {
+        connectivity.heard();
+      }
+    };
   }
 
   private static <T extends HasMetadata> void bind(SharedIndexInformer<T> informer, OptInCaches.Store<T> store) {
@@ -105,7 +128,13 @@ public final class ClusterInformers implements AutoCloseable {
    * @param resync how often every cached object is delivered again as an update ({@code 0}: never)
    */
   public static ClusterInformers create(KubernetesClient client, Duration resync) {
-    return new ClusterInformers(client, resync.toMillis());
+    return create(client, resync, new ApiConnectivity.Probing(client::getKubernetesVersion,
+        ApiConnectivity.Probing.QUIET, ApiConnectivity.Probing.TIMEOUT));
+  }
+
+  /** As {@link #create(KubernetesClient, Duration)}, with how the API server is asked when it is quiet. */
+  public static ClusterInformers create(KubernetesClient client, Duration resync, ApiConnectivity.Probing probing) {
+    return new ClusterInformers(client, resync.toMillis(), probing);
   }
 
   /**
