@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * printed (target/surefire-reports/...-output.txt).
  */
 class KustomizeRenderTest {
-  private static final String IMAGE = "ghcr.io/egress-service-agent/egress-service-agent:0.1.0";
+  private static final String IMAGE = "ghcr.io/egress-service-agent/egress-service-agent:" + VersionAgreementTest.pomVersion();
 
   @BeforeAll
   static void kubectl() {
@@ -73,7 +73,8 @@ class KustomizeRenderTest {
     JsonNode agent = containers(Kustomize.one(objects, "DaemonSet")).get(0);
     Map<String, String> env = new TreeMap<>();
     agent.path("env").forEach(e -> env.put(e.path("name").asText(), e.path("value").asText()));
-    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.0.0/17");
+    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).as("upstream OVN-Kubernetes' masquerade subnets")
+        .isEqualTo("169.254.169.0/29,fd69::/125");
     assertThat(args(objects, "DaemonSet")).contains("--allocator=false");
   }
 
