@@ -101,6 +101,27 @@ class KustomizeRenderTest {
   }
 
   @Test
+  void theLabelPatchOfOperateMdLabelsTheMonitorAndTheRuleOnly() throws Exception {
+    String operate = java.nio.file.Files.readString(java.nio.file.Path.of("docs/operate.md"));
+    java.util.regex.Matcher block = java.util.regex.Pattern
+        .compile("(?s)### Labels for your Prometheus' selectors.*?```yaml\n(.*?)```").matcher(operate);
+    assertThat(block.find()).as("the kustomization of docs/operate.md, \"Labels for your Prometheus' selectors\"")
+        .isTrue();
+    List<JsonNode> objects = Kustomize.renderOwn("operate-md-labels", block.group(1));
+    for (JsonNode o : objects) {
+      String kind = o.path("kind").asText();
+      String release = o.path("metadata").path("labels").path("release").asText();
+      if (kind.equals("PodMonitor") || kind.equals("PrometheusRule")) {
+        assertThat(release).as("the label kube-prometheus-stack selects on %s", Kustomize.id(o))
+            .isEqualTo("kube-prometheus-stack");
+      } else {
+        assertThat(release).as("no label on %s", Kustomize.id(o)).isEmpty();
+      }
+    }
+    assertThat(objects).extracting(o -> o.path("kind").asText()).contains("PodMonitor", "PrometheusRule");
+  }
+
+  @Test
   void openshiftAdmitsTheNodeAgentOnlyWithNetAdmin() throws Exception {
     List<JsonNode> objects = render("openshift");
     JsonNode scc = Kustomize.one(objects, "SecurityContextConstraints");
