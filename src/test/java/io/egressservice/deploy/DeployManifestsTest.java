@@ -16,11 +16,7 @@ import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
-import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
-import io.fabric8.kubernetes.api.model.rbac.Role;
-import io.fabric8.kubernetes.api.model.rbac.RoleBinding;
-import io.fabric8.kubernetes.api.model.rbac.Subject;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -30,7 +26,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -292,7 +287,7 @@ class DeployManifestsTest {
     Map<String, String> env = patched.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, EnvVar::getValue));
     assertThat(env).as("the base DaemonSet already runs --allocator=false").doesNotContainKey("EGRESS_AGENT_ALLOCATOR");
     assertThat(env).containsEntry("EGRESS_AGENT_REMOTE_ENDPOINTS", "report"); // OVN reroutes them itself
-    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.0.0/17");
+    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.169.0/29"); // OvnMasqueradePresetTest: coherent
   }
 
   // ---- allocator Deployment ----
@@ -368,44 +363,9 @@ class DeployManifestsTest {
 
   // ---- helpers ----
 
-  /**
-   * "group/resource" (cluster-wide) or "namespace:group/resource" (a Role) -> verbs, every rule of every role
-   * bound to the ServiceAccount merged.
-   */
+  /** The grants bound to the account, as ManifestChecks reads them for every rendering (chart presets too). */
   private static TreeMap<String, Set<String>> grantsOf(String account) throws IOException {
-    TreeMap<String, Set<String>> grants = new TreeMap<>();
-    for (JsonNode doc : all("ClusterRoleBinding")) {
-      ClusterRoleBinding b = KUBE.convertValue(doc, ClusterRoleBinding.class);
-      if (binds(b.getSubjects(), account)) {
-        assertThat(b.getRoleRef().getKind()).isEqualTo("ClusterRole");
-        merge(grants, "", KUBE.convertValue(named("ClusterRole", b.getRoleRef().getName()), ClusterRole.class).getRules());
-      }
-    }
-    for (JsonNode doc : all("RoleBinding")) {
-      RoleBinding b = KUBE.convertValue(doc, RoleBinding.class);
-      if (binds(b.getSubjects(), account)) {
-        assertThat(b.getRoleRef().getKind()).isEqualTo("Role");
-        Role role = KUBE.convertValue(named("Role", b.getRoleRef().getName()), Role.class);
-        assertThat(role.getMetadata().getNamespace()).isEqualTo(b.getMetadata().getNamespace());
-        merge(grants, role.getMetadata().getNamespace() + ":", role.getRules());
-      }
-    }
-    return grants;
-  }
-
-  private static boolean binds(List<Subject> subjects, String account) {
-    return subjects.stream().anyMatch(s -> "ServiceAccount".equals(s.getKind()) && account.equals(s.getName())
-        && NAMESPACE.equals(s.getNamespace()));
-  }
-
-  private static void merge(TreeMap<String, Set<String>> grants, String prefix, List<PolicyRule> rules) {
-    for (PolicyRule rule : rules) {
-      for (String group : rule.getApiGroups()) {
-        for (String resource : rule.getResources()) {
-          grants.computeIfAbsent(prefix + group + "/" + resource, k -> new TreeSet<>()).addAll(rule.getVerbs());
-        }
-      }
-    }
+    return ManifestChecks.grantsOf(all("ClusterRoleBinding", "RoleBinding", "ClusterRole", "Role"), account);
   }
 
   private static String httpPath(Probe probe) {

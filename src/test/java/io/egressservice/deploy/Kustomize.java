@@ -55,7 +55,21 @@ final class Kustomize {
         k.append("  - ").append(up.resolve("deploy/components").resolve(c)).append('\n');
       }
     }
-    Files.writeString(dir.resolve("kustomization.yaml"), k.toString());
+    return renderIn(dir, k.toString());
+  }
+
+  /**
+   * The objects of an operator's own {@code kustomization} (the text as documented, {@code <path>} standing for
+   * the repository's root), rendered under target/kustomize-test/{@code name}.
+   */
+  static List<JsonNode> renderOwn(String name, String kustomization) throws IOException, InterruptedException {
+    Path dir = ROOT.resolve("target/kustomize-test/" + name);
+    Files.createDirectories(dir);
+    return renderIn(dir, kustomization.replace("<path>", dir.relativize(ROOT).toString()));
+  }
+
+  private static List<JsonNode> renderIn(Path dir, String kustomization) throws IOException, InterruptedException {
+    Files.writeString(dir.resolve("kustomization.yaml"), kustomization);
     Path stderr = dir.resolve("stderr.txt");
     Process p = new ProcessBuilder("kubectl", "kustomize", dir.toString()).redirectError(stderr.toFile()).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

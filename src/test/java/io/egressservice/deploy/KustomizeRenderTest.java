@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * printed (target/surefire-reports/...-output.txt).
  */
 class KustomizeRenderTest {
-  private static final String IMAGE = "ghcr.io/egress-service-agent/egress-service-agent:0.1.0";
+  private static final String IMAGE = "ghcr.io/egress-service-agent/egress-service-agent:" + VersionAgreementTest.pomVersion();
 
   @BeforeAll
   static void kubectl() {
@@ -73,7 +73,8 @@ class KustomizeRenderTest {
     JsonNode agent = containers(Kustomize.one(objects, "DaemonSet")).get(0);
     Map<String, String> env = new TreeMap<>();
     agent.path("env").forEach(e -> env.put(e.path("name").asText(), e.path("value").asText()));
-    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.0.0/17");
+    assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).as("upstream OVN-Kubernetes' masquerade subnets")
+        .isEqualTo("169.254.169.0/29,fd69::/125");
     assertThat(args(objects, "DaemonSet")).contains("--allocator=false");
   }
 
@@ -97,6 +98,27 @@ class KustomizeRenderTest {
       assertThat(containers(Kustomize.one(objects, kind)).get(0).path("ports").findValuesAsText("name"))
           .contains(podMonitor.path("spec").path("podMetricsEndpoints").path(0).path("port").asText());
     }
+  }
+
+  @Test
+  void theLabelPatchOfOperateMdLabelsTheMonitorAndTheRuleOnly() throws Exception {
+    String operate = java.nio.file.Files.readString(java.nio.file.Path.of("docs/operate.md"));
+    java.util.regex.Matcher block = java.util.regex.Pattern
+        .compile("(?s)### Labels for your Prometheus' selectors.*?```yaml\n(.*?)```").matcher(operate);
+    assertThat(block.find()).as("the kustomization of docs/operate.md, \"Labels for your Prometheus' selectors\"")
+        .isTrue();
+    List<JsonNode> objects = Kustomize.renderOwn("operate-md-labels", block.group(1));
+    for (JsonNode o : objects) {
+      String kind = o.path("kind").asText();
+      String release = o.path("metadata").path("labels").path("release").asText();
+      if (kind.equals("PodMonitor") || kind.equals("PrometheusRule")) {
+        assertThat(release).as("the label kube-prometheus-stack selects on %s", Kustomize.id(o))
+            .isEqualTo("kube-prometheus-stack");
+      } else {
+        assertThat(release).as("no label on %s", Kustomize.id(o)).isEmpty();
+      }
+    }
+    assertThat(objects).extracting(o -> o.path("kind").asText()).contains("PodMonitor", "PrometheusRule");
   }
 
   @Test

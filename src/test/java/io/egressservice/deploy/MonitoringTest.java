@@ -37,7 +37,9 @@ import org.junit.jupiter.api.Test;
  * uses is one that a real registry of the agent exposes; the rules pass {@code promtool check rules} and their
  * unit tests ({@code src/test/resources/monitoring/alerts-test.yaml}) where promtool is installed (Debian's
  * {@code prometheus} package; skipped with the reason elsewhere); every alert has its runbook in
- * {@code deploy/README.md}.
+ * {@code docs/operate.md}. The absence alerts (group {@code egress-service-agent-absence}) read what Prometheus
+ * ({@code up}) and kube-state-metrics see of the agent, not its own series: they are checked to select the
+ * agent's job or workloads instead.
  */
 class MonitoringTest {
   private static final Path ROOT = Path.of("").toAbsolutePath();
@@ -46,6 +48,10 @@ class MonitoringTest {
   private static final Path DASHBOARD = MONITORING.resolve("dashboards/egress-service-agent.json");
   private static final Pattern OUR_METRIC = Pattern.compile("\\b((?:egress_service_agent|jvm|process)_[a-z0-9_]+)\\b");
   private static final YAMLMapper YAML = new YAMLMapper();
+  private static final String ABSENCE_GROUP = "egress-service-agent-absence";
+  /** What selects the agent in a series that is not its own: the PodMonitor's job, the DaemonSet, the Deployment. */
+  private static final Pattern OUR_WORKLOAD = Pattern.compile(
+      "job=\"egress-service-agent\"|daemonset=\"egress-service-agent\"|deployment=\"egress-service-allocator\"");
 
   /** Every sample name the node agent's and the allocator's processes expose, from their real registries. */
   static Set<String> exposedNames() {
@@ -73,15 +79,24 @@ class MonitoringTest {
     return names;
   }
 
-  /** alert name -> expression. */
-  static Map<String, String> alerts() throws IOException {
+  /** alert name -> expression, of the absence group ({@code absence} true) or of the other groups. */
+  static Map<String, String> alerts(boolean absence) throws IOException {
     Map<String, String> alerts = new TreeMap<>();
     for (JsonNode group : YAML.readTree(RULES.toFile()).path("spec").path("groups")) {
+      if (ABSENCE_GROUP.equals(group.path("name").asText()) != absence) {
+        continue;
+      }
       for (JsonNode rule : group.path("rules")) {
         alerts.put(rule.path("alert").asText(), rule.path("expr").asText());
       }
     }
     return alerts;
+  }
+
+  static Map<String, String> alerts() throws IOException {
+    Map<String, String> all = new TreeMap<>(alerts(false));
+    all.putAll(alerts(true));
+    return all;
   }
 
   /** panel title -> its expressions. */
@@ -111,7 +126,7 @@ class MonitoringTest {
         "jvm_memory_used_bytes", "process_resident_memory_bytes");
     Map<String, Set<String>> missing = new TreeMap<>();
     Map<String, List<String>> uses = new TreeMap<>();
-    alerts().forEach((alert, expr) -> uses.put("alert " + alert, List.of(expr)));
+    alerts(false).forEach((alert, expr) -> uses.put("alert " + alert, List.of(expr)));
     panels().forEach((panel, exprs) -> uses.put("panel " + panel, exprs));
     assertThat(uses.keySet()).as("alerts and panels").hasSizeGreaterThan(15);
     uses.forEach((where, exprs) -> {
@@ -127,14 +142,31 @@ class MonitoringTest {
   }
 
   @Test
-  void everyAlertHasARunbookInTheReadme() throws IOException {
-    String readme = Files.readString(ROOT.resolve("deploy/README.md"));
+  void absenceAlertsSelectTheAgentInSeriesThatAreNotItsOwn() throws IOException {
+    Map<String, String> absence = alerts(true);
+    assertThat(absence.keySet()).as("alerts for an agent or allocator that exports nothing").contains(
+        "EgressServiceAgentDown", "EgressServiceAgentMissing", "EgressServiceAgentDaemonSetNotReady");
+    assertThat(alerts(false)).as("the allocator without a leader, also when no replica is scraped")
+        .hasEntrySatisfying("EgressServiceAllocatorNoLeader", expr -> assertThat(expr)
+            .contains("kube_deployment_spec_replicas{deployment=\"egress-service-allocator\"}"));
+    absence.forEach((alert, expr) -> {
+      assertThat(metricsIn(expr)).as("%s reads no series of the agent's own (there are none when it is gone)", alert)
+          .isEmpty();
+      assertThat(OUR_WORKLOAD.matcher(expr).find()).as("%s selects the agent's job or workload: %s", alert, expr)
+          .isTrue();
+    });
+  }
+
+  @Test
+  void everyAlertHasARunbookInOperateMd() throws IOException {
+    String operate = Files.readString(ROOT.resolve("docs/operate.md"));
     for (JsonNode group : YAML.readTree(RULES.toFile()).path("spec").path("groups")) {
       for (JsonNode rule : group.path("rules")) {
         String alert = rule.path("alert").asText();
-        assertThat(readme).as("a runbook section for %s in deploy/README.md", alert).contains("### " + alert);
+        assertThat(operate).as("a runbook section for %s in docs/operate.md", alert)
+            .containsPattern("(?m)^### " + alert + "$");
         assertThat(rule.path("annotations").path("runbook_url").asText())
-            .endsWith("deploy/README.md#" + alert.toLowerCase(java.util.Locale.ROOT));
+            .endsWith("docs/operate.md#" + alert.toLowerCase(java.util.Locale.ROOT));
         assertThat(rule.path("labels").path("severity").asText()).isIn("info", "warning", "critical");
       }
     }

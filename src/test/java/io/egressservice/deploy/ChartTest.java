@@ -1,0 +1,231 @@
+package io.egressservice.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.marcnuri.helm.LintResult;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * charts/egress-service-agent, through Helm's own lint and template (in-process): it passes {@code helm lint
+ * --strict}; each preset renders exactly the objects kustomize renders from deploy/ with the matching components
+ * (one installation, two ways to write it down; only Helm's own labels and the CRD's keep policy differ), and
+ * every preset passes the RBAC, probe and securityContext checks of deploy/ ({@link ManifestChecks}).
+ */
+class ChartTest {
+  private static final ObjectMapper JSON =
+      new ObjectMapper().configure(com.fasterxml.jackson.databind.SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true);
+  /** What Helm adds and kustomize does not: the chart's and release's labels (metadata only, never selectors). */
+  private static final List<String> HELM_LABELS = List.of("helm.sh/chart", "app.kubernetes.io/managed-by",
+      "app.kubernetes.io/instance", "app.kubernetes.io/version");
+
+  /** A preset: the chart's values and the deploy/ components that install the same. */
+  record Preset(String name, Map<String, Object> values, List<String> components) {}
+
+  static final List<Preset> PRESETS = List.of(
+      new Preset("default", Map.of(), List.of()),
+      new Preset("monitoring", Map.of("monitoring.enabled", true), List.of("monitoring")),
+      new Preset("ovn-kubernetes (upstream)", Map.of("ovnKubernetes.enabled", true), List.of("ovn-kubernetes")),
+      new Preset("openshift 4.14+", Map.of("ovnKubernetes.enabled", true, "ovnKubernetes.masqueradePreset", "openshift",
+          "openshift.enabled", true), List.of("ovn-kubernetes-openshift", "openshift")),
+      new Preset("openshift 4.14+ with monitoring", Map.of("ovnKubernetes.enabled", true,
+          "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true),
+          List.of("ovn-kubernetes-openshift", "openshift", "monitoring")));
+
+  @Test
+  void helmLintStrictPasses() {
+    LintResult lint = HelmChart.lint();
+    System.out.println("helm lint --strict charts/egress-service-agent: " + (lint.isFailed() ? "FAILED" : "passed")
+        + "\n  " + String.join("\n  ", lint.getMessages()));
+    assertThat(lint.isFailed()).as("helm lint: %s", lint.getMessages()).isFalse();
+    assertThat(lint.getMessages()).noneMatch(m -> m.contains("[ERROR]") || m.contains("[WARNING]"));
+  }
+
+  @Test
+  void everyPresetRendersWhatKustomizeRendersFromDeploy() throws Exception {
+    Kustomize.unavailable().ifPresent(reason -> Assumptions.assumeTrue(false, reason));
+    for (Preset preset : PRESETS) {
+      List<JsonNode> chart = HelmChart.render(preset.values());
+      List<JsonNode> kustomize = Kustomize.render(preset.components().toArray(String[]::new)).stream()
+          .filter(o -> !"Namespace".equals(o.path("kind").asText())).collect(Collectors.toList());
+      System.out.printf("helm template, preset %s: %d objects %s; kustomize deploy/ + %s: %d (+ the Namespace)%n",
+          preset.name(), chart.size(), kinds(chart), preset.components(), kustomize.size());
+      assertSameObjects(preset.name(), chart, kustomize);
+    }
+  }
+
+  @Test
+  void namespaceCreateRendersDeploysPrivilegedNamespace() throws Exception {
+    Kustomize.unavailable().ifPresent(reason -> Assumptions.assumeTrue(false, reason));
+    assertSameObjects("namespace.create=true", HelmChart.render(Map.of("namespace.create", true)), Kustomize.render());
+  }
+
+  @Test
+  void everyPresetPassesTheRbacProbeAndSecurityContextChecksOfDeploy() throws Exception {
+    List<Preset> all = new ArrayList<>(PRESETS);
+    all.add(new Preset("mark mode, kube-rbac-proxy", Map.of("agent.ruleMode", "mark", "monitoring.enabled", true,
+        "monitoring.kubeRbacProxy.enabled", true, "monitoring.kubeRbacProxy.scraperTokenSecret", "prometheus-token"),
+        List.of()));
+    all.add(new Preset("openshift 4.14+, kube-rbac-proxy", Map.of("ovnKubernetes.enabled", true,
+        "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true,
+        "monitoring.kubeRbacProxy.enabled", true, "monitoring.kubeRbacProxy.scraperTokenSecret", "t"), List.of()));
+    for (Preset preset : all) {
+      ManifestChecks.installation("chart preset " + preset.name(), HelmChart.render(preset.values()));
+    }
+    if (Kustomize.unavailable().isEmpty()) {
+      for (Preset preset : PRESETS) {
+        ManifestChecks.installation("deploy/ + " + preset.components(),
+            Kustomize.render(preset.components().toArray(String[]::new)));
+      }
+    }
+  }
+
+  @Test
+  void monitorAndRuleLabelsAreSettableForThePrometheusSelectors() {
+    List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true,
+        "monitoring.labels.release", "kube-prometheus-stack", "monitoring.prometheusRule.labels.role", "alert-rules"));
+    JsonNode monitor = Kustomize.one(objects, "PodMonitor").path("metadata").path("labels");
+    JsonNode rule = Kustomize.one(objects, "PrometheusRule").path("metadata").path("labels");
+    assertThat(monitor.path("release").asText()).isEqualTo("kube-prometheus-stack");
+    assertThat(rule.path("release").asText()).isEqualTo("kube-prometheus-stack");
+    assertThat(rule.path("role").asText()).isEqualTo("alert-rules");
+    assertThat(monitor.has("role")).isFalse();
+  }
+
+  @Test
+  void kubeRbacProxyScrapesOverTlsWithAToken() {
+    List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.kubeRbacProxy.enabled", true,
+        "monitoring.kubeRbacProxy.scraperTokenSecret", "prometheus-token"));
+    JsonNode endpoint = Kustomize.one(objects, "PodMonitor").path("spec").path("podMetricsEndpoints").path(0);
+    assertThat(endpoint.path("port").asText()).isEqualTo("https-metrics");
+    assertThat(endpoint.path("scheme").asText()).isEqualTo("https");
+    assertThat(endpoint.path("authorization").path("credentials").path("name").asText()).isEqualTo("prometheus-token");
+    JsonNode proxy = ManifestChecks.containers(ManifestChecks.daemonSet(objects)).get(1);
+    assertThat(proxy.path("args").toString()).contains("--allow-paths=/metrics", "--upstream=http://$(HOST_IP):9464/");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.kubeRbacProxy.enabled", true)))
+        .as("a proxy without a token to scrape it with is refused, with what to set")
+        .hasMessageContaining("monitoring.kubeRbacProxy.scraperTokenSecret");
+  }
+
+  @Test
+  void valuesOutsideTheSchemaAreRefusedWithTheirName() {
+    assertThatThrownBy(() -> HelmChart.render(Map.of("agent.ruleMode", "marks")))
+        .hasMessageContaining("ruleMode");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("image.tag", "latest"))).hasMessageContaining("tag");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("agent.serviceCIDRs[0]", "10.96.0.0")))
+        .hasMessageContaining("serviceCIDRs");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("agent.javaToolOptions", "-Xmx1g")))
+        .as("the JVM must exit when out of memory").hasMessageContaining("javaToolOptions");
+    assertThat(HelmChart.render(Map.of("agent.serviceCIDRs[0]", "10.96.0.0/12", "agent.serviceCIDRs[1]", "fd00:10:96::/112")))
+        .anySatisfy(o -> assertThat(o.toString()).contains("10.96.0.0/12,fd00:10:96::/112"));
+  }
+
+  @Test
+  void theImageIsTheChartsAppVersionOrAPinnedDigest() {
+    String appVersion = VersionAgreementTest.chartYaml().path("appVersion").asText();
+    for (JsonNode c : ManifestChecks.containers(ManifestChecks.daemonSet(HelmChart.render(Map.of())))) {
+      assertThat(c.path("image").asText()).isEqualTo("ghcr.io/egress-service-agent/egress-service-agent:" + appVersion);
+    }
+    String digest = "sha256:" + "ab".repeat(32);
+    assertThat(ManifestChecks.containers(ManifestChecks.daemonSet(HelmChart.render(Map.of("image.digest", digest))))
+        .get(0).path("image").asText()).isEqualTo("ghcr.io/egress-service-agent/egress-service-agent@" + digest);
+  }
+
+  // ---- comparison ----
+
+  private static void assertSameObjects(String what, List<JsonNode> chart, List<JsonNode> kustomize) throws Exception {
+    Map<String, JsonNode> fromChart = byId(chart, ChartTest::withoutHelmsOwn);
+    Map<String, JsonNode> fromKustomize = byId(kustomize, ChartTest::normalized);
+    assertThat(fromChart.keySet()).as("%s: the chart's objects and kustomize's", what)
+        .containsExactlyInAnyOrderElementsOf(fromKustomize.keySet());
+    for (Map.Entry<String, JsonNode> e : fromKustomize.entrySet()) {
+      List<String> differences = new ArrayList<>();
+      diff("", fromChart.get(e.getKey()), e.getValue(), differences);
+      assertThat(differences).as("%s: %s, where the chart (first) and kustomize's deploy/ (second) differ", what,
+          e.getKey()).isEmpty();
+    }
+  }
+
+  private static Map<String, JsonNode> byId(List<JsonNode> objects, Function<JsonNode, JsonNode> normalize) {
+    Map<String, JsonNode> out = new TreeMap<>();
+    for (JsonNode o : objects) {
+      assertThat(out.put(Kustomize.id(o), normalize.apply(o))).as("one %s", Kustomize.id(o)).isNull();
+    }
+    return out;
+  }
+
+  private static JsonNode withoutHelmsOwn(JsonNode o) {
+    ObjectNode copy = o.deepCopy();
+    ObjectNode metadata = (ObjectNode) copy.path("metadata");
+    if (metadata.path("labels") instanceof ObjectNode labels) {
+      HELM_LABELS.forEach(labels::remove);
+      if (labels.isEmpty()) {
+        metadata.remove("labels");
+      }
+    }
+    if (metadata.path("annotations") instanceof ObjectNode annotations) {
+      annotations.remove("helm.sh/resource-policy");
+      if (annotations.isEmpty()) {
+        metadata.remove("annotations");
+      }
+    }
+    return normalized(copy);
+  }
+
+  /** Sorted keys, and env lists by name: strategic-merge patches append where the chart writes in place. */
+  private static JsonNode normalized(JsonNode o) {
+    JsonNode copy = o.deepCopy();
+    sortEnv(copy);
+    return copy;
+  }
+
+  /** Each path where the two differ, with both values (missing where one has nothing). */
+  private static void diff(String path, JsonNode a, JsonNode b, List<String> out) {
+    if (a != null && b != null && a.isObject() && b.isObject()) {
+      java.util.Set<String> keys = new java.util.TreeSet<>();
+      a.fieldNames().forEachRemaining(keys::add);
+      b.fieldNames().forEachRemaining(keys::add);
+      keys.forEach(k -> diff(path + "/" + k, a.get(k), b.get(k), out));
+    } else if (a != null && b != null && a.isArray() && b.isArray() && a.size() == b.size()) {
+      for (int i = 0; i < a.size(); i++) {
+        diff(path + "/" + i, a.get(i), b.get(i), out);
+      }
+    } else if (a == null || b == null || !a.equals(b)) {
+      out.add(path + ": " + (a == null ? "(missing)" : a) + " vs " + (b == null ? "(missing)" : b));
+    }
+  }
+
+  private static void sortEnv(JsonNode node) {
+    if (node instanceof ObjectNode obj) {
+      if (obj.get("env") instanceof ArrayNode env) {
+        List<JsonNode> items = new ArrayList<>();
+        env.forEach(items::add);
+        items.sort(Comparator.comparing(e -> e.path("name").asText()));
+        env.removeAll();
+        env.addAll(items);
+      }
+      obj.forEach(ChartTest::sortEnv);
+    } else if (node instanceof ArrayNode arr) {
+      arr.forEach(ChartTest::sortEnv);
+    }
+  }
+
+  private static Map<String, Long> kinds(List<JsonNode> objects) {
+    return objects.stream().collect(Collectors.groupingBy(o -> o.path("kind").asText(), LinkedHashMap::new,
+        Collectors.counting())).entrySet().stream().sorted(Map.Entry.comparingByKey())
+        .collect(Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue, (a, b) -> a, LinkedHashMap::new));
+  }
+}
