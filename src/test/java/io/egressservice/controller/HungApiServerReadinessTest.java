@@ -79,8 +79,10 @@ class HungApiServerReadinessTest {
         metrics, new KubernetesEvents(viaProxy, NODE, Clock.systemUTC()), Clock.systemUTC());
     toClose.add(agent);
     agent.start();
-    await().atMost(Duration.ofSeconds(20)).until(() -> agent.readiness().ok());
-    assertThat(watchUp(metrics, "EgressService")).isEqualTo(1.0);
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+      assertThat(agent.readiness().ok()).isTrue();
+      assertThat(watchUp(metrics, "EgressService")).isEqualTo(1.0);
+    });
 
     proxy.mode(ApiProxy.Mode.HANG);
     long hungAt = System.nanoTime();

@@ -138,7 +138,22 @@ class RbacCoverageTest {
             .getMetadata().getAnnotations();
         return a == null || a.get("egress-service.k8s.ovn.org/also-receive") == null;
       });
-      // Gone, back (the same outcome again: an Event that repeats an earlier one), gone again.
+      // An EgressService made while the agent runs, for a Service it never cached: fetched (a backfill).
+      client.services().resource(new ServiceBuilder().withNewMetadata().withName("api").withNamespace("default")
+          .endMetadata().withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.11").addToSelector("app", "api").endSpec()
+          .withNewStatus().withNewLoadBalancer().addNewIngress().withIp("5.5.5.6").endIngress().endLoadBalancer()
+          .endStatus().build()).create();
+      client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder().withNewMetadata()
+          .withName("api-1").withNamespace("default").addToLabels("kubernetes.io/service-name", "api")
+          .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
+          .withAddressType("IPv4").withEndpoints(new EndpointBuilder().withAddresses("10.128.0.6").withNodeName("node-a")
+              .build()).build()).create();
+      client.resources(EgressService.class)
+          .resource(EgressServices.of("default", "api", SourceIPBy.LOADBALANCERIP, "100", "")).create();
+      await().atMost(Duration.ofSeconds(20)).untilAsserted(() ->
+          assertThat(ns.exec("ip", "rule", "show")).contains("from 10.128.0.6 lookup 100 proto 201"));
+      // Gone, back at once (its Service and slices still parked: no fetch; the same outcome again, an Event that
+      // repeats an earlier one), gone again.
       for (int round = 0; round < 2; round++) {
         client.resources(EgressService.class).inNamespace("default").withName("web").delete();
         await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
