@@ -92,18 +92,7 @@ class MassRecreateClusterTest {
       objects.add(slice(name, name + "-a", NODE, endpoint(i)));
       objects.add(es(name));
     }
-    ExecutorService pool = Executors.newFixedThreadPool(4);
-    try {
-      List<Future<?>> done = new ArrayList<>();
-      for (HasMetadata o : objects) {
-        done.add(pool.submit(() -> client.resource(o).create()));
-      }
-      for (Future<?> f : done) {
-        f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-      }
-    } finally {
-      pool.shutdownNow();
-    }
+    io.egressservice.testing.KubeWrites.createAll(client, objects, WAIT);
   }
 
   /** The sources of our endpoint rules now (the ClusterIP rules left out: one rule per service counted). */

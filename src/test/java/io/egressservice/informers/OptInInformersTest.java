@@ -21,9 +21,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.ovn.k8s.v1.EgressService;
@@ -88,19 +85,9 @@ class OptInInformersTest {
   }
 
   private void createAll(List<? extends HasMetadata> objects) throws Exception {
-    ExecutorService pool = Executors.newFixedThreadPool(4);
-    try {
-      List<Future<?>> done = new ArrayList<>();
-      for (HasMetadata o : objects) {
-        done.add(pool.submit(() -> client.resource(o).create()));
-      }
-      for (Future<?> f : done) {
-        f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-      }
-    } finally {
-      pool.shutdownNow();
-    }
+    io.egressservice.testing.KubeWrites.createAll(client, objects, WAIT);
   }
+
 
   /**
    * The 10,000 bystanders are served by expectations on the two list requests: the CRUD mock's create is
