@@ -1,0 +1,164 @@
+package io.egressservice.explain;
+
+import io.egressservice.ip.IpPrefix;
+import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodIP;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Reads, never writes, what the API says about an address (see {@link ApiClaims}). The EgressService is read as a
+ * generic resource, so one that fails the schema is still shown as it is. Needs {@code get}/{@code list} on pods,
+ * endpointslices, services, egressservices, events and nodes (the agent's account has them).
+ */
+public final class ApiInspector {
+  private static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+  private final KubernetesClient client;
+
+  public ApiInspector(KubernetesClient client) {
+    this.client = client;
+  }
+
+  /** The pod {@code namespace/name}, or an ExplainException naming what is missing. */
+  public Pod pod(String namespace, String name) {
+    Pod pod = call(() -> client.pods().inNamespace(namespace).withName(name).get());
+    if (pod == null) {
+      throw new ExplainException("no pod " + namespace + "/" + name + " in the API");
+    }
+    return pod;
+  }
+
+  /** The pod's addresses ({@code status.podIPs}, else {@code status.podIP}). */
+  public static List<String> addresses(Pod pod) {
+    if (pod.getStatus() == null) {
+      return List.of();
+    }
+    List<String> ips = new ArrayList<>();
+    if (pod.getStatus().getPodIPs() != null) {
+      pod.getStatus().getPodIPs().stream().map(PodIP::getIp).filter(Objects::nonNull).forEach(ips::add);
+    }
+    if (ips.isEmpty() && pod.getStatus().getPodIP() != null) {
+      ips.add(pod.getStatus().getPodIP());
+    }
+    return ips;
+  }
+
+  public ApiClaims claims(IpPrefix address) {
+    String ip = address.addressText();
+    Optional<Pod> pod = call(() -> client.pods().inAnyNamespace().list().getItems()).stream()
+        .filter(p -> p.getSpec() == null || !Boolean.TRUE.equals(p.getSpec().getHostNetwork()))
+        .filter(p -> addresses(p).stream().anyMatch(a -> sameAddress(a, address)))
+        .findFirst();
+    List<EndpointSlice> slices = call(() -> pod.isPresent()
+        ? client.discovery().v1().endpointSlices().inNamespace(pod.get().getMetadata().getNamespace()).list().getItems()
+        : client.discovery().v1().endpointSlices().inAnyNamespace().list().getItems());
+    List<String> services = new ArrayList<>();
+    for (EndpointSlice s : slices) {
+      String svc = s.getMetadata().getLabels() == null ? null : s.getMetadata().getLabels().get(SERVICE_NAME_LABEL);
+      if (svc == null || s.getEndpoints() == null) {
+        continue;
+      }
+      boolean lists = s.getEndpoints().stream().filter(e -> e.getAddresses() != null)
+          .anyMatch(e -> e.getAddresses().stream().anyMatch(a -> sameAddress(a, address)));
+      String key = s.getMetadata().getNamespace() + "/" + svc;
+      if (lists && !services.contains(key)) {
+        services.add(key);
+      }
+    }
+    List<ApiClaims.Claim> claims = new ArrayList<>();
+    for (String key : services) {
+      claims.add(claim(key));
+    }
+    // an EgressService's claim first, the oldest first: the order in which the agent gives them an endpoint
+    claims.sort(Comparator.comparing((ApiClaims.Claim c) -> !c.egressService()));
+    Map<String, String> nodes = new HashMap<>();
+    for (Node n : call(() -> client.nodes().list().getItems())) {
+      if (n.getStatus() != null && n.getStatus().getAddresses() != null) {
+        n.getStatus().getAddresses().forEach(a -> nodes.put(normal(a.getAddress()), n.getMetadata().getName()));
+      }
+    }
+    return new ApiClaims(pod.map(p -> p.getMetadata().getNamespace() + "/" + p.getMetadata().getName()),
+        pod.map(p -> p.getSpec() == null ? null : p.getSpec().getNodeName()), claims, nodes);
+  }
+
+  private ApiClaims.Claim claim(String key) {
+    String ns = key.substring(0, key.indexOf('/'));
+    String name = key.substring(key.indexOf('/') + 1);
+    GenericKubernetesResource es = call(() -> client.genericKubernetesResources("k8s.ovn.org/v1", "EgressService")
+        .inNamespace(ns).withName(name).get());
+    Service svc = call(() -> client.services().inNamespace(ns).withName(name).get());
+    List<String> lbIps = new ArrayList<>();
+    if (svc != null && svc.getStatus() != null && svc.getStatus().getLoadBalancer() != null
+        && svc.getStatus().getLoadBalancer().getIngress() != null) {
+      svc.getStatus().getLoadBalancer().getIngress().stream().map(i -> i.getIp()).filter(Objects::nonNull)
+          .forEach(lbIps::add);
+    }
+    if (es == null) {
+      return new ApiClaims.Claim(key, false, "", Optional.empty(), Optional.empty(), lbIps, List.of());
+    }
+    Map<String, Object> props = es.getAdditionalProperties();
+    String mode = text(props, "spec", "sourceIPBy").orElse("LoadBalancerIP");
+    List<ApiClaims.Reason> reasons = new ArrayList<>();
+    List<Event> events = call(() -> client.v1().events().inNamespace(ns).list().getItems());
+    events.stream()
+        .filter(e -> e.getInvolvedObject() != null && "EgressService".equals(e.getInvolvedObject().getKind())
+            && name.equals(e.getInvolvedObject().getName()))
+        .sorted(Comparator.comparing(ApiInspector::lastSeen))
+        .forEach(e -> reasons.add(new ApiClaims.Reason(Optional.ofNullable(e.getType()).orElse("Normal"),
+            Optional.ofNullable(e.getReason()).orElse(""), Optional.ofNullable(e.getMessage()).orElse(""),
+            Optional.ofNullable(e.getReportingInstance())
+                .or(() -> Optional.ofNullable(e.getSource()).map(s -> s.getHost() != null ? s.getHost() : s.getComponent()))
+                .orElse(""),
+            lastSeen(e))));
+    return new ApiClaims.Claim(key, true, mode, text(props, "spec", "network").filter(s -> !s.isEmpty()),
+        text(props, "status", "host").filter(s -> !s.isEmpty()), lbIps, reasons);
+  }
+
+  private static String lastSeen(Event e) {
+    return Optional.ofNullable(e.getLastTimestamp()).or(() -> Optional.ofNullable(e.getEventTime()).map(t -> t.getTime()))
+        .or(() -> Optional.ofNullable(e.getMetadata().getCreationTimestamp())).orElse("");
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Optional<String> text(Map<String, Object> props, String object, String field) {
+    Object o = props.get(object);
+    if (!(o instanceof Map<?, ?> m)) {
+      return Optional.empty();
+    }
+    Object v = ((Map<String, Object>) m).get(field);
+    return v == null ? Optional.empty() : Optional.of(String.valueOf(v));
+  }
+
+  private static boolean sameAddress(String text, IpPrefix address) {
+    return normal(text).equals(address.addressText());
+  }
+
+  private static String normal(String text) {
+    try {
+      return IpPrefix.parseHost(text).addressText();
+    } catch (RuntimeException e) {
+      return text;
+    }
+  }
+
+  private static <T> T call(java.util.function.Supplier<T> read) {
+    try {
+      return read.get();
+    } catch (KubernetesClientException e) {
+      throw new ExplainException("the API server refused a read (" + e.getCode() + "): " + e.getMessage()
+          + " (the account needs get/list on pods, endpointslices, services, egressservices, events and nodes)");
+    }
+  }
+}
