@@ -27,6 +27,7 @@ import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.Planner;
 import io.egressservice.plan.NetworkResolution;
+import io.egressservice.plan.SteerRoute;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -60,6 +61,7 @@ public final class Dataplane implements AutoCloseable {
   private final NftClient noHostClient;
   private final io.egressservice.nft.NoHostNftables noHost;
   private final TunnelGuard guard;
+  private final FlowDrain drain;
   private long lastNoHostVerifyNanos = System.nanoTime() - NO_HOST_VERIFY_NANOS;
   /** The no-host table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
   private static final long NO_HOST_VERIFY_NANOS = 30_000_000_000L;
@@ -70,6 +72,10 @@ public final class Dataplane implements AutoCloseable {
     this.noHostClient = NftClient.open(thread);
     this.noHost = new io.egressservice.nft.NoHostNftables(noHostClient);
     this.guard = new TunnelGuard(thread, () -> {
+      nft.otherTableCommitted();
+      marks.otherTableCommitted();
+    });
+    this.drain = new FlowDrain(thread, netlink, priority, protocol, () -> {
       nft.otherTableCommitted();
       marks.otherTableCommitted();
     });
@@ -374,7 +380,7 @@ public final class Dataplane implements AutoCloseable {
     List<String> guarded = guard.sync(plan.desired());
     // not on the first reconcile: running flows stay
     EarlyRestart early = lastTreatment == null ? EarlyRestart.NONE
-        : switchedSources(lastTreatment, ServiceSlices.treatments(plan.desired()), plan.desired().inCluster());
+        : switchedSources(lastTreatment, ServiceSlices.treatments(plan.desired()), lastSteerRoutes, plan.desired());
     ApplyReport report = withGuard(guarded, withHolds(apply(diff(plan), null, false, early), plan.desired()));
     afterFullReconcile(plan.desired(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
@@ -435,6 +441,8 @@ public final class Dataplane implements AutoCloseable {
 
   /** How each local endpoint's traffic leaves, as last applied; null before the first reconcile. */
   private Map<IpPrefix, String> lastTreatment;
+  /** The steering tables' routes as last applied with {@link #lastTreatment}: where a switched source was steered. */
+  private List<SteerRoute> lastSteerRoutes = List.of();
   /** Restarts the flows of changed endpoints (and keeps what it learned of the kernel across reconciles). */
   private final io.egressservice.netlink.Conntrack conntrack = new io.egressservice.netlink.Conntrack();
 
@@ -447,6 +455,7 @@ public final class Dataplane implements AutoCloseable {
     Map<IpPrefix, String> now = ServiceSlices.treatments(desired);
     Map<IpPrefix, String> before = lastTreatment;
     lastTreatment = now;
+    lastSteerRoutes = desired.steering().routes();
     if (before == null) {
       return;
     }
@@ -463,6 +472,41 @@ public final class Dataplane implements AutoCloseable {
     failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
     deleteTakeovers(failures);
   }
+
+  /**
+   * Deletes the drained sources' entries without SNAT (their flows before the switch, steered meanwhile) until a round
+   * finds none, then ends the drain: first the entries, then the rule, so no packet of theirs falls between. The
+   * rounds catch an entry the earlier find missed: one made between that find and the rule deletion, or not yet
+   * confirmed when a dump walked past it.
+   */
+  private void drainFlows(FlowDrain.Active active, List<IpPrefix> inCluster, boolean hold) {
+    Set<IpPrefix> sources = active.plan().sources();
+    if (hold) {
+      guard.holdNewInbound(sources); // not held with the early restart (a failure before it): see holdNewInbound
+    }
+    try {
+      for (int round = 0; round < DRAIN_ROUNDS; round++) {
+        if (round > 0) {
+          Thread.sleep(DRAIN_ROUND_MILLIS);
+        }
+        io.egressservice.netlink.Conntrack.Found f = conntrack.find(thread, sources, inCluster).withoutSnat();
+        if (f.size() > 0) {
+          earlyFailures.addAll(conntrack.delete(thread, f));
+          earlyFound.add(f);
+        } else if (round > 0) {
+          break;
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      earlyFailures.addAll(drain.end(active));
+    }
+  }
+
+  /** At most this many rounds of {@link #drainFlows}, this far apart: a packet crosses a node in microseconds. */
+  private static final int DRAIN_ROUNDS = 5;
+  private static final long DRAIN_ROUND_MILLIS = 5;
 
   /** What the early restart in {@code apply} could not do; reported with the later pass's. */
   private final List<String> earlyFailures = new ArrayList<>();
@@ -485,12 +529,20 @@ public final class Dataplane implements AutoCloseable {
    * released sources restart only then, once the no-host table holds them (earlier they would leak).
    */
   /** Sources whose flows out of the cluster restart right after the rule deletions, and what is in the cluster. */
-  private record EarlyRestart(Set<IpPrefix> sources, List<IpPrefix> inCluster) {
-    static final EarlyRestart NONE = new EarlyRestart(Set.of(), List.of());
+  /**
+   * Sources whose flows out of the cluster restart right after the rule deletions, what is in the cluster, and those
+   * of them whose established flows stay on their old host meanwhile ({@link FlowDrain}).
+   */
+  private record EarlyRestart(Set<IpPrefix> sources, List<IpPrefix> inCluster, FlowDrain.Plan drain) {
+    static final EarlyRestart NONE = new EarlyRestart(Set.of(), List.of(), FlowDrain.Plan.NONE);
   }
 
+  /**
+   * @param steeredBefore the steering routes when {@code before} was applied (where a source was steered)
+   * @param next the whole desired state {@code after} belongs to
+   */
   private EarlyRestart switchedSources(Map<IpPrefix, String> before, Map<IpPrefix, String> after,
-      List<IpPrefix> inCluster) {
+      List<SteerRoute> steeredBefore, DesiredState next) {
     earlyFailures.clear();
     TreeSet<IpPrefix> switched = new TreeSet<>();
     after.forEach((k, v) -> {
@@ -498,7 +550,39 @@ public final class Dataplane implements AutoCloseable {
         switched.add(k);
       }
     });
-    return new EarlyRestart(switched, inCluster);
+    return new EarlyRestart(switched, next.inCluster(), drainPlan(switched, before, after, steeredBefore, next));
+  }
+
+  /**
+   * The switched sources that were steered and are SNATed here now (this node became their host): their flows keep
+   * the old host's steering table until their entries are gone. Not when that table now routes to another host (the
+   * flows would go there), nor when every mark value of the mask is taken.
+   */
+  private FlowDrain.Plan drainPlan(Set<IpPrefix> switched, Map<IpPrefix, String> before, Map<IpPrefix, String> after,
+      List<SteerRoute> steeredBefore, DesiredState next) {
+    Map<Long, String> nowRoutedTo = new HashMap<>();
+    next.steering().routes().forEach(r -> nowRoutedTo.put(r.table(), r.host()));
+    List<FlowDrain.Entry> entries = new ArrayList<>();
+    for (IpPrefix source : switched) {
+      String was = before.getOrDefault(source, "");
+      if (!was.startsWith("steer ") || !after.get(source).startsWith("snat ")) {
+        continue;
+      }
+      String oldHost = was.substring("steer ".length());
+      steeredBefore.stream().filter(r -> r.host().equals(oldHost) && r.family() == source.family())
+          .filter(r -> nowRoutedTo.getOrDefault(r.table(), oldHost).equals(oldHost)).findFirst()
+          .ifPresent(r -> entries.add(new FlowDrain.Entry(source, r.table())));
+    }
+    if (entries.isEmpty()) {
+      return FlowDrain.Plan.NONE;
+    }
+    Set<Long> used = new java.util.HashSet<>(next.networkMarks().values());
+    Map<Long, Long> known = knownMarks;
+    if (known != null) {
+      used.addAll(known.values());
+    }
+    return FlowDrain.freeMark(next.markMask(), used).map(v -> new FlowDrain.Plan(entries, next.markMask(), v))
+        .orElse(FlowDrain.Plan.NONE);
   }
 
   /** Packets of endpoints of services without a host dropped, per service ({@code namespace/name}). */
@@ -525,7 +609,7 @@ public final class Dataplane implements AutoCloseable {
     long observeNanos = System.nanoTime() - start;
     List<String> guarded = guard.sync(desired);
     EarlyRestart early = lastTreatment == null ? EarlyRestart.NONE
-        : switchedSources(lastTreatment, ServiceSlices.treatments(desired), desired.inCluster());
+        : switchedSources(lastTreatment, ServiceSlices.treatments(desired), lastSteerRoutes, desired);
     ApplyReport report = withGuard(guarded, withHolds(apply(Differ.diff(desired, Differ.wantedRules(desired),
         observed, steeringMtu(desired)), null, false, early), desired));
     afterFullReconcile(desired, report);
@@ -585,7 +669,7 @@ public final class Dataplane implements AutoCloseable {
     List<String> guarded = guard.syncChanged(previous, next, changed);
     long guardNanos = System.nanoTime() - guardStart;
     EarlyRestart early = switchedSources(ServiceSlices.treatments(was), ServiceSlices.treatments(now),
-        next.inCluster());
+        previous.steering().routes(), next);
     ApplyReport report = apply(changes, new KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false,
         early);
     fastPaths++;
@@ -595,6 +679,7 @@ public final class Dataplane implements AutoCloseable {
     syncNoHostChanged(was, now, next, failures);
     if (failures.isEmpty()) {
       restartChangedFlows(was, now, failures);
+      lastSteerRoutes = next.steering().routes();
     }
     viewCurrent = failures.isEmpty();
     return new ApplyReport(report.applied(), failures, report.kernelNanos() + System.nanoTime() - t);
@@ -725,6 +810,8 @@ public final class Dataplane implements AutoCloseable {
         changes.ruleDeletes().isEmpty() ? null : shadowed, exclusive);
     kernel += System.nanoTime() - t;
 
+    // Before the nft transactions: in mark mode the mark elements, not the rules, switch the sources' route.
+    Optional<FlowDrain.Active> draining = failures.isEmpty() ? drain.begin(early.drain()) : Optional.empty();
     if (!changes.nft().isEmpty() || changes.ensureNftBase()) {
       t = System.nanoTime();
       try {
@@ -820,6 +907,7 @@ public final class Dataplane implements AutoCloseable {
       earlyFailures.addAll(conntrack.delete(thread, found));
       earlyFound.add(found);
     }
+    draining.ifPresent(d -> drainFlows(d, early.inCluster(), !restartEarly));
     routeBatch(changes.routeDeletes().stream().map(RouteChange::delete).toList(), routeDeleteChanges, applied,
         failures);
     if (!changes.steering().isEmpty()) {
@@ -925,6 +1013,14 @@ public final class Dataplane implements AutoCloseable {
     }
     steering.cleanup(failures, applied);
     try {
+      if (drain.delete()) {
+        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
+            "nft table inet " + io.egressservice.nft.DrainNftables.TABLE));
+      }
+    } catch (NftException e) {
+      failures.add("delete nft table inet " + io.egressservice.nft.DrainNftables.TABLE + ": " + e.getMessage());
+    }
+    try {
       if (guard.delete()) {
         applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
             "nft table inet " + io.egressservice.nft.GuardNftables.TABLE));
@@ -951,6 +1047,7 @@ public final class Dataplane implements AutoCloseable {
       marks.close();
       noHostClient.close();
       guard.close();
+      drain.close();
       nft.close();
     } finally {
       try {

@@ -229,6 +229,14 @@ public final class Conntrack {
     public int size() {
       return matched.size();
     }
+
+    /**
+     * Those of the found entries whose flow leaves with the source's own address (no SNAT: a steered flow's identity
+     * NAT), with the errors of finding them.
+     */
+    public Found withoutSnat() {
+      return new Found(matched.stream().filter(m -> m.reverse().isPresent()).toList(), errors);
+    }
   }
 
   /** The dumps of {@link #find}: as in {@link #restartFlowsLeavingTheCluster}, a few IPv4 sources filtered each. */

@@ -89,7 +89,13 @@ public final class Traffic implements AutoCloseable {
     NetnsThread thread = thread(role);
     for (String address : addresses) {
       for (int port : new int[] {ECHO_PORT, RTT_PORT}) {
-        DatagramSocket udp = thread.call(() -> new DatagramSocket(new InetSocketAddress(InetAddress.getByName(address), port)));
+        DatagramSocket udp = thread.call(() -> {
+          DatagramSocket u = new DatagramSocket(new InetSocketAddress(InetAddress.getByName(address), port));
+          // Room for seconds of the streams: a server starved by a loaded machine would otherwise drop at its socket
+          // (RcvbufErrors), which a loss count cannot tell from the cluster's (the kernel caps it at rmem_max).
+          u.setReceiveBufferSize(4 << 20);
+          return u;
+        });
         servers.add(udp);
         boolean record = port == ECHO_PORT;
         daemon("udp-" + port + "-" + role + "-" + address, () -> serveUdp(role, udp, record));

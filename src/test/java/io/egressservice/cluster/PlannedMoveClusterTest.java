@@ -32,8 +32,8 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * host is cordoned (the allocator runs here, as in {@link FailoverScenario}). The new host receives the steered
  * endpoints before {@code status.host} names it, and the old one until the steering nodes switched: no steered
  * datagram is lost, none leaves with another source. The new host's own pod is the one flow whose NAT changes (steered
- * with an identity NAT, then SNATed locally): it loses what leaves between the steering rule's deletion and its
- * conntrack entry's, a few milliseconds (the agent deletes it right after the rule, see Dataplane).
+ * with an identity NAT, then SNATed locally): its established flow keeps going through the old host until its
+ * conntrack entry is deleted, so it loses nothing either (see dataplane.FlowDrain).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class PlannedMoveClusterTest {
@@ -130,8 +130,12 @@ class PlannedMoveClusterTest {
     System.out.println("=== agents' logs in " + cluster.dir());
   }
 
+  /**
+   * Steered datagrams, and those of the new host's own pod (whose flow switches from steered with an identity NAT
+   * to SNAT here: its established flow keeps going through the old host until its entry is gone, see FlowDrain).
+   */
   @Test
-  void cordoningTheHostLosesNoDatagram() {
+  void plannedMoveLosesNoDatagramOfTheNewHostsOwnPod() {
     await().atMost(Duration.ofSeconds(30)).until(() -> !host().isEmpty());
     System.out.println("agents' logs: " + cluster.dir());
     String cordoned = "";
@@ -175,11 +179,10 @@ class PlannedMoveClusterTest {
       System.out.println("planned move " + (move + 1) + ": " + results.get(results.size() - 1));
       assertThat(now).isNotEqualTo(old);
       assertThat(lost).as("steered datagrams lost in planned move %s", results.get(results.size() - 1)).isZero();
-      // The new host's own pod switches from steered to local SNAT: its flow keeps the NAT its first packet chose
-      // until the agent deletes its conntrack entry, right after the rule deletion (Dataplane); the guard drops
-      // what leaves in between: milliseconds (0-31 datagrams measured on a loaded machine), not zero (see the class
-      // comment), so it is printed above and measured by bench/failover.sh (row cordon), not asserted. A restart
-      // that never came would leave the flow dropped for good: awaitSteady(now) above fails then.
+      // The new host's own pod switches from steered to local SNAT: its established flow is steered on to the old
+      // host (which still receives) until its conntrack entry is gone, and only then takes the local path.
+      assertThat(lostOnNewHost).as("datagrams of the new host's own pod lost in planned move %s",
+          results.get(results.size() - 1)).isZero();
       assertThat(leaked).as("datagrams seen outside with another source than %s", LB_IP).isZero();
       // The new host's own pod's flow restarts: an answer to what it sent through the old host, arriving before
       // its next packet, must not stay as an entry from outside to its address (its flow would run in that entry's
