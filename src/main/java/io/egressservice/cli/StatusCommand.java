@@ -37,7 +37,15 @@ import picocli.CommandLine.Spec;
 
 /** {@code status}: the owned kernel state, grouped by service. */
 @Command(name = "status", mixinStandardHelpOptions = true,
-    description = "Show the owned ip rules, throw routes and nft SNAT entries, grouped by service.")
+    description = {"Show the owned ip rules, throw routes and nft SNAT entries, grouped by service. Every rule is"
+        + " named by its service (endpoint or ClusterIP) from the objects: --objects files, else the API (in cluster,"
+        + " or with --kubeconfig) when this node's name is known; without them, rules without an SNAT entry are"
+        + " grouped by table."},
+    footer = {"%nExamples:",
+        "  egress-service-agent status                          (in the agent pod: named from the API)",
+        "  egress-service-agent status -o json --netns node-b",
+        "  egress-service-agent status --objects cluster.yaml --node node-b",
+        "  kubectl egress-service status node-b                 (the kubectl plugin)"})
 public final class StatusCommand implements Callable<Integer> {
   static final String IN_CLUSTER = "(in-cluster)";
 
@@ -56,6 +64,14 @@ public final class StatusCommand implements Callable<Integer> {
       description = "With --objects: this node's name (--node-name as on run).")
   String node;
 
+  @Option(names = "--kubeconfig", paramLabel = "FILE", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+      description = "The API that names the rules when no --objects are given (default: in cluster, the pod's"
+          + " service account).")
+  Path kubeconfig;
+
+  @Option(names = "--no-api", description = "Do not ask the API: name rules from the kernel (and --objects) only.")
+  boolean noApi;
+
   @Spec CommandSpec spec;
 
   @Override
@@ -67,8 +83,8 @@ public final class StatusCommand implements Callable<Integer> {
       throw new Main.UserError("--objects needs --node (or EGRESS_AGENT_NODE_NAME) to plan for this node");
     }
     PlanConfig config = planOptions.toConfig();
-    ClusterObjects loaded = objects.isEmpty() ? null : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
-    if (loaded != null) {
+    ClusterObjects loaded = objects.isEmpty() ? fromApi() : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    if (loaded != null && !objects.isEmpty()) {
       PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     }
     PrintWriter out = spec.commandLine().getOut();
@@ -76,6 +92,8 @@ public final class StatusCommand implements Callable<Integer> {
       ObservedState observed = dp.observe();
       Map<IpPrefix, String> names = new HashMap<>();
       Map<IpPrefix, String> hosts = new HashMap<>();
+      // each EgressService's status.host, as the objects give it
+      Map<String, String> serviceHosts = new TreeMap<>();
       // A comment is the service's name unless that is too long for nft (ServiceComments); the plan's
       // services map such comments back to their names.
       Map<String, String> serviceByComment = new HashMap<>();
@@ -88,25 +106,62 @@ public final class StatusCommand implements Callable<Integer> {
         }
         plan.steering().routes().forEach(r -> hosts.put(r.hostAddress(), r.host()));
         plan.services().forEach(o -> serviceByComment.put(ServiceComments.of(o.service()), o.service().toString()));
+        for (org.ovn.k8s.v1.EgressService es : loaded.egressServices()) {
+          if (es.getStatus() != null && es.getStatus().getHost() != null && !es.getStatus().getHost().isEmpty()) {
+            serviceHosts.put(es.getMetadata().getNamespace() + "/" + es.getMetadata().getName(), es.getStatus().getHost());
+          }
+        }
       }
       observed.nft().snat().forEach(e -> names.put(e.source(), serviceByComment.getOrDefault(e.comment(), e.comment())));
       Map<String, Group> groups = group(observed, names, serviceByComment);
       Steered steered = new Steered(config, observed, hosts);
       if (output.equals("json")) {
-        out.println(PlanJson.write(json(dp, config, observed, groups, steered)));
+        out.println(PlanJson.write(json(dp, config, observed, groups, steered, serviceHosts)));
       } else {
-        text(out, dp, config, observed, groups, steered);
+        text(out, dp, config, observed, groups, steered, serviceHosts);
       }
       long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
-      if (unnamed > 0 && output.equals("text")) {
+      if (unnamed > 0 && output.equals("text") && loaded != null) {
+        out.println("note: " + unnamed + " rule(s) are of no service in the objects read (left over, or of a"
+            + " service the objects do not hold), so they are grouped by table");
+      } else if (unnamed > 0 && output.equals("text")) {
         out.println("note: " + unnamed + " rule(s) have no SNAT entry to name their service (ClusterIPs and the"
             + " endpoints of sourceIPBy Network services never have one), so they are grouped by table;"
-            + " give --objects PATH... --node NODE to name them");
+            + " give --objects PATH... --node NODE, or run it where it reaches the API (in cluster, or with"
+            + " --kubeconfig) with --node NODE, to name them");
       }
       out.flush();
       return Main.EXIT_OK;
     } catch (DataplaneException e) {
       throw new Main.SystemError(e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The objects from the API when no --objects are given and the API is at hand (in cluster, or --kubeconfig) and
+   * this node's name is known; else null: status then names what the kernel alone names. An API that cannot be
+   * read is one line on stderr, not a failure: the kernel's state is what status is for.
+   */
+  private ClusterObjects fromApi() {
+    boolean atHand = kubeconfig != null || System.getenv("KUBERNETES_SERVICE_HOST") != null;
+    if (noApi || !atHand) {
+      return null;
+    }
+    PrintWriter err = spec.commandLine().getErr();
+    if (node == null || node.isBlank()) {
+      err.println("note: the API is at hand but this node's name is not (--node or EGRESS_AGENT_NODE_NAME):"
+          + " rules are named from the kernel only");
+      err.flush();
+      return null;
+    }
+    try (io.fabric8.kubernetes.client.KubernetesClient client = KubeClients.create(kubeconfig)) {
+      ClusterObjects loaded = new io.egressservice.explain.ApiInspector(client).objects();
+      PlanCommand.warnIfUnknownNode(loaded, node, err);
+      return loaded;
+    } catch (io.egressservice.explain.ExplainException | io.fabric8.kubernetes.client.KubernetesClientException e) {
+      err.println("note: the API could not be read, rules are named from the kernel only: " + e.getMessage());
+      err.flush();
+      return null;
     }
   }
 
@@ -214,7 +269,7 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static void text(PrintWriter out, Dataplane dp, PlanConfig config, ObservedState observed,
-      Map<String, Group> groups, Steered steered) {
+      Map<String, Group> groups, Steered steered, Map<String, String> serviceHosts) {
     EgressNftables.NftState nft = observed.nft();
     out.printf("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s) with protocol %d;"
             + " nft table inet %s: %s%n",
@@ -231,6 +286,9 @@ public final class StatusCommand implements Callable<Integer> {
             + ", " + dev.routes().size() + " steering route(s)"));
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       out.println(g.getKey());
+      if (serviceHosts.containsKey(g.getKey())) {
+        out.println("  host " + serviceHosts.get(g.getKey()));
+      }
       for (Rule r : g.getValue().rules()) {
         out.println("  rule " + r + clusterIpHint(config, r));
         if (r.source().isPresent()) {
@@ -265,7 +323,7 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups,
-      Steered steered) {
+      Steered steered, Map<String, String> serviceHosts) {
     ObjectNode root = new ObjectMapper().createObjectNode();
     root.put("netns", dp.thread().netns().orElse(null));
     root.put("priority", config.priority());
@@ -287,6 +345,9 @@ public final class StatusCommand implements Callable<Integer> {
       ObjectNode s = services.addObject();
       s.put("service", g.getKey());
       s.put("named", g.getValue().named());
+      if (serviceHosts.containsKey(g.getKey())) {
+        s.put("host", serviceHosts.get(g.getKey()));
+      }
       g.getValue().table().ifPresent(t -> s.put("table", t));
       ArrayNode rules = s.putArray("rules");
       for (Rule r : g.getValue().rules()) {

@@ -1,6 +1,7 @@
 package io.egressservice.explain;
 
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.objects.ClusterObjects;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Node;
@@ -17,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import org.ovn.k8s.v1.EgressService;
 
 /**
  * Reads, never writes, what the API says about an address (see {@link ApiClaims}). The EgressService is read as a
@@ -124,6 +126,25 @@ public final class ApiInspector {
             lastSeen(e))));
     return new ApiClaims.Claim(key, true, mode, text(props, "spec", "network").filter(s -> !s.isEmpty()),
         text(props, "status", "host").filter(s -> !s.isEmpty()), lbIps, reasons);
+  }
+
+  /**
+   * The objects {@code status} and {@code plan} read, from the API: every EgressService, the Services and
+   * EndpointSlices of the same names (only those: a cluster's other services are no input of the plan) and the
+   * Nodes, so a rule the kernel cannot attribute (a ClusterIP, an endpoint without SNAT entry) gets its service.
+   */
+  public ClusterObjects objects() {
+    List<EgressService> egress = call(() -> client.resources(EgressService.class).inAnyNamespace().list().getItems());
+    List<Service> services = new ArrayList<>();
+    List<EndpointSlice> slices = new ArrayList<>();
+    for (EgressService es : egress) {
+      String ns = es.getMetadata().getNamespace();
+      String name = es.getMetadata().getName();
+      Optional.ofNullable(call(() -> client.services().inNamespace(ns).withName(name).get())).ifPresent(services::add);
+      slices.addAll(call(() -> client.discovery().v1().endpointSlices().inNamespace(ns)
+          .withLabel(SERVICE_NAME_LABEL, name).list().getItems()));
+    }
+    return new ClusterObjects(egress, services, slices, call(() -> client.nodes().list().getItems()));
   }
 
   private static String lastSeen(Event e) {

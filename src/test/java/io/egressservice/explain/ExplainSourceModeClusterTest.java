@@ -163,6 +163,34 @@ class ExplainSourceModeClusterTest {
     }
   }
 
+  /** {@code status} in cluster (shares this class's cluster): the ClusterIP rules too are named, from the API. */
+  @Test
+  void statusNamesEveryRuleIncludingTheClusterIpsFromTheApiAndGivesTheHost() throws Exception {
+    List<String> args = List.of("status", "--netns", c.cluster.node("node-a").netns().name(), "--kubeconfig",
+        c.cluster.api().kubeconfig().toString(), "--node", "node-a", "--service-cidr", "172.30.0.0/16,fd02::/112");
+    io.egressservice.cli.InProcess.Result text = io.egressservice.cli.InProcess.run(args.toArray(String[]::new));
+    assertThat(text.exit()).as(text.err()).isZero();
+    java.nio.file.Files.createDirectories(java.nio.file.Path.of("target", "explain-samples"));
+    java.nio.file.Files.writeString(java.nio.file.Path.of("target", "explain-samples", "status-node-a.txt"), text.out());
+    assertThat(text.out()).as(text.out()).doesNotContain("sources the kernel does not name")
+        .contains("shop/web\n  host node-a\n");
+    List<String> jsonArgs = new java.util.ArrayList<>(args);
+    jsonArgs.addAll(List.of("-o", "json"));
+    io.egressservice.cli.InProcess.Result json = io.egressservice.cli.InProcess.run(jsonArgs.toArray(String[]::new));
+    JsonNode services = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.out()).path("services");
+    assertThat(services).as(json.out()).allSatisfy(s -> assertThat(s.has("table")).as("grouped by table: %s", s).isFalse());
+    JsonNode web = java.util.stream.StreamSupport.stream(services.spliterator(), false)
+        .filter(s -> s.path("service").asText().equals("shop/web")).findFirst().orElseThrow();
+    assertThat(web.path("host").asText()).isEqualTo("node-a");
+    assertThat(web.path("rules")).extracting(r -> r.path("from").asText())
+        .contains("172.30.0.10", "fd02::10", c.cluster.pod("pod-a1").ip(IpFamily.V4));
+    // without the API, the ClusterIPs are what the kernel cannot name
+    List<String> kernelOnly = new java.util.ArrayList<>(args);
+    kernelOnly.add("--no-api");
+    io.egressservice.cli.InProcess.Result bare = io.egressservice.cli.InProcess.run(kernelOnly.toArray(String[]::new));
+    assertThat(bare.out()).contains("sources the kernel does not name");
+  }
+
   private void deleteService(String name) {
     c.cluster.api().deleteEgressService(name);
     c.cluster.api().client().services().inNamespace(ApiServer.NAMESPACE).withName(name).delete();
