@@ -305,7 +305,7 @@ public final class StatusCommand implements Callable<Integer> {
     }
     if (!observed.routes().isEmpty()) {
       out.println("in-cluster destinations thrown back from the service tables:");
-      sortedRoutes(observed).forEach(r -> out.println("  route " + r));
+      sortedRoutes(observed).forEach(r -> out.println("  route " + routeText(r)));
     }
     if (!nft.inCluster().isEmpty()) {
       out.println("in-cluster destinations (never SNATed): "
@@ -398,6 +398,19 @@ public final class StatusCommand implements Callable<Integer> {
           .put("table", Integer.toUnsignedLong(r.table()));
     }
     return root;
+  }
+
+  /**
+   * A route as {@code ip route} writes it: the kernel reports an IPv6 throw route with the loopback device and
+   * the default metric 1024, which say nothing about it ({@code dev #1 ... metric 1024}), so a throw route is
+   * written without them.
+   */
+  static String routeText(Route r) {
+    if (r.type() != io.egressservice.netlink.RouteType.THROW) {
+      return r.toString();
+    }
+    return new Route(r.family(), r.table(), r.type(), r.destination(), java.util.Optional.empty(),
+        java.util.OptionalInt.empty(), r.protocol(), java.util.OptionalInt.empty()).toString();
   }
 
   private static List<Route> sortedRoutes(ObservedState observed) {
