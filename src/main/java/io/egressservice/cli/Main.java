@@ -14,7 +14,12 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Implements k8s.ovn.org/v1 EgressService on a node with ip rules and nftables.",
-    subcommands = {RunCommand.class, AllocatorCommand.class, PlanCommand.class, ApplyCommand.class, StatusCommand.class, ExplainCommand.class, CleanupCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+    footer = {"%nExamples:",
+        "  egress-service-agent explain shop/web-5d9          (why does this pod leave with that address?)",
+        "  egress-service-agent status",
+        "  egress-service-agent help plan",
+        "  source <(egress-service-agent completion)"},
+    subcommands = {RunCommand.class, AllocatorCommand.class, PlanCommand.class, ApplyCommand.class, StatusCommand.class, ExplainCommand.class, CleanupCommand.class, DemoCommand.class, CompletionCommand.class, ManCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
   /** Success. */
   public static final int EXIT_OK = 0;
