@@ -55,10 +55,18 @@ public record ApiClaims(Optional<String> pod, Optional<String> podNode, List<Cla
      * true; "Service not found" while the Service was being created is history once the host is allocated).
      */
     public List<Reason> refusals() {
-      return reasons.stream().filter(r -> r.type().equals("Warning"))
-          .filter(r -> reasons.stream().noneMatch(n -> n.type().equals("Normal") && n.reporter().equals(r.reporter())
-              && n.lastSeen().compareTo(r.lastSeen()) > 0))
-          .toList();
+      // Events carry whole seconds: a Normal outcome in the same second as a Warning is after it when it comes
+      // after it in the list (sorted by time, then in the order the API lists them: the order they were written)
+      List<Reason> out = new java.util.ArrayList<>();
+      for (int i = 0; i < reasons.size(); i++) {
+        Reason r = reasons.get(i);
+        boolean superseded = reasons.subList(i + 1, reasons.size()).stream().anyMatch(n -> n.type().equals("Normal")
+            && n.reporter().equals(r.reporter()) && n.lastSeen().compareTo(r.lastSeen()) >= 0);
+        if (r.type().equals("Warning") && !superseded) {
+          out.add(r);
+        }
+      }
+      return List.copyOf(out);
     }
 
     /** "LoadBalancerIP, network 100". */

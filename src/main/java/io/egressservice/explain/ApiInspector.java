@@ -22,11 +22,16 @@ import org.ovn.k8s.v1.EgressService;
 
 /**
  * Reads, never writes, what the API says about an address (see {@link ApiClaims}). The EgressService is read as a
- * generic resource, so one that fails the schema is still shown as it is. Needs {@code get}/{@code list} on pods,
- * endpointslices, services, egressservices, events and nodes (the agent's account has them).
+ * generic resource, so one that fails the schema is still shown as it is. Needs what the agent's own account has
+ * (deploy/rbac.yaml: list on egressservices, endpointslices, events and nodes, get on services), so it works in the
+ * agent's pod; pods are read when the account may, else a pod is what the EndpointSlices say of it.
  */
 public final class ApiInspector {
   private static final String SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+  /** Spelled out, so reading them needs no discovery request (nor a typed model that refuses a malformed one). */
+  private static final io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext EGRESS_SERVICES =
+      new io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext.Builder().withGroup("k8s.ovn.org")
+          .withVersion("v1").withKind("EgressService").withPlural("egressservices").withNamespaced(true).build();
   private final KubernetesClient client;
 
   public ApiInspector(KubernetesClient client) {
@@ -35,7 +40,17 @@ public final class ApiInspector {
 
   /** The pod {@code namespace/name}, or an ExplainException naming what is missing. */
   public Pod pod(String namespace, String name) {
-    Pod pod = call(() -> client.pods().inNamespace(namespace).withName(name).get());
+    Pod pod;
+    try {
+      pod = client.pods().inNamespace(namespace).withName(name).get();
+    } catch (KubernetesClientException e) {
+      if (e.getCode() != 403) {
+        throw refused(e);
+      }
+      // no read of pods (the agent's account): the addresses an EndpointSlice gives the pod by its targetRef
+      return fromSlices(namespace, name).orElseThrow(() -> new ExplainException("this account may not read pods, and"
+          + " no EndpointSlice in " + namespace + " names pod " + name + ": give its address instead"));
+    }
     if (pod == null) {
       throw new ExplainException("no pod " + namespace + "/" + name + " in the API");
     }
@@ -59,13 +74,24 @@ public final class ApiInspector {
 
   public ApiClaims claims(IpPrefix address) {
     String ip = address.addressText();
-    Optional<Pod> pod = call(() -> client.pods().inAnyNamespace().list().getItems()).stream()
+    // The agent's own account may not read pods (deploy/rbac.yaml gives it none): then the pod is the one an
+    // EndpointSlice names for the address (targetRef and nodeName), which the account does read.
+    Optional<List<Pod>> pods = readable(() -> client.pods().inAnyNamespace().list().getItems());
+    Optional<Pod> listed = pods.orElse(List.of()).stream()
         .filter(p -> p.getSpec() == null || !Boolean.TRUE.equals(p.getSpec().getHostNetwork()))
         .filter(p -> addresses(p).stream().anyMatch(a -> sameAddress(a, address)))
         .findFirst();
-    List<EndpointSlice> slices = call(() -> pod.isPresent()
-        ? client.discovery().v1().endpointSlices().inNamespace(pod.get().getMetadata().getNamespace()).list().getItems()
+    List<EndpointSlice> slices = call(() -> listed.isPresent()
+        ? client.discovery().v1().endpointSlices().inNamespace(listed.get().getMetadata().getNamespace()).list().getItems()
         : client.discovery().v1().endpointSlices().inAnyNamespace().list().getItems());
+    Optional<Pod> pod = pods.isPresent() ? listed : slices.stream().filter(s -> s.getEndpoints() != null).flatMap(s -> s.getEndpoints().stream()
+              .filter(e -> e.getAddresses() != null && e.getAddresses().stream().anyMatch(a -> sameAddress(a, address)))
+              .filter(e -> e.getTargetRef() != null && "Pod".equals(e.getTargetRef().getKind()))
+              .map(e -> new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata()
+                  .withName(e.getTargetRef().getName())
+                  .withNamespace(Optional.ofNullable(e.getTargetRef().getNamespace()).orElse(s.getMetadata().getNamespace()))
+                  .endMetadata().withNewSpec().withNodeName(e.getNodeName()).endSpec().build()))
+          .findFirst();
     List<String> services = new ArrayList<>();
     for (EndpointSlice s : slices) {
       String svc = s.getMetadata().getLabels() == null ? null : s.getMetadata().getLabels().get(SERVICE_NAME_LABEL);
@@ -98,8 +124,10 @@ public final class ApiInspector {
   private ApiClaims.Claim claim(String key) {
     String ns = key.substring(0, key.indexOf('/'));
     String name = key.substring(key.indexOf('/') + 1);
-    GenericKubernetesResource es = call(() -> client.genericKubernetesResources("k8s.ovn.org/v1", "EgressService")
-        .inNamespace(ns).withName(name).get());
+    // listed, not fetched: the agent's account may list EgressServices but not get one
+    GenericKubernetesResource es = call(() -> client.genericKubernetesResources(EGRESS_SERVICES)
+        .inNamespace(ns).list().getItems()).stream().filter(r -> name.equals(r.getMetadata().getName()))
+        .findFirst().orElse(null);
     Service svc = call(() -> client.services().inNamespace(ns).withName(name).get());
     List<String> lbIps = new ArrayList<>();
     if (svc != null && svc.getStatus() != null && svc.getStatus().getLoadBalancer() != null
@@ -174,12 +202,52 @@ public final class ApiInspector {
     }
   }
 
+  /** Pod {@code namespace/name} as EndpointSlices name it: its addresses and node, nothing else. */
+  private Optional<Pod> fromSlices(String namespace, String name) {
+    List<String> ips = new ArrayList<>();
+    String node = null;
+    for (EndpointSlice s : call(() -> client.discovery().v1().endpointSlices().inNamespace(namespace).list().getItems())) {
+      for (var e : s.getEndpoints() == null ? List.<io.fabric8.kubernetes.api.model.discovery.v1.Endpoint>of()
+          : s.getEndpoints()) {
+        if (e.getTargetRef() != null && "Pod".equals(e.getTargetRef().getKind())
+            && name.equals(e.getTargetRef().getName()) && e.getAddresses() != null) {
+          e.getAddresses().stream().filter(a -> !ips.contains(a)).forEach(ips::add);
+          node = e.getNodeName();
+        }
+      }
+    }
+    if (ips.isEmpty()) {
+      return Optional.empty();
+    }
+    var b = new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(name).withNamespace(namespace)
+        .endMetadata().withNewSpec().withNodeName(node).endSpec().withNewStatus().withPodIP(ips.get(0)).endStatus();
+    ips.forEach(ip -> b.editStatus().addNewPodIP().withIp(ip).endPodIP().endStatus());
+    return Optional.of(b.build());
+  }
+
+  /** A read (of something that is there) the account may be refused (403): empty then. */
+  private static <T> Optional<T> readable(java.util.function.Supplier<T> read) {
+    try {
+      return Optional.of(read.get());
+    } catch (KubernetesClientException e) {
+      if (e.getCode() == 403) {
+        return Optional.empty();
+      }
+      throw refused(e);
+    }
+  }
+
   private static <T> T call(java.util.function.Supplier<T> read) {
     try {
       return read.get();
     } catch (KubernetesClientException e) {
-      throw new ExplainException("the API server refused a read (" + e.getCode() + "): " + e.getMessage()
-          + " (the account needs get/list on pods, endpointslices, services, egressservices, events and nodes)");
+      throw refused(e);
     }
+  }
+
+  private static ExplainException refused(KubernetesClientException e) {
+    return new ExplainException("the API server refused a read (" + e.getCode() + "): " + e.getMessage()
+        + " (the account needs list on endpointslices, services, egressservices, events and nodes; get or list on"
+        + " pods helps)");
   }
 }

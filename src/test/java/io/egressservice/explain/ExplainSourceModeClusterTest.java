@@ -155,7 +155,8 @@ class ExplainSourceModeClusterTest {
       assertThat(a.json().path("api").path("claims").get(0).path("refusals")).extracting(r -> r.path("reason").asText())
           .contains("LoadBalancerIPRefused");
       assertThat(a.sentence()).startsWith(ip + " (shop/pod-b3) leaves node-b through up1 (table main); no rule of ours"
-          + " touches it: EgressService shop/refused (LoadBalancerIP) claims it, but (").contains("LoadBalancerIPRefused: ");
+          + " touches it: EgressService shop/refused (LoadBalancerIP) claims it, but (").contains("LoadBalancerIPRefused: ")
+          .as("a Warning its reporter followed by a Normal outcome is history").doesNotContain("ServiceNotFound");
       assertThat(c.uplink(seen).device()).isEqualTo(a.json().path("kernel").path("outputInterface").asText());
       assertThat(seen.source()).isEqualTo(c.uplink(seen).nodeIp(IpFamily.V4));
     } finally {
