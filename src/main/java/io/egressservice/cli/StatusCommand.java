@@ -115,10 +115,21 @@ public final class StatusCommand implements Callable<Integer> {
       observed.nft().snat().forEach(e -> names.put(e.source(), serviceByComment.getOrDefault(e.comment(), e.comment())));
       Map<String, Group> groups = group(observed, names, serviceByComment);
       Steered steered = new Steered(config, observed, hosts);
+      List<io.egressservice.explain.HeldSources> held = held(dp, serviceByComment);
       if (output.equals("json")) {
-        out.println(PlanJson.write(json(dp, config, observed, groups, steered, serviceHosts)));
+        ObjectNode root = json(dp, config, observed, groups, steered, serviceHosts);
+        ArrayNode heldJson = root.putArray("held");
+        for (var h : held) {
+          ObjectNode o = heldJson.addObject().put("service", h.service()).put("droppedPackets", h.droppedPackets());
+          h.sources().forEach(o.putArray("sources")::add);
+        }
+        out.println(PlanJson.write(root));
       } else {
         text(out, dp, config, observed, groups, steered, serviceHosts);
+        for (var h : held) {
+          out.println("held (no host: packets out of the cluster dropped, " + h.droppedPackets() + " so far): "
+              + h.service() + ": " + String.join(", ", h.sources()));
+        }
       }
       long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
       if (unnamed > 0 && output.equals("text") && loaded != null) {
@@ -134,6 +145,18 @@ public final class StatusCommand implements Callable<Integer> {
       return Main.EXIT_OK;
     } catch (DataplaneException e) {
       throw new Main.SystemError(e.getMessage(), e);
+    }
+  }
+
+  /** The no-host table's held sources per service (named as the groups are); an unreadable table holds none. */
+  private static List<io.egressservice.explain.HeldSources> held(Dataplane dp, Map<String, String> serviceByComment) {
+    try (io.egressservice.nft.NftClient nft = io.egressservice.nft.NftClient.open(dp.thread())) {
+      return io.egressservice.explain.HeldSources.read(nft).stream()
+          .map(h -> new io.egressservice.explain.HeldSources(serviceByComment.getOrDefault(h.service(), h.service()),
+              h.sources(), h.droppedPackets()))
+          .toList();
+    } catch (io.egressservice.nft.NftException e) {
+      return List.of();
     }
   }
 

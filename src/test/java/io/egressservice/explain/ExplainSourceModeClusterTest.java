@@ -115,7 +115,7 @@ class ExplainSourceModeClusterTest {
   }
 
   @Test
-  void aPodWhoseServiceHasNoHostIsHeldAndItsDropsAreCounted() {
+  void aPodWhoseServiceHasNoHostIsHeldAndItsDropsAreCounted() throws Exception {
     c.cluster.api().createLoadBalancer("held", "172.30.0.11", "fd02::11",
         List.of(Addresses.lbIp(6, IpFamily.V4), Addresses.lbIp(6, IpFamily.V6)), List.of(c.cluster.pod("pod-b3")));
     c.cluster.api().applyEgressService("held", SourceIPBy.LOADBALANCERIP, "100", Optional.of("no-such-node"));
@@ -132,6 +132,15 @@ class ExplainSourceModeClusterTest {
       assertThat(a.sentence()).startsWith(ip + " (shop/pod-b3) does not leave node-b: its packets out of the cluster"
           + " are dropped (" + held.path("droppedPackets").asLong() + " so far), because EgressService shop/held"
           + " has no host");
+      // status on the node shows the held service, its sources and its drop counter
+      io.egressservice.cli.InProcess.Result status = io.egressservice.cli.InProcess.run("status", "--netns",
+          c.cluster.node("node-b").netns().name(), "--no-api", "-o", "json");
+      JsonNode heldByStatus = new com.fasterxml.jackson.databind.ObjectMapper().readTree(status.out()).path("held");
+      assertThat(heldByStatus).as(status.out()).hasSize(1);
+      assertThat(heldByStatus.get(0).path("service").asText()).isEqualTo("shop/held");
+      assertThat(heldByStatus.get(0).path("sources")).extracting(JsonNode::asText)
+          .contains(ip, c.cluster.pod("pod-b3").ip(IpFamily.V6));
+      assertThat(heldByStatus.get(0).path("droppedPackets").asLong()).isGreaterThanOrEqualTo(held.path("droppedPackets").asLong());
     } finally {
       deleteService("held");
     }
