@@ -138,8 +138,8 @@ public final class StatusCommand implements Callable<Integer> {
       } else if (unnamed > 0 && output.equals("text")) {
         out.println("note: " + unnamed + " rule(s) have no SNAT entry to name their service (ClusterIPs and the"
             + " endpoints of sourceIPBy Network services never have one), so they are grouped by table;"
-            + " give --objects PATH... --node NODE, or run it where it reaches the API (in cluster, or with"
-            + " --kubeconfig) with --node NODE, to name them");
+            + " give --objects PATH... --node NODE to name them (or run it where it reaches the API: in cluster, or"
+            + " with --kubeconfig, with --node NODE)");
       }
       out.flush();
       return Main.EXIT_OK;
@@ -309,9 +309,6 @@ public final class StatusCommand implements Callable<Integer> {
             + ", " + dev.routes().size() + " steering route(s)"));
     for (Map.Entry<String, Group> g : groups.entrySet()) {
       out.println(g.getKey());
-      if (serviceHosts.containsKey(g.getKey())) {
-        out.println("  host " + serviceHosts.get(g.getKey()));
-      }
       for (Rule r : g.getValue().rules()) {
         out.println("  rule " + r + clusterIpHint(config, r));
         if (r.source().isPresent()) {
@@ -325,6 +322,10 @@ public final class StatusCommand implements Callable<Integer> {
         steered.describe(m.table(), m.family()).ifPresent(d -> out.println("    steered " + m.source() + " to " + d));
       }
       g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
+      // last, so the heading is still followed by its rules, as scripts reading the text expect
+      if (serviceHosts.containsKey(g.getKey())) {
+        out.println("  host " + serviceHosts.get(g.getKey()));
+      }
     }
     if (!observed.routes().isEmpty()) {
       out.println("in-cluster destinations thrown back from the service tables:");

@@ -183,7 +183,7 @@ class ExplainSourceModeClusterTest {
     java.nio.file.Files.createDirectories(java.nio.file.Path.of("target", "explain-samples"));
     java.nio.file.Files.writeString(java.nio.file.Path.of("target", "explain-samples", "status-node-a.txt"), text.out());
     assertThat(text.out()).as(text.out()).doesNotContain("sources the kernel does not name")
-        .contains("shop/web\n  host node-a\n").contains("  route throw fd02::/112 table 100 proto 201\n")
+        .contains("shop/web\n  rule ", "\n  snat fd10:128:0:2::5 -> 2001:db8:5::5\n  host node-a\n").contains("  route throw fd02::/112 table 100 proto 201\n")
         .doesNotContain("dev #");
     List<String> jsonArgs = new java.util.ArrayList<>(args);
     jsonArgs.addAll(List.of("-o", "json"));
