@@ -145,6 +145,7 @@ public final class ApiInspector {
     events.stream()
         .filter(e -> e.getInvolvedObject() != null && "EgressService".equals(e.getInvolvedObject().getKind())
             && name.equals(e.getInvolvedObject().getName()))
+        .filter(e -> !serviceNotFoundBefore(e, svc))
         .sorted(Comparator.comparing(ApiInspector::lastSeen))
         .forEach(e -> reasons.add(new ApiClaims.Reason(Optional.ofNullable(e.getType()).orElse("Normal"),
             Optional.ofNullable(e.getReason()).orElse(""), Optional.ofNullable(e.getMessage()).orElse(""),
@@ -173,6 +174,14 @@ public final class ApiInspector {
           .withLabel(SERVICE_NAME_LABEL, name).list().getItems()));
     }
     return new ClusterObjects(egress, services, slices, call(() -> client.nodes().list().getItems()));
+  }
+
+  /**
+   * "Service not found" while the Service is there is of a time before it (applied with its EgressService, and
+   * seen a moment later; or deleted and created again): not a reason any more, nor worth showing.
+   */
+  private static boolean serviceNotFoundBefore(Event e, Service svc) {
+    return svc != null && "ServiceNotFound".equals(e.getReason());
   }
 
   private static String lastSeen(Event e) {

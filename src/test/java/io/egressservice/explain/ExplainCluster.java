@@ -59,6 +59,7 @@ final class ExplainCluster implements AutoCloseable {
       java.nio.file.Path samples = java.nio.file.Path.of("target", "explain-samples");
       java.nio.file.Files.createDirectories(samples);
       java.nio.file.Files.writeString(samples.resolve(pod + "-to-" + dest.replace(':', '_') + ".txt"), text.out());
+      java.nio.file.Files.writeString(samples.resolve(pod + "-to-" + dest.replace(':', '_') + ".json"), json.out());
       return new Answer(text.out(), new ObjectMapper().readTree(json.out()));
     } catch (java.io.IOException e) {
       throw new AssertionError("explain -o json printed no JSON: " + json.out(), e);

@@ -131,7 +131,7 @@ class ExplainSourceModeClusterTest {
       assertThat(held.path("droppedPackets").asLong()).as("the drop counter").isPositive();
       assertThat(a.sentence()).startsWith(ip + " (shop/pod-b3) does not leave node-b: its packets out of the cluster"
           + " are dropped (" + held.path("droppedPackets").asLong() + " so far), because EgressService shop/held"
-          + " has no host");
+          + " has no host").as("a Service not found before it was created is history").doesNotContain("ServiceNotFound");
       // status on the node shows the held service, its sources and its drop counter
       io.egressservice.cli.InProcess.Result status = io.egressservice.cli.InProcess.run("status", "--netns",
           c.cluster.node("node-b").netns().name(), "--no-api", "-o", "json");
