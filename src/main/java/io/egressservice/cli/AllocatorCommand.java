@@ -27,7 +27,10 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "allocator", mixinStandardHelpOptions = true,
     description = "Run only the allocator (leader-elected): choose each EgressService's status.host and label "
-        + "the host node; /metrics, /healthz, /readyz.")
+        + "the host node; /metrics, /healthz, /readyz.",
+    footer = {"%nExamples:",
+        "  egress-service-agent allocator                      (in the allocator Deployment)",
+        "  egress-service-agent allocator --kubeconfig ~/.kube/config --lease-namespace egress-service-agent"})
 public final class AllocatorCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(AllocatorCommand.class);
 

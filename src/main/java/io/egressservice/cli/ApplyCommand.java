@@ -24,7 +24,10 @@ import picocli.CommandLine.Spec;
 
 /** {@code apply}: plan for the node, then reconcile the kernel to it (or, with --dry-run, show the difference). */
 @Command(name = "apply", mixinStandardHelpOptions = true,
-    description = "Plan for a node and reconcile the kernel to it; --dry-run shows the difference and changes nothing.")
+    description = "Plan for a node and reconcile the kernel to it; --dry-run shows the difference and changes nothing.",
+    footer = {"%nExamples:",
+        "  egress-service-agent apply --objects cluster.yaml --node node-b --dry-run",
+        "  egress-service-agent apply --objects cluster.yaml --node node-b --netns node-b"})
 public final class ApplyCommand implements Callable<Integer> {
   @Option(names = "--objects", required = true, arity = "1..*", paramLabel = "PATH",
       description = "YAML/JSON files or directories (multi-document, kind: List).")

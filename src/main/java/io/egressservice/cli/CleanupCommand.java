@@ -13,7 +13,10 @@ import picocli.CommandLine.Spec;
 /** {@code cleanup}: removes everything the agent owns (DESIGN.md section 2) and nothing else. */
 @Command(name = "cleanup", mixinStandardHelpOptions = true,
     description = "Remove every ip rule (priority P and P-1 with our protocol), every throw route with our protocol,"
-        + " the steering device and tables, and the nft tables the agent owns (SNAT, no-host, guard); nothing else.")
+        + " the steering device and tables, and the nft tables the agent owns (SNAT, no-host, guard); nothing else.",
+    footer = {"%nExamples:",
+        "  egress-service-agent cleanup                        (on a node after the DaemonSet is gone)",
+        "  egress-service-agent cleanup --netns node-b"})
 public final class CleanupCommand implements Callable<Integer> {
   @Mixin NetnsOption netns;
 

@@ -13,7 +13,9 @@ import picocli.CommandLine.Spec;
 /** {@code demo}: the embedded walk-through with real packets. */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = "Show the agent at work: an in-process API server, throwaway network namespaces, the real agent and "
-        + "real UDP packets, before and after an EgressService is created, changed and deleted. Needs root.")
+        + "real UDP packets, before and after an EgressService is created, changed and deleted. Needs root.",
+    footer = {"%nExamples:",
+        "  sudo egress-service-agent demo"})
 public final class DemoCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 

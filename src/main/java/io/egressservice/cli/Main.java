@@ -14,7 +14,12 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Implements k8s.ovn.org/v1 EgressService on a node with ip rules and nftables.",
-    subcommands = {RunCommand.class, AllocatorCommand.class, PlanCommand.class, ApplyCommand.class, StatusCommand.class, CleanupCommand.class, DemoCommand.class, CommandLine.HelpCommand.class})
+    footer = {"%nExamples:",
+        "  egress-service-agent explain shop/web-5d9          (why does this pod leave with that address?)",
+        "  egress-service-agent status",
+        "  egress-service-agent help plan",
+        "  source <(egress-service-agent completion)"},
+    subcommands = {RunCommand.class, AllocatorCommand.class, PlanCommand.class, ApplyCommand.class, StatusCommand.class, ExplainCommand.class, CleanupCommand.class, DemoCommand.class, CompletionCommand.class, ManCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
   /** Success. */
   public static final int EXIT_OK = 0;
@@ -29,7 +34,7 @@ public final class Main implements Runnable {
   public static final int EXIT_ESSENTIAL_THREAD_ENDED = FailFast.EXIT_ESSENTIAL_THREAD_ENDED;
 
   /** The commands that load libnftables (plan, for one, does not need to pay for loading JNA). */
-  private static final List<String> KERNEL_COMMANDS = List.of("run", "apply", "status", "cleanup", "demo");
+  private static final List<String> KERNEL_COMMANDS = List.of("run", "apply", "status", "explain", "cleanup", "demo");
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 

@@ -24,7 +24,11 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code plan}: offline, prints the desired state of one node for the given objects; touches nothing. */
 @Command(name = "plan", mixinStandardHelpOptions = true,
-    description = "Print the desired ip rules and nft SNAT entries of a node for the given objects (touches nothing).")
+    description = "Print the desired ip rules and nft SNAT entries of a node for the given objects (touches nothing).",
+    footer = {"%nExamples:",
+        "  kubectl get egressservices,services,endpointslices,nodes -A -o yaml > cluster.yaml",
+        "  egress-service-agent plan --objects cluster.yaml --node node-b",
+        "  egress-service-agent plan --objects manifests/ --node node-b -o json --service-cidr 10.96.0.0/12"})
 public final class PlanCommand implements Callable<Integer> {
   @Option(names = "--objects", required = true, arity = "1..*", paramLabel = "PATH",
       description = "YAML/JSON files or directories (multi-document, kind: List).")

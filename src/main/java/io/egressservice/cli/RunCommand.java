@@ -37,7 +37,10 @@ import picocli.CommandLine.Option;
 
 /** {@code run}: the DaemonSet process. */
 @Command(name = "run", mixinStandardHelpOptions = true,
-    description = "Run the node agent: informers, reconcile loop, drift repair, /metrics, /healthz, /readyz.")
+    description = "Run the node agent: informers, reconcile loop, drift repair, /metrics, /healthz, /readyz.",
+    footer = {"%nExamples:",
+        "  egress-service-agent run --node-name node-b        (in the DaemonSet: env EGRESS_AGENT_NODE_NAME)",
+        "  egress-service-agent run --node-name node-b --kubeconfig ~/.kube/config --service-cidr 10.96.0.0/12"})
 public final class RunCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(RunCommand.class);
   /** The longest wait between two attempts to bind the metrics port while another process holds it. */

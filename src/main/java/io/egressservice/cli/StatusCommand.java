@@ -37,7 +37,15 @@ import picocli.CommandLine.Spec;
 
 /** {@code status}: the owned kernel state, grouped by service. */
 @Command(name = "status", mixinStandardHelpOptions = true,
-    description = "Show the owned ip rules, throw routes and nft SNAT entries, grouped by service.")
+    description = {"Show the owned ip rules, throw routes and nft SNAT entries, grouped by service. Every rule is"
+        + " named by its service (endpoint or ClusterIP) from the objects: --objects files, else the API (in cluster,"
+        + " or with --kubeconfig) when this node's name is known; without them, rules without an SNAT entry are"
+        + " grouped by table."},
+    footer = {"%nExamples:",
+        "  egress-service-agent status                          (in the agent pod: named from the API)",
+        "  egress-service-agent status -o json --netns node-b",
+        "  egress-service-agent status --objects cluster.yaml --node node-b",
+        "  kubectl egress-service status node-b                 (the kubectl plugin)"})
 public final class StatusCommand implements Callable<Integer> {
   static final String IN_CLUSTER = "(in-cluster)";
 
@@ -56,6 +64,14 @@ public final class StatusCommand implements Callable<Integer> {
       description = "With --objects: this node's name (--node-name as on run).")
   String node;
 
+  @Option(names = "--kubeconfig", paramLabel = "FILE", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+      description = "The API that names the rules when no --objects are given (default: in cluster, the pod's"
+          + " service account).")
+  Path kubeconfig;
+
+  @Option(names = "--no-api", description = "Do not ask the API: name rules from the kernel (and --objects) only.")
+  boolean noApi;
+
   @Spec CommandSpec spec;
 
   @Override
@@ -67,8 +83,8 @@ public final class StatusCommand implements Callable<Integer> {
       throw new Main.UserError("--objects needs --node (or EGRESS_AGENT_NODE_NAME) to plan for this node");
     }
     PlanConfig config = planOptions.toConfig();
-    ClusterObjects loaded = objects.isEmpty() ? null : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
-    if (loaded != null) {
+    ClusterObjects loaded = objects.isEmpty() ? fromApi() : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    if (loaded != null && !objects.isEmpty()) {
       PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     }
     PrintWriter out = spec.commandLine().getOut();
@@ -76,6 +92,8 @@ public final class StatusCommand implements Callable<Integer> {
       ObservedState observed = dp.observe();
       Map<IpPrefix, String> names = new HashMap<>();
       Map<IpPrefix, String> hosts = new HashMap<>();
+      // each EgressService's status.host, as the objects give it
+      Map<String, String> serviceHosts = new TreeMap<>();
       // A comment is the service's name unless that is too long for nft (ServiceComments); the plan's
       // services map such comments back to their names.
       Map<String, String> serviceByComment = new HashMap<>();
@@ -88,25 +106,85 @@ public final class StatusCommand implements Callable<Integer> {
         }
         plan.steering().routes().forEach(r -> hosts.put(r.hostAddress(), r.host()));
         plan.services().forEach(o -> serviceByComment.put(ServiceComments.of(o.service()), o.service().toString()));
+        for (org.ovn.k8s.v1.EgressService es : loaded.egressServices()) {
+          if (es.getStatus() != null && es.getStatus().getHost() != null && !es.getStatus().getHost().isEmpty()) {
+            serviceHosts.put(es.getMetadata().getNamespace() + "/" + es.getMetadata().getName(), es.getStatus().getHost());
+          }
+        }
       }
       observed.nft().snat().forEach(e -> names.put(e.source(), serviceByComment.getOrDefault(e.comment(), e.comment())));
       Map<String, Group> groups = group(observed, names, serviceByComment);
       Steered steered = new Steered(config, observed, hosts);
+      List<io.egressservice.explain.HeldSources> held = held(dp, serviceByComment);
       if (output.equals("json")) {
-        out.println(PlanJson.write(json(dp, config, observed, groups, steered)));
+        ObjectNode root = json(dp, config, observed, groups, steered, serviceHosts);
+        ArrayNode heldJson = root.putArray("held");
+        for (var h : held) {
+          ObjectNode o = heldJson.addObject().put("service", h.service()).put("droppedPackets", h.droppedPackets());
+          h.sources().forEach(o.putArray("sources")::add);
+        }
+        out.println(PlanJson.write(root));
       } else {
-        text(out, dp, config, observed, groups, steered);
+        text(out, dp, config, observed, groups, steered, serviceHosts);
+        for (var h : held) {
+          out.println("held (no host: packets out of the cluster dropped, " + h.droppedPackets() + " so far): "
+              + h.service() + ": " + String.join(", ", h.sources()));
+        }
       }
       long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
-      if (unnamed > 0 && output.equals("text")) {
+      if (unnamed > 0 && output.equals("text") && loaded != null) {
+        out.println("note: " + unnamed + " rule(s) are of no service in the objects read (left over, or of a"
+            + " service the objects do not hold), so they are grouped by table");
+      } else if (unnamed > 0 && output.equals("text")) {
         out.println("note: " + unnamed + " rule(s) have no SNAT entry to name their service (ClusterIPs and the"
             + " endpoints of sourceIPBy Network services never have one), so they are grouped by table;"
-            + " give --objects PATH... --node NODE to name them");
+            + " give --objects PATH... --node NODE to name them (or run it where it reaches the API: in cluster, or"
+            + " with --kubeconfig, with --node NODE)");
       }
       out.flush();
       return Main.EXIT_OK;
     } catch (DataplaneException e) {
       throw new Main.SystemError(e.getMessage(), e);
+    }
+  }
+
+  /** The no-host table's held sources per service (named as the groups are); an unreadable table holds none. */
+  private static List<io.egressservice.explain.HeldSources> held(Dataplane dp, Map<String, String> serviceByComment) {
+    try (io.egressservice.nft.NftClient nft = io.egressservice.nft.NftClient.open(dp.thread())) {
+      return io.egressservice.explain.HeldSources.read(nft).stream()
+          .map(h -> new io.egressservice.explain.HeldSources(serviceByComment.getOrDefault(h.service(), h.service()),
+              h.sources(), h.droppedPackets()))
+          .toList();
+    } catch (io.egressservice.nft.NftException e) {
+      return List.of();
+    }
+  }
+
+  /**
+   * The objects from the API when no --objects are given and the API is at hand (in cluster, or --kubeconfig) and
+   * this node's name is known; else null: status then names what the kernel alone names. An API that cannot be
+   * read is one line on stderr, not a failure: the kernel's state is what status is for.
+   */
+  private ClusterObjects fromApi() {
+    boolean atHand = kubeconfig != null || System.getenv("KUBERNETES_SERVICE_HOST") != null;
+    if (noApi || !atHand) {
+      return null;
+    }
+    PrintWriter err = spec.commandLine().getErr();
+    if (node == null || node.isBlank()) {
+      err.println("note: the API is at hand but this node's name is not (--node or EGRESS_AGENT_NODE_NAME):"
+          + " rules are named from the kernel only");
+      err.flush();
+      return null;
+    }
+    try (io.fabric8.kubernetes.client.KubernetesClient client = KubeClients.create(kubeconfig)) {
+      ClusterObjects loaded = new io.egressservice.explain.ApiInspector(client).objects();
+      PlanCommand.warnIfUnknownNode(loaded, node, err);
+      return loaded;
+    } catch (io.egressservice.explain.ExplainException | io.fabric8.kubernetes.client.KubernetesClientException e) {
+      err.println("note: the API could not be read, rules are named from the kernel only: " + e.getMessage());
+      err.flush();
+      return null;
     }
   }
 
@@ -214,7 +292,7 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static void text(PrintWriter out, Dataplane dp, PlanConfig config, ObservedState observed,
-      Map<String, Group> groups, Steered steered) {
+      Map<String, Group> groups, Steered steered, Map<String, String> serviceHosts) {
     EgressNftables.NftState nft = observed.nft();
     out.printf("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s) with protocol %d;"
             + " nft table inet %s: %s%n",
@@ -244,10 +322,14 @@ public final class StatusCommand implements Callable<Integer> {
         steered.describe(m.table(), m.family()).ifPresent(d -> out.println("    steered " + m.source() + " to " + d));
       }
       g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
+      // last, so the heading is still followed by its rules, as scripts reading the text expect
+      if (serviceHosts.containsKey(g.getKey())) {
+        out.println("  host " + serviceHosts.get(g.getKey()));
+      }
     }
     if (!observed.routes().isEmpty()) {
       out.println("in-cluster destinations thrown back from the service tables:");
-      sortedRoutes(observed).forEach(r -> out.println("  route " + r));
+      sortedRoutes(observed).forEach(r -> out.println("  route " + routeText(r)));
     }
     if (!nft.inCluster().isEmpty()) {
       out.println("in-cluster destinations (never SNATed): "
@@ -265,7 +347,7 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups,
-      Steered steered) {
+      Steered steered, Map<String, String> serviceHosts) {
     ObjectNode root = new ObjectMapper().createObjectNode();
     root.put("netns", dp.thread().netns().orElse(null));
     root.put("priority", config.priority());
@@ -287,6 +369,9 @@ public final class StatusCommand implements Callable<Integer> {
       ObjectNode s = services.addObject();
       s.put("service", g.getKey());
       s.put("named", g.getValue().named());
+      if (serviceHosts.containsKey(g.getKey())) {
+        s.put("host", serviceHosts.get(g.getKey()));
+      }
       g.getValue().table().ifPresent(t -> s.put("table", t));
       ArrayNode rules = s.putArray("rules");
       for (Rule r : g.getValue().rules()) {
@@ -337,6 +422,19 @@ public final class StatusCommand implements Callable<Integer> {
           .put("table", Integer.toUnsignedLong(r.table()));
     }
     return root;
+  }
+
+  /**
+   * A route as {@code ip route} writes it: the kernel reports an IPv6 throw route with the loopback device and
+   * the default metric 1024, which say nothing about it ({@code dev #1 ... metric 1024}), so a throw route is
+   * written without them.
+   */
+  static String routeText(Route r) {
+    if (r.type() != io.egressservice.netlink.RouteType.THROW) {
+      return r.toString();
+    }
+    return new Route(r.family(), r.table(), r.type(), r.destination(), java.util.Optional.empty(),
+        java.util.OptionalInt.empty(), r.protocol(), java.util.OptionalInt.empty()).toString();
   }
 
   private static List<Route> sortedRoutes(ObservedState observed) {

@@ -831,8 +831,9 @@ public final class Dataplane implements AutoCloseable {
           failures.add("nft element snat " + r.element().source() + " -> " + r.element().target() + " ("
               + r.element().comment() + "): " + r.reason());
         }
+        // steering changes are reported by the steering dataplane as it makes them (with the device's real index)
         applied.addAll(nftChanges.stream()
-            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL)
+            .filter(c -> c.kind() != Change.Kind.MARK && c.kind() != Change.Kind.SYSCTL && c.kind() != Change.Kind.STEER)
             .filter(c -> refusedLines.isEmpty() || c.kind() != Change.Kind.SNAT
                 || refusedLines.stream().noneMatch(l -> c.description().equals(l) || c.description().startsWith(l + " ")))
             .toList());

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  * --node node-b --netns <node-b>} programs node-b's side (steering) and {@code apply --node node-a} the host's, and
  * a pod on node-b leaves through node-a's network 100 with the LB IP, in both families. No agent processes here.
  */
-class ApplyOnClusterTest {
+public class ApplyOnClusterTest {
   @TempDir Path tmp;
 
   @Test
@@ -47,7 +47,7 @@ class ApplyOnClusterTest {
   }
 
   /** Both Nodes as the cluster has them, a dual-stack LoadBalancer with pod-a1 and pod-b1, status.host node-a. */
-  static String objects() {
+  public static String objects() {
     StringBuilder sb = new StringBuilder();
     for (int i = 1; i <= 2; i++) {
       String name = i == 1 ? "node-a" : "node-b";
