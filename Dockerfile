@@ -20,7 +20,7 @@ COPY src ./src
 ARG GIT_COMMIT=
 # package: target/egress-service-agent-image.jar (the agent, Class-Path: lib/...), target/image/lib/ (its
 # dependencies) and target/egress-service-agent-sbom.json (CycloneDX).
-RUN --mount=type=cache,target=/root/.m2 mvn -B -DskipTests package -Dgit.commit="${GIT_COMMIT}"
+RUN --mount=type=cache,target=/root/.m2 mvn -B -Psbom -DskipTests package -Dgit.commit="${GIT_COMMIT}"
 
 # --- 2. the runtime, the base and the application tree, from Debian bookworm's packages ---
 FROM debian:bookworm-slim AS assemble

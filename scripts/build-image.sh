@@ -11,8 +11,8 @@
 #   3. dependencies  the Java dependencies, one jar each (target/image/lib, from mvn package)
 #   4. application   the agent's jar, its AppCDS archive, the egress-service-agent launcher on PATH, the SBOM,
 #                    and the shell completions and man page when target/ has them (see "hook" below)
-# Each layer is reproducible (scripts/image/oci-archive.py), so an upgrade that changes only the agent pulls
-# only the application layer.
+# Each layer is reproducible (scripts/image/oci-archive.py; the base, runtime and dependency layers do not depend on
+# the commit), so an upgrade that changes only the agent pulls only the application layer.
 #
 # Needs root (chroot, mount namespaces, a scratch network namespace for the check), a Debian system with
 # apt package lists, dpkg-deb and libnftables1 (the base is made from its packages), a JDK 17 (jlink, jdeps),
@@ -25,7 +25,7 @@
 # compares them, and the launcher's copy of the entrypoint).
 #
 # Environment: MVN_ARGS (e.g. -o; but offline Maven skips the SBOM, whose plugin needs it online),
-# SOURCE_DATE_EPOCH (default: the commit's time; the image's created time and every file's mtime).
+# SOURCE_DATE_EPOCH (default: the commit's time; the image's created time and the application layer's mtimes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -69,9 +69,9 @@ if [ ! -f "$JAR" ] || [ ! -d target/image/lib ] || [ ! -f target/egress-service-
    || [ -n "$(find src/main pom.xml -newer "$JAR" -print -quit)" ] \
    || [ pom.xml -nt target/egress-service-agent-sbom.json ]; then
   command -v mvn >/dev/null 2>&1 || skip "no $JAR and no mvn to build it"
-  step "building the jars: mvn -B -q ${MVN_ARGS:-} -DskipTests package"
+  step "building the jars: mvn -B -q ${MVN_ARGS:-} -Psbom -DskipTests package"
   # shellcheck disable=SC2086
-  mvn -B -q ${MVN_ARGS:-} -DskipTests package
+  mvn -B -q ${MVN_ARGS:-} -Psbom -DskipTests package
 fi
 version=$(sed -n 's/^version=//p' target/classes/io/egressservice/buildinfo/build-info.properties)
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -106,11 +106,14 @@ ship target/completion/egress-service-agent.bash /usr/share/bash-completion/comp
 ship target/completion/_egress-service-agent /usr/share/zsh/vendor-completions/_egress-service-agent
 for page in target/man/*.1; do ship "$page" "/usr/share/man/man1/$(basename "$page")"; done
 
-# Every file of every layer gets the same mtime now, the one oci-archive.py writes: the AppCDS archive
-# records its jars' mtimes, and the JVM refuses the archive when they differ.
-for layer in base runtime dependencies application; do
-  find "$L/$layer" -exec touch -h -d "@$epoch" {} +
+# Fixed mtimes, the ones the layers carry: base, runtime and dependencies get one constant (1980-01-01, zip's
+# epoch), so that their layers keep their digests from one commit to the next and an upgrade of the agent pulls
+# only the application layer; the application gets the commit's time. Set before the AppCDS dump: the archive
+# records its jars' mtimes, and the JVM refuses it when they differ.
+for layer in base runtime dependencies; do
+  find "$L/$layer" -exec touch -h -d @315532800 {} +
 done
+find "$L/application" -exec touch -h -d "@$epoch" {} +
 
 # --- 3. the AppCDS archive, dumped in the assembled image (the JVM checks the paths and jars it names) ---
 # in_root ROOTFS USER ENV... -- COMMAND...: runs COMMAND chrooted in ROOTFS as USER with only ENV, in its
@@ -143,7 +146,7 @@ rm -rf "$assembled"
 # --- 4. the archive ---
 mkdir -p "$(dirname "$OUT")"
 step "writing $OUT"
-python3 scripts/image/oci-archive.py "$OUT" --mtime "$epoch" --created "$created" \
+python3 scripts/image/oci-archive.py "$OUT" --created "$created" \
   --architecture "$(dpkg --print-architecture)" --config "$WORK/config.json" --ref-name "$version" \
   --layer "base: C libraries from Debian bookworm packages=$L/base" \
   --layer "runtime: jlink'ed JRE 17=$L/runtime" \

@@ -2,11 +2,11 @@
 """Writes an OCI image archive (an OCI image layout in a tar, what `skopeo copy oci-archive:...`,
 `podman load` and `docker load` read) from directories, one layer each, in the order given.
 
-Layers are reproducible: entries sorted, owner 0:0, every mtime set to --mtime, gzip without a name or a
-time. The same directory therefore gives the same layer digest in every build, so a registry and a node
+Layers are reproducible: entries sorted, owner 0:0, each file's own mtime (which the caller fixes), gzip
+without a name or a time. The same directory therefore gives the same layer digest in every build, so a registry and a node
 that already hold the base, runtime or dependency layer of an earlier version never fetch it again.
 
-  oci-archive.py OUT --mtime EPOCH --created RFC3339 --architecture ARCH --config CONFIG.json
+  oci-archive.py OUT --created RFC3339 --architecture ARCH --config CONFIG.json
                  --ref-name TAG --layer 'DESCRIPTION=DIR'...
 
 CONFIG.json is the image config's "config" object (User, Env, Entrypoint, Labels, ...), as
@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 
 
-def layer_tar(directory, mtime, out):
+def layer_tar(directory, out):
     """A tar of directory's tree (not the directory itself) written to out."""
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for root, dirs, files in os.walk(directory):
@@ -37,7 +37,7 @@ def layer_tar(directory, mtime, out):
                 info = tar.gettarinfo(path, arcname=os.path.relpath(path, directory))
                 info.uid = info.gid = 0
                 info.uname = info.gname = ""
-                info.mtime = mtime
+                info.mtime = int(info.mtime)
                 if info.isreg():
                     with open(path, "rb") as content:
                         tar.addfile(info, content)
@@ -76,7 +76,6 @@ def write_blob(blobs, data):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
-    p.add_argument("--mtime", type=int, required=True)
     p.add_argument("--created", required=True)
     p.add_argument("--architecture", required=True)
     p.add_argument("--config", required=True)
@@ -98,7 +97,7 @@ def main():
                 packed = Hashing(compressed)
                 with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=packed, mtime=0) as gz:
                     unpacked = Hashing(gz)
-                    layer_tar(directory, a.mtime, unpacked)
+                    layer_tar(directory, unpacked)
             digest = packed.sha.hexdigest()
             os.rename(compressed.name, os.path.join(blobs, digest))
             layers.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",

@@ -78,7 +78,7 @@ class ImageEntrypointTest {
     String dockerfile = Files.readString(ROOT.resolve("Dockerfile"));
     List<String> stages = List.of(dockerfile.split("(?m)^FROM "));
     assertThat(stages.get(1)).startsWith("--platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 ")
-        .containsPattern("mvn -B -DskipTests [^\\n]*package");
+        .containsPattern("mvn -B -Psbom -DskipTests [^\\n]*package");
     String image = lastStage();
     assertThat(image).as("nothing of a distribution but the libraries the base layer takes").startsWith("scratch");
     assertThat(image.lines().filter(l -> l.startsWith("COPY ")).toList()).as("least to most often changed")
