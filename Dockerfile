@@ -1,10 +1,14 @@
 # syntax=docker/dockerfile:1
-# egress-service-agent image: the node jar (no demo) on a jlink'ed JRE with an AppCDS archive, on Debian
-# with libnftables.
-#   docker build -t ghcr.io/egress-service-agent/egress-service-agent:dev .
+# egress-service-agent image: distroless-style (no shell, no package manager), in four layers ordered from
+# the one that changes least to the one that changes with every version (docs/image.md):
+#   base (C libraries from Debian bookworm) / runtime (jlink'ed JRE) / dependencies (jars) / application
+# so that an upgrade of the agent pulls only the application layers.
+#   docker build -t ghcr.io/egress-service-agent/egress-service-agent:dev \
+#     --build-arg VERSION=... --build-arg GIT_COMMIT=$(git rev-parse HEAD) --build-arg CREATED=... .
+# scripts/build-image.sh builds the same image without a container engine (and reads its config from here).
 
-# --- 1. build the jars from sources (target/ is never sent: see .dockerignore) ---
-# On the builder's own platform: the jar is the same for every platform, and Maven under emulation (arm64
+# --- 1. the jars from sources (target/ is never sent: see .dockerignore) ---
+# On the builder's own platform: the jars are the same for every platform, and Maven under emulation (arm64
 # on an amd64 runner) would take many times as long.
 FROM --platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 AS build
 WORKDIR /src
@@ -12,50 +16,70 @@ COPY pom.xml ./
 COPY crds ./crds
 COPY src ./src
 # No .git is sent (.dockerignore): the commit that --version and build_info show comes in as a build
-# argument, e.g. --build-arg GIT_COMMIT=$(git rev-parse --short=12 HEAD); empty shows none.
+# argument, e.g. --build-arg GIT_COMMIT=$(git rev-parse HEAD); empty shows none.
 ARG GIT_COMMIT=
-RUN --mount=type=cache,target=/root/.m2 mvn -B -DskipTests package -Dgit.commit="${GIT_COMMIT}"
+# package: target/egress-service-agent-image.jar (the agent, Class-Path: lib/...), target/image/lib/ (its
+# dependencies) and target/egress-service-agent-sbom.json (CycloneDX).
+RUN --mount=type=cache,target=/root/.m2 mvn -B -Psbom -DskipTests package -Dgit.commit="${GIT_COMMIT}"
 
-# --- 2. a JRE with only the modules the jar needs ---
-FROM maven:3-eclipse-temurin-17 AS jre
-COPY --from=build /src/target/egress-service-agent-node.jar /tmp/agent.jar
-# jdeps on the node jar printed (JDK 17.0.15):
-#   java.base,java.desktop,java.naming,java.net.http,java.sql,jdk.httpserver,jdk.management,jdk.unsupported
-# (jdk.management: com.sun.management's process CPU and memory, for the jvm_* and process_* metrics)
-# Added by hand, as jdeps cannot see them: jdk.crypto.ec (SunEC provider: ECDHE/EC certificates
-# on the TLS connection to the API server, loaded as a security provider, not linked).
-RUN modules="$(jdeps --multi-release 17 --print-module-deps --ignore-missing-deps /tmp/agent.jar),jdk.crypto.ec" \
- && echo "jlink modules: ${modules}" \
- && jlink --add-modules "${modules}" --strip-debug --no-man-pages --no-header-files --compress=2 \
-          --generate-cds-archive --output /opt/egress-service-agent
-
-# --- 3. runtime ---
-FROM debian:bookworm-slim
-# libnftables1: the agent drives nftables through libnftables.so.1 (JNA). The JRE is glibc-linked
-# and JNA unpacks libjnidispatch at run time, hence not distroless/static. No shell is needed at
-# run time but debian-slim keeps one for debugging.
+# --- 2. the runtime, the base and the application tree, from Debian bookworm's packages ---
+FROM debian:bookworm-slim AS assemble
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libnftables1 \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=jre /opt/egress-service-agent /opt/egress-service-agent
-# The node jar: everything but the demo's embedded API server (Vert.x, Netty, BouncyCastle), whose zip
-# index alone stayed in the agent's heap for its whole life.
-COPY --from=build /src/target/egress-service-agent-node.jar /opt/egress-service-agent/egress-service-agent.jar
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless libnftables1 gcc libc6-dev binutils python3
+WORKDIR /src
+COPY scripts/image ./scripts/image
+COPY src/main/image ./src/main/image
+COPY --from=build /src/target/egress-service-agent-image.jar /src/target/egress-service-agent-sbom.json ./target/
+COPY --from=build /src/target/image/lib ./target/image/lib
+# The same steps as scripts/build-image.sh: the JRE (jre.sh), the launcher on PATH, the base (base-rootfs.sh:
+# the C libraries that the JRE, libnftables.so.1 and the launcher load, unpacked from their packages), the SBOM of
+# the jars the image holds (image-sbom.py).
+RUN scripts/image/jre.sh target/egress-service-agent-image.jar target/image/lib /out/runtime/opt/egress-service-agent/jre \
+ && mkdir -p /out/application/usr/local/bin /out/application/opt/egress-service-agent /out/application/usr/share/doc/egress-service-agent \
+ && gcc -Os -Wall -Wextra -Werror -o /out/application/usr/local/bin/egress-service-agent src/main/image/launcher.c \
+ && strip /out/application/usr/local/bin/egress-service-agent \
+ && scripts/image/base-rootfs.sh /out/runtime/opt/egress-service-agent/jre /out/base /out/application/usr/local/bin/egress-service-agent \
+ && cp target/egress-service-agent-image.jar /out/application/opt/egress-service-agent/egress-service-agent.jar \
+ && python3 scripts/image/image-sbom.py target/egress-service-agent-sbom.json target/image/lib \
+      > /out/application/usr/share/doc/egress-service-agent/sbom.cdx.json
+# Hook for the shell completions and the man page (generated into target/completion and target/man by the
+# build): scripts/build-image.sh ships them when present; here they come with the build stage's target/ once
+# the build generates them (COPY --from=build /src/target/completion ... into /out/application/usr/share/...).
+
+# --- 3. the image ---
+FROM scratch
+COPY --from=assemble /out/base/ /
+COPY --from=assemble /out/runtime/ /
+COPY --from=build /src/target/image/lib/ /opt/egress-service-agent/lib/
+COPY --from=assemble /out/application/ /
 # AppCDS: the classes the agent loads (src/main/appcds/agent.classlist, from a training run of the real
 # process: bench/agent-latency.sh classlist) are parsed once, here, into an archive that every start maps
-# instead of parsing them into metaspace: 4.4 MiB less RSS with 1,000 services (9.5 with the fat jar), a faster start
-# (bench/README.md, "Memory"). The dump must run against this very jar at this very path (the JVM checks
-# both); a list that has gone stale only archives fewer classes, and a missing or unusable archive only
-# costs that memory back (-Xshare:auto, the default: the JVM then starts without it and says so).
-COPY src/main/appcds/agent.classlist /tmp/agent.classlist
-RUN /opt/egress-service-agent/bin/java -Xshare:dump -Xlog:cds=error -XX:SharedClassListFile=/tmp/agent.classlist \
-      -XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa -cp /opt/egress-service-agent/egress-service-agent.jar \
- && rm /tmp/agent.classlist
+# instead of parsing them into metaspace: 4.4 MiB less RSS with 1,000 services, a faster start (bench/README.md,
+# "Memory"). The dump must run against these very jars at these very paths (the JVM checks their paths, sizes
+# and mtimes); a list that has gone stale only archives fewer classes, and a missing or unusable archive only
+# costs that memory back (-Xshare:auto, the default: the JVM then starts without it and says so). Exec form: the
+# image has no shell. The class list is bind-mounted, so it stays in no layer.
+RUN --mount=type=bind,source=src/main/appcds/agent.classlist,target=/tmp/agent.classlist \
+    ["/opt/egress-service-agent/jre/bin/java", "-Xshare:dump", "-Xlog:cds=error", "-XX:SharedClassListFile=/tmp/agent.classlist", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-cp", "/opt/egress-service-agent/egress-service-agent.jar"]
 
-LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/egress-service-agent" \
+ARG VERSION=dev
+ARG GIT_COMMIT=
+ARG CREATED=
+LABEL org.opencontainers.image.title="egress-service-agent" \
+      org.opencontainers.image.description="Kubernetes node agent implementing the k8s.ovn.org/v1 EgressService API with Linux policy routing and nftables" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${GIT_COMMIT}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="https://github.com/egress-service-agent/egress-service-agent" \
+      org.opencontainers.image.url="https://github.com/egress-service-agent/egress-service-agent" \
+      org.opencontainers.image.documentation="https://github.com/egress-service-agent/egress-service-agent/blob/main/docs/image.md" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.title="egress-service-agent" \
-      org.opencontainers.image.description="Kubernetes node agent implementing the k8s.ovn.org/v1 EgressService API with Linux policy routing and nftables"
+      org.opencontainers.image.vendor="egress-service-agent" \
+      org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
+
+# /usr/local/bin/egress-service-agent is a small binary (src/main/image/launcher.c) that execs ENTRYPOINT with
+# its arguments appended: `kubectl exec POD -- egress-service-agent status` runs the same JVM, flags and jar.
+ENV PATH=/usr/local/bin:/opt/egress-service-agent/jre/bin
 
 # Not root by default: the allocator (deploy/allocator.yaml) runs as this uid, with no capability. The node
 # agent runs as root (uid 0) with only CAP_NET_ADMIN, both set by the DaemonSet (deploy/daemonset.yaml).
@@ -68,7 +92,8 @@ LABEL org.opencontainers.image.source="https://github.com/egress-service-agent/e
 # TrimNativeHeapInterval needs a JDK 17.0.9 or later.
 # The entrypoint itself says -XX:+ExitOnOutOfMemoryError, so that a JAVA_TOOL_OPTIONS of one's own cannot lose it:
 # out of heap, the process exits (status 3) and is restarted, instead of staying up with a dead thread.
-# --generate-cds-archive: the JRE gets the JDK's default class-data archive, as a full JDK has; the
-# entrypoint's agent.jsa (above) holds those classes too and the agent's own, and is the one in use.
+# This stage is the one definition of the image's config: scripts/build-image.sh reads its ENTRYPOINT, ENV, USER and
+# LABEL (scripts/image/dockerfile-config.py), the launcher repeats the entrypoint (io.egressservice.deploy.
+# ImageEntrypointTest compares them).
 USER 65532:65532
-ENTRYPOINT ["/opt/egress-service-agent/bin/java", "-XX:+ExitOnOutOfMemoryError", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]
+ENTRYPOINT ["/opt/egress-service-agent/jre/bin/java", "-XX:+ExitOnOutOfMemoryError", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]

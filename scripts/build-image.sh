@@ -1,124 +1,223 @@
 #!/usr/bin/env bash
-# Builds the agent's image without a container engine: the Dockerfile's layout (a jlink'ed JRE with the
-# AppCDS archive, the node jar, libnftables1 on Debian bookworm, the same entrypoint, labels and user)
-# with buildah, on a base that debootstrap makes from Debian's packages, into an OCI archive; then runs
-# the image's --version and a plan of examples/ inside it (buildah run, chroot isolation).
+# Builds the agent's image without a container engine or a registry, into an OCI archive, with the
+# Dockerfile's layout, entrypoint, user, PATH and labels; then checks the archive by running it (chroot).
 #
 #   sudo scripts/build-image.sh [OUTPUT]      default OUTPUT: target/egress-service-agent-image.oci.tar
+#   scripts/build-image.sh --print-config     prints the image config it writes (no root, builds nothing)
 #
-# Needs root, buildah and debootstrap (apt-get install -y buildah debootstrap), a JDK 17 with jlink and
-# jdeps, and Maven (or a built target/egress-service-agent-node.jar). Takes a few minutes (debootstrap);
-# the base is kept in target/image-build/ and reused. Where something is missing it prints
+# Layers, in the order a new version changes them least to most (docs/image.md):
+#   1. base          the C libraries the JRE and libnftables load, from Debian's packages (scripts/image/base-rootfs.sh)
+#   2. runtime       the jlink'ed JRE (scripts/image/jre.sh)
+#   3. dependencies  the Java dependencies, one jar each (target/image/lib, from mvn package)
+#   4. application   the agent's jar, its AppCDS archive, the egress-service-agent launcher on PATH, the SBOM,
+#                    and the shell completions and man page when target/ has them (see "hook" below)
+# Each layer is reproducible (scripts/image/oci-archive.py; the base, runtime and dependency layers do not depend on
+# the commit), so an upgrade that changes only the agent pulls only the application layer.
+#
+# Needs root (chroot, mount namespaces, a scratch network namespace for the check), a Debian system with
+# apt package lists, dpkg-deb and libnftables1 (the base is made from its packages), a JDK 17 (jlink, jdeps),
+# gcc, python3 and Maven (or a built target/). Where something is missing it prints
 # "build-image: SKIPPED: <why>" and exits 0 (REQUIRE_IMAGE_BUILD=1 makes that exit 1). Not part of the
 # test command: CI builds the Dockerfile itself with buildx (.github/workflows/ci.yml).
 #
-# Environment: DEBIAN_SUITE (bookworm), DEBOOTSTRAP_MIRROR (default: the first Debian URI of this
-# machine's apt sources, else debootstrap's own default), MVN_ARGS (-o: Maven offline).
+# The image's config (entrypoint, PATH, user, OCI annotations) is the Dockerfile's last stage, read by
+# scripts/image/dockerfile-config.py: one definition for both builds (io.egressservice.deploy.ImageEntrypointTest
+# compares them, and the launcher's copy of the entrypoint).
+#
+# Environment: MVN_ARGS (e.g. -o; but offline Maven skips the SBOM, whose plugin needs it online),
+# SOURCE_DATE_EPOCH (default: the commit's time; the image's created time and the application layer's mtimes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${1:-target/egress-service-agent-image.oci.tar}
-SUITE=${DEBIAN_SUITE:-bookworm}
 WORK=$ROOT/target/image-build
 APP=/opt/egress-service-agent
-JAR=$ROOT/target/egress-service-agent-node.jar
+
+# image_config VERSION REVISION CREATED: the OCI config JSON, from the Dockerfile with these build arguments.
+image_config() {
+  python3 scripts/image/dockerfile-config.py Dockerfile --arg "VERSION=$1" --arg "GIT_COMMIT=$2" --arg "CREATED=$3"
+}
+if [ "${1:-}" = --print-config ]; then
+  image_config "$(sed -n 's:^  <version>\(.*\)</version>$:\1:p' pom.xml | head -n1)" \
+    "$(git rev-parse HEAD 2>/dev/null || true)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  exit 0
+fi
 
 skip() {
   echo "build-image: SKIPPED: $*"
   [ "${REQUIRE_IMAGE_BUILD:-0}" = 1 ] && exit 1
   exit 0
 }
-step() { echo "build-image: $*"; }
+fail() { echo "build-image: FAILED: $*" >&2; exit 1; }
+step() { echo "build-image: [$(( $(date +%s) - ${started:-$(date +%s)} )) s] $*"; }
 
-[ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap and buildah's chroot isolation)"
-for tool in buildah debootstrap jlink jdeps java; do
-  command -v "$tool" >/dev/null 2>&1 || skip "$tool is not installed (apt-get install -y buildah debootstrap openjdk-17-jdk-headless)"
+[ "$(id -u)" -eq 0 ] || skip "needs root (chroot, mount namespaces and a scratch network namespace for the checks)"
+for tool in jlink jdeps java gcc python3 dpkg-deb apt-get unshare chroot ip; do
+  command -v "$tool" >/dev/null 2>&1 || skip "$tool is not installed (apt-get install -y openjdk-17-jdk-headless gcc python3 iproute2)"
 done
+[ -e /usr/lib/"$(gcc -print-multiarch)"/libnftables.so.1 ] || skip "libnftables1 is not installed (apt-get install -y libnftables1)"
 jdk=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
 [ "$jdk" = 17 ] || skip "the JDK is $jdk; the image's JRE is jlink'ed from a JDK 17 (set JAVA_HOME and PATH to one)"
 
-mkdir -p "$WORK"
 started=$(date +%s)
+rm -rf "$WORK"
+mkdir -p "$WORK"
 
-# --- 1. the jar (the Dockerfile's build stage) ---
-if [ ! -f "$JAR" ] || [ -n "$(find src pom.xml -newer "$JAR" -print -quit)" ]; then
-  command -v mvn >/dev/null 2>&1 || skip "no target/egress-service-agent-node.jar and no mvn to build it"
-  step "building the jar: mvn -B -q ${MVN_ARGS:--o} -DskipTests package"
+# --- 1. the jars (the Dockerfile's build stage) ---
+JAR=target/egress-service-agent-image.jar
+if [ ! -f "$JAR" ] || [ ! -d target/image/lib ] || [ ! -f target/egress-service-agent-sbom.json ] \
+   || [ -n "$(find src/main pom.xml -newer "$JAR" -print -quit)" ] \
+   || [ pom.xml -nt target/egress-service-agent-sbom.json ]; then
+  command -v mvn >/dev/null 2>&1 || skip "no $JAR and no mvn to build it"
+  step "building the jars: mvn -B -q ${MVN_ARGS:-} -Psbom -DskipTests package"
   # shellcheck disable=SC2086
-  mvn -B -q ${MVN_ARGS:--o} -DskipTests -Dgit.commit="$(git rev-parse --short=12 HEAD 2>/dev/null || true)" package
+  mvn -B -q ${MVN_ARGS:-} -Psbom -DskipTests package
 fi
+version=$(sed -n 's/^version=//p' target/classes/io/egressservice/buildinfo/build-info.properties)
+revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 
-# --- 2. the JRE (the Dockerfile's jre stage) ---
-jre=$WORK/jre
-rm -rf "$jre"
-modules="$(jdeps --multi-release 17 --print-module-deps --ignore-missing-deps "$JAR"),jdk.crypto.ec"
-step "jlink modules: $modules"
-jlink --add-modules "$modules" --strip-debug --no-man-pages --no-header-files --compress=2 \
-  --generate-cds-archive --output "$jre"
+image_config "$version" "$revision" "$created" > "$WORK/config.json"
+image_path=$(python3 -c 'import json,sys; print(next(e for e in json.load(sys.stdin)["Env"] if e.startswith("PATH=")))' \
+  < "$WORK/config.json")
+user=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["User"])' < "$WORK/config.json")
 
-# --- 3. the base (debian:bookworm-slim's part): minbase plus libnftables1, no apt lists or caches ---
-base=$WORK/base-$SUITE.tar
-if [ ! -f "$base" ]; then
-  mirror=${DEBOOTSTRAP_MIRROR:-$(grep -rhoE '^(URIs:|deb) +[a-z]+://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
-    | head -n1 | awk '{print $2}' || true)}
-  rootfs=$WORK/rootfs
-  rm -rf "$rootfs"
-  step "debootstrap --variant=minbase --include=libnftables1 $SUITE ${mirror:-(the default mirror of debootstrap)}"
-  # shellcheck disable=SC2086
-  debootstrap --variant=minbase --include=libnftables1 "$SUITE" "$rootfs" $mirror > "$WORK/debootstrap.log" 2>&1 \
-    || { tail -n 20 "$WORK/debootstrap.log"; skip "debootstrap failed (log: $WORK/debootstrap.log)"; }
-  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb \
-    "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/var/log/*.log
-  tar -C "$rootfs" --numeric-owner -cf "$base" .
-  rm -rf "$rootfs"
-fi
-
-# --- 4. the image: base + JRE + jar, the AppCDS archive dumped inside, the Dockerfile's config ---
-# A private store, vfs (works without overlayfs), so nothing of the machine's own containers is touched.
-bh() { buildah --root "$WORK/storage" --runroot "$WORK/run" --storage-driver vfs "$@"; }
-ctr=$(bh from scratch)
-check_ctr=
-cleanup() {
-  bh umount "$ctr" >/dev/null 2>&1 || true
-  bh rm "$ctr" >/dev/null 2>&1 || true
-  [ -z "$check_ctr" ] || bh rm "$check_ctr" >/dev/null 2>&1 || true
-  # The store is this script's own: the image it pulled back for the check is not kept (the archive is).
-  bh rmi --all --force >/dev/null 2>&1 || true
+# --- 2. the layers' trees ---
+L=$WORK/layers
+mkdir -p "$L/runtime$APP" "$L/dependencies$APP/lib" "$L/application$APP" "$L/application/usr/local/bin" \
+  "$L/application/usr/share/doc/egress-service-agent"
+step "runtime: scripts/image/jre.sh"
+scripts/image/jre.sh "$JAR" target/image/lib "$L/runtime$APP/jre"
+gcc -Os -Wall -Wextra -Werror -o "$L/application/usr/local/bin/egress-service-agent" src/main/image/launcher.c
+strip "$L/application/usr/local/bin/egress-service-agent"
+step "base: scripts/image/base-rootfs.sh"
+scripts/image/base-rootfs.sh "$L/runtime$APP/jre" "$L/base" "$L/application/usr/local/bin/egress-service-agent"
+cp target/image/lib/*.jar "$L/dependencies$APP/lib/"
+cp "$JAR" "$L/application$APP/egress-service-agent.jar"
+python3 scripts/image/image-sbom.py target/egress-service-agent-sbom.json target/image/lib \
+  > "$L/application/usr/share/doc/egress-service-agent/sbom.cdx.json"
+# Hook: the shell completions and the man page, when the build made them (they are generated from the
+# command line's own definition, not written by hand); the image works without them.
+ship() { # ship SOURCE DESTINATION-IN-IMAGE
+  if [ -f "$1" ]; then mkdir -p "$(dirname "$L/application$2")"; cp "$1" "$L/application$2"; step "shipping $1 as $2"; fi
 }
-trap cleanup EXIT
-mnt=$(bh mount "$ctr")
-tar -C "$mnt" --numeric-owner -xf "$base"
-mkdir -p "$mnt$APP"
-cp -a "$jre/." "$mnt$APP/"
-cp "$JAR" "$mnt$APP/egress-service-agent.jar"
-cp src/main/appcds/agent.classlist "$mnt/tmp/agent.classlist"
-step "AppCDS archive: java -Xshare:dump (buildah run, chroot isolation)"
-bh run --isolation chroot "$ctr" -- "$APP/bin/java" -Xshare:dump -Xlog:cds=error \
-  -XX:SharedClassListFile=/tmp/agent.classlist -XX:SharedArchiveFile="$APP/agent.jsa" -cp "$APP/egress-service-agent.jar"
-rm -f "$mnt/tmp/agent.classlist"
-bh umount "$ctr" >/dev/null
-bh config \
-  --entrypoint "[\"$APP/bin/java\", \"-XX:SharedArchiveFile=$APP/agent.jsa\", \"-jar\", \"$APP/egress-service-agent.jar\"]" \
-  --cmd "" --user 65532:65532 --workingdir / \
-  --label org.opencontainers.image.source=https://github.com/egress-service-agent/egress-service-agent \
-  --label org.opencontainers.image.licenses=Apache-2.0 \
-  --label org.opencontainers.image.title=egress-service-agent \
-  --label "org.opencontainers.image.description=Kubernetes node agent implementing the k8s.ovn.org/v1 EgressService API with Linux policy routing and nftables" \
-  "$ctr"
-mkdir -p "$(dirname "$OUT")"
-rm -f "$OUT"
-bh commit --format oci --disable-compression=false --quiet "$ctr" "oci-archive:$OUT" >/dev/null
-step "wrote $OUT ($(du -h "$OUT" | cut -f1))"
+ship target/completion/egress-service-agent.bash /usr/share/bash-completion/completions/egress-service-agent
+ship target/completion/_egress-service-agent /usr/share/zsh/vendor-completions/_egress-service-agent
+for page in target/man/*.1; do ship "$page" "/usr/share/man/man1/$(basename "$page")"; done
 
-# --- 5. the check: the archive, as a registry would hand it out, runs its own entrypoint as its own user ---
-check_ctr=$(bh from --quiet "oci-archive:$OUT")
-mapfile -t entrypoint < <(bh inspect --format '{{range .OCIv1.Config.Entrypoint}}{{.}}{{"\n"}}{{end}}' "$check_ctr")
-step "image config: user $(bh inspect --format '{{.OCIv1.Config.User}}' "$check_ctr"), entrypoint ${entrypoint[*]}"
-step "check: egress-service-agent --version"
-version=$(bh run --isolation chroot "$check_ctr" -- "${entrypoint[@]}" --version)
-echo "$version"
-case "$version" in egress-service-agent\ *) ;; *) echo "build-image: FAILED: unexpected --version output" >&2; exit 1 ;; esac
+# Fixed mtimes, the ones the layers carry: base, runtime and dependencies get one constant (1980-01-01, zip's
+# epoch), so that their layers keep their digests from one commit to the next and an upgrade of the agent pulls
+# only the application layer; the application gets the commit's time. Set before the AppCDS dump: the archive
+# records its jars' mtimes, and the JVM refuses it when they differ.
+for layer in base runtime dependencies; do
+  find "$L/$layer" -exec touch -h -d @315532800 {} +
+done
+find "$L/application" -exec touch -h -d "@$epoch" {} +
+
+# --- 3. the AppCDS archive, dumped in the assembled image (the JVM checks the paths and jars it names) ---
+# in_root ROOTFS USER ENV... -- COMMAND...: runs COMMAND chrooted in ROOTFS as USER with only ENV, in its
+# own mount and pid namespaces (/proc and /dev mounted there; nothing stays mounted afterwards).
+in_root() {
+  local root=$1 user=$2; shift 2
+  local env=()
+  while [ "$1" != -- ]; do env+=("$1"); shift; done
+  shift
+  mkdir -p "$root/proc" "$root/dev"
+  unshare --mount --pid --fork --kill-child -- bash -c '
+    set -e; root=$1; shift
+    mount --make-rprivate /
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    [ -z "${EXAMPLES:-}" ] || { mkdir -p "$root/examples"; mount --bind -o ro "$EXAMPLES" "$root/examples"; }
+    exec "$@"' _ "$root" env -i "${env[@]}" "$(command -v chroot)" --userspec="$user" "$root" "$@"
+}
+assembled=$WORK/assembled
+mkdir -p "$assembled"
+for layer in base runtime dependencies application; do cp -a "$L/$layer/." "$assembled/"; done
+cp src/main/appcds/agent.classlist "$assembled/tmp/agent.classlist"
+step "AppCDS archive: java -Xshare:dump in the assembled image"
+in_root "$assembled" 0:0 -- "$APP/jre/bin/java" -Xshare:dump -Xlog:cds=error \
+  -XX:SharedClassListFile=/tmp/agent.classlist -XX:SharedArchiveFile="$APP/agent.jsa" -cp "$APP/egress-service-agent.jar"
+cp "$assembled$APP/agent.jsa" "$L/application$APP/agent.jsa"
+touch -d "@$epoch" "$L/application$APP/agent.jsa"
+rm -rf "$assembled"
+
+# --- 4. the archive ---
+mkdir -p "$(dirname "$OUT")"
+step "writing $OUT"
+python3 scripts/image/oci-archive.py "$OUT" --created "$created" \
+  --architecture "$(dpkg --print-architecture)" --config "$WORK/config.json" --ref-name "$version" \
+  --layer "base: C libraries from Debian bookworm packages=$L/base" \
+  --layer "runtime: jlink'ed JRE 17=$L/runtime" \
+  --layer "dependencies: Java libraries=$L/dependencies" \
+  --layer "application: egress-service-agent $version=$L/application" | tee "$WORK/layers.txt"
+
+# --- 5. the checks: the archive as a registry would hand it out, unpacked layer by layer, run as its user ---
+check=$WORK/check
+mkdir -p "$check"
+step "check: the archive's config and annotations, and its layers unpacked in order"
+python3 - "$OUT" "$check" <<'PY'
+import json, sys, tarfile
+archive, root = sys.argv[1], sys.argv[2]
+with tarfile.open(archive) as t:
+    blob = lambda d: t.extractfile("blobs/sha256/" + d.split(":", 1)[1])
+    index = json.load(t.extractfile("index.json"))
+    manifest = json.load(blob(index["manifests"][0]["digest"]))
+    config = json.load(blob(manifest["config"]["digest"]))["config"]
+    print("  entrypoint:", json.dumps(config["Entrypoint"]))
+    print("  user:", config["User"], " env:", " ".join(config["Env"]))
+    for key, value in sorted(manifest["annotations"].items()):
+        print(f"  {key}={value}")
+    for layer in manifest["layers"]:
+        with tarfile.open(fileobj=blob(layer["digest"]), mode="r:gz") as lt:
+            lt.extractall(root, numeric_owner=True)
+PY
+run_as() { # run_as USER COMMAND...: in the unpacked image, with the image's PATH
+  local user=$1; shift
+  in_root "$check" "$user" "$image_path" HOME=/ -- "$@"
+}
+step "check: contents"
+for absent in /bin/sh /usr/bin/sh /bin/bash /usr/bin/bash /bin/busybox /usr/bin/apt /usr/bin/apt-get /usr/bin/dpkg \
+    /var/lib/dpkg/status /bin/login /usr/bin/login /usr/bin/passwd /usr/bin/su /etc/shadow; do
+  [ ! -e "$check$absent" ] && [ ! -L "$check$absent" ] || fail "the image has $absent"
+done
+packages=$(find "$check/var/lib/dpkg/status.d" -type f | wc -l)
+echo "  no shell, no package manager (no dpkg database), no login tools; $packages packages (status.d):" \
+  "$(cd "$check/var/lib/dpkg/status.d" && ls | tr '\n' ' ')"
+echo "  $(find "$check" -type f | wc -l) files, $(du -sh --apparent-size "$check" | cut -f1) unpacked"
+step "check: every shared object resolves (ld.so --list, inside the image)"
+for object in /usr/lib/x86_64-linux-gnu/libnftables.so.1 "$APP/jre/lib/server/libjvm.so" "$APP/jre/bin/java" \
+    /usr/local/bin/egress-service-agent; do
+  resolved=$(run_as "$user" /lib64/ld-linux-x86-64.so.2 --list "$object")
+  ! grep -q 'not found' <<<"$resolved" || { echo "$resolved"; fail "$object: a shared object is missing"; }
+done
+echo "  libnftables.so.1, libjvm.so, java, egress-service-agent: all found"
+step "check: egress-service-agent --version (found on PATH, as $user)"
+out=$(run_as "$user" egress-service-agent --version)
+echo "  $out"
+case "$out" in egress-service-agent\ *) ;; *) fail "unexpected --version output" ;; esac
+step "check: egress-service-agent status --help"
+run_as "$user" egress-service-agent status --help | head -n 3 | sed 's/^/  /'
 step "check: plan --objects examples --node node-a (-Xshare:on: fails unless the AppCDS archive maps)"
-bh run --isolation chroot -v "$ROOT/examples:/examples:ro" --env JAVA_TOOL_OPTIONS=-Xshare:on "$check_ctr" -- \
-  "${entrypoint[@]}" plan --objects /examples --node node-a --service-cidr 172.30.0.0/16 | head -n 12
-step "OK in $(( $(date +%s) - started )) s: $OUT"
+EXAMPLES=$ROOT/examples in_root "$check" "$user" "$image_path" JAVA_TOOL_OPTIONS=-Xshare:on -- \
+  egress-service-agent plan --objects /examples --node node-a --service-cidr 172.30.0.0/16 > "$WORK/plan.txt"
+head -n 8 "$WORK/plan.txt" | sed 's/^/  /'
+echo "  ... $(wc -l < "$WORK/plan.txt") lines"
+# libnftables and netlink through JNA, as root (the DaemonSet's user) in a scratch network namespace: an
+# empty status. The namespace is this script's own and removed on every exit path.
+netns=esa-image-check-$$
+trap 'ip netns del "$netns" 2>/dev/null || true' EXIT
+ip netns add "$netns"
+step "check: egress-service-agent status in a scratch network namespace (libnftables and netlink via JNA, as root)"
+ip netns exec "$netns" bash -c "$(declare -f in_root); in_root \"\$@\"" _ "$check" 0:0 "$image_path" -- \
+  egress-service-agent status | head -n 5 | sed 's/^/  /'
+ip netns del "$netns"
+trap - EXIT
+rm -rf "$check"
+step "layers (compressed, unpacked):"
+sed 's/^/  /' "$WORK/layers.txt"
+# The SBOM next to the image, as the release attaches it to the image and the GitHub release.
+sbom=${OUT%.tar}; sbom=${sbom%.oci}.sbom.cdx.json
+cp "$L/application/usr/share/doc/egress-service-agent/sbom.cdx.json" "$sbom"
+step "OK in $(( $(date +%s) - started )) s: $OUT, SBOM $sbom ($(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["components"]))' "$sbom") components)"

@@ -3,7 +3,6 @@ package io.egressservice.deploy;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -30,8 +29,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * Guards the install manifests ({@code deploy/}) and the {@code Dockerfile}: no kustomize, kubectl or
- * Docker needed, the files are read as YAML / text. Runs from the project directory (surefire's
+ * Guards the install manifests ({@code deploy/}): no kustomize, kubectl or Docker needed, the files are read
+ * as YAML (the image's build files: {@link ImageEntrypointTest}). Runs from the project directory (surefire's
  * working directory).
  */
 class DeployManifestsTest {
@@ -320,45 +319,6 @@ class DeployManifestsTest {
     assertThat(pdb.path("spec").path("maxUnavailable").asInt()).isEqualTo(1);
     assertThat(pdb.path("spec").path("selector").path("matchLabels").path("app.kubernetes.io/name").asText())
         .isEqualTo("egress-service-allocator");
-  }
-
-  // ---- image ----
-
-  @Test
-  void dockerfileRuntimeStageInstallsLibnftablesAndRunsTheJar() throws IOException {
-    String dockerfile = Files.readString(ROOT.resolve("Dockerfile"));
-    List<String> stages = List.of(dockerfile.split("(?m)^FROM "));
-    String build = stages.get(1);
-    String runtime = stages.get(stages.size() - 1);
-    assertThat(build).startsWith("--platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 ").containsPattern("mvn -B -DskipTests [^\\n]*package");
-    assertThat(dockerfile).contains("jlink ", "jdeps ");
-    assertThat(runtime).startsWith("debian:bookworm-slim");
-    assertThat(runtime).containsPattern("apt-get install -y --no-install-recommends[^\\n]*\\blibnftables1\\b")
-        .contains("rm -rf /var/lib/apt/lists/*");
-    String entrypoint = runtime.lines().filter(l -> l.startsWith("ENTRYPOINT ")).findFirst().orElseThrow()
-        .substring("ENTRYPOINT ".length());
-    assertThat(new ObjectMapper().readValue(entrypoint, String[].class)).as("exec form, no shell").containsExactly(
-        "/opt/egress-service-agent/bin/java", "-XX:+ExitOnOutOfMemoryError",
-        "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa",
-        "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
-    assertThat(runtime).as("the node jar (no demo) is the image's jar")
-        .contains("COPY --from=build /src/target/egress-service-agent-node.jar /opt/egress-service-agent/egress-service-agent.jar")
-        .contains("org.opencontainers.image.licenses=\"Apache-2.0\"");
-    assertThat(runtime).as("the AppCDS archive is dumped from the committed class list, against the jar at its path")
-        .contains("COPY src/main/appcds/agent.classlist ")
-        .containsPattern("-Xshare:dump[^\\n]*-XX:SharedClassListFile=/tmp/agent.classlist")
-        .contains("-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa -cp /opt/egress-service-agent/egress-service-agent.jar");
-
-    assertThat(runtime).as("not root unless a pod says so (the DaemonSet does, the allocator does not)")
-        .contains("\nUSER 65532:65532\n");
-
-    String local = Files.readString(ROOT.resolve("scripts/build-image.sh"));
-    assertThat(local).as("scripts/build-image.sh builds the same layout, entrypoint and user")
-        .contains("--include=libnftables1", "jdk.crypto.ec", "--generate-cds-archive", "-Xshare:dump",
-            "--user 65532:65532", "egress-service-agent.jar", "agent.jsa", "oci-archive:");
-
-    List<String> ignored = Files.readAllLines(ROOT.resolve(".dockerignore"));
-    assertThat(ignored).contains("target/", ".git");
   }
 
   // ---- helpers ----
