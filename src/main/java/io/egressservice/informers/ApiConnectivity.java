@@ -63,6 +63,8 @@ public final class ApiConnectivity implements AutoCloseable {
     volatile boolean watching;
     volatile String lastError = "";
     volatile boolean errorLogged;
+    /** Failures in a row since the kind was last watching (the informer's backoff follows it). */
+    volatile int failures;
 
     Kind(String name, SharedIndexInformer<? extends HasMetadata> informer, long now) {
       this.name = name;
@@ -73,6 +75,10 @@ public final class ApiConnectivity implements AutoCloseable {
 
   private final Map<String, Kind> kinds = new LinkedHashMap<>();
   private final Probing probing;
+  /** The API server's URL, for the log. */
+  private final String server;
+  /** The informers' first retry delay (the client's watch reconnect interval). */
+  private final Duration reconnectInterval;
   /** When the API server was last heard: an event of a watch, or an answer to a probe (System.nanoTime()). */
   private volatile long lastHeardNanos;
   /** When the probe in flight was sent; 0 when none is. */
@@ -86,7 +92,10 @@ public final class ApiConnectivity implements AutoCloseable {
   private boolean lost;
   private long lostSinceNanos;
 
-  ApiConnectivity(List<SharedIndexInformer<? extends HasMetadata>> informers, Probing probing) {
+  ApiConnectivity(List<SharedIndexInformer<? extends HasMetadata>> informers, Probing probing, String server,
+      Duration reconnectInterval) {
+    this.server = server;
+    this.reconnectInterval = reconnectInterval;
     long now = System.nanoTime();
     for (SharedIndexInformer<? extends HasMetadata> i : informers) {
       String name = i.getApiTypeClass().getSimpleName();
@@ -195,18 +204,45 @@ public final class ApiConnectivity implements AutoCloseable {
    */
   void failed(String kind, Throwable error) {
     Kind k = kinds.get(kind);
-    String message = error.getMessage() == null ? error.getClass().getSimpleName() : error.getMessage();
+    String message = message(error);
     if (k == null) {
-      LOG.warn("{} informer: {} (retrying; what the agent applied is kept)", kind, message);
+      LOG.warn("cannot reach the API server {} ({}): {}; retrying, what the agent applied is kept", server, kind,
+          message);
+      LOG.debug("{}: the error's trace", kind, error);
       return;
     }
     k.lastError = message;
+    int failures = k.failures++;
+    String next = "next retry in about " + retryDelay(failures).toSeconds() + " s";
     if (!k.errorLogged) {
       k.errorLogged = true;
-      LOG.warn("{} informer: {} (retrying; what the agent applied is kept)", kind, message);
+      LOG.warn("cannot reach the API server {} ({} list/watch): {}; {}, what the agent applied is kept", server,
+          kind, message, next);
     } else {
-      LOG.debug("{} informer: {} (retrying)", kind, message);
+      LOG.debug("cannot reach the API server {} ({} list/watch): {}; {}", server, kind, message, next);
     }
+    LOG.debug("{} list/watch: the error's trace", kind, error);
+  }
+
+  /** The error and its causes' messages, without repeats: fabric8 wraps the one that says what happened. */
+  static String message(Throwable error) {
+    java.util.LinkedHashSet<String> parts = new java.util.LinkedHashSet<>();
+    for (Throwable t = error; t != null && parts.size() < 4; t = t.getCause() == t ? null : t.getCause()) {
+      String m = t.getMessage() == null ? t.getClass().getSimpleName()
+          : t.getClass().getSimpleName() + ": " + t.getMessage();
+      if (parts.stream().noneMatch(p -> p.contains(m))) {
+        parts.add(m);
+      }
+    }
+    return String.join(": ", parts);
+  }
+
+  /**
+   * The wait before the informer's next try after {@code failures} earlier failures in a row: fabric8's Reflector
+   * doubles its watch reconnect interval on each, up to 32 times it.
+   */
+  Duration retryDelay(int failures) {
+    return reconnectInterval.multipliedBy(1L << Math.min(failures, 5));
   }
 
   private void run() {
@@ -229,6 +265,7 @@ public final class ApiConnectivity implements AutoCloseable {
       if (k.watching) {
         k.lastContactNanos = now;
         k.errorLogged = false;
+        k.failures = 0;
       } else if (now - k.lastContactNanos >= LOSS_GRACE.toNanos()) {
         down.add(k);
       }
@@ -240,8 +277,8 @@ public final class ApiConnectivity implements AutoCloseable {
       lostSinceNanos = down.stream().mapToLong(k -> k.lastContactNanos).min().orElse(now);
       String errors = down.stream().map(k -> k.lastError).filter(e -> !e.isEmpty()).distinct()
           .reduce((a, b) -> a + "; " + b).map(e -> " (last error: " + e + ")").orElse("");
-      LOG.warn("lost contact with the API server: no watch of {} for {} s{}; the kernel keeps what was applied and"
-          + " drift is still repaired from the cached objects; retrying", names(down),
+      LOG.warn("lost contact with the API server: no watch of {} from {} for {} s{}; the kernel keeps what was"
+          + " applied and drift is still repaired from the cached objects; retrying", names(down), server,
           TimeUnit.NANOSECONDS.toSeconds(now - lostSinceNanos), errors);
     } else if (lost && allWatching) {
       lost = false;

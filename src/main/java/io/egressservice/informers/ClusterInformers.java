@@ -73,7 +73,8 @@ public final class ClusterInformers implements AutoCloseable {
     slices = client.discovery().v1().endpointSlices().inAnyNamespace().withLabel(PlanInputs.SERVICE_NAME_LABEL)
         .withLimit(PAGE).runnableInformer(resyncMillis);
     nodes = client.nodes().withLimit(PAGE).runnableInformer(resyncMillis);
-    connectivity = new ApiConnectivity(all(), probing);
+    connectivity = new ApiConnectivity(all(), probing, String.valueOf(client.getMasterUrl()),
+        Duration.ofMillis(Math.max(1, client.getConfiguration().getWatchReconnectInterval())));
     caches = new OptInCaches(events, (namespace, name) -> new OptInCaches.Fetched(
         Optional.ofNullable(client.services().inNamespace(namespace).withName(name).get()),
         client.discovery().v1().endpointSlices().inNamespace(namespace)

@@ -45,6 +45,8 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
   public static final String FORMAT_VARIABLE = "EGRESS_AGENT_LOG_FORMAT";
   static final String PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{36} - %msg%n";
   static final Level DEFAULT_LEVEL = Level.INFO;
+  /** fabric8's informer loop, whose retry warnings the agent replaces with its own line. */
+  static final String FABRIC8_REFLECTOR = "io.fabric8.kubernetes.client.informers.impl.cache.Reflector";
   static final Format DEFAULT_FORMAT = Format.TEXT;
   private static final List<Level> LEVELS =
       List.of(Level.TRACE, Level.DEBUG, Level.INFO, Level.WARN, Level.ERROR, Level.OFF);
@@ -130,6 +132,10 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
     Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);
     root.setLevel(Level.WARN);
     context.getLogger("io.fabric8").setLevel(Level.WARN);
+    // An informer's failed list or watch: fabric8 logs a WARN with a stack trace per retry. The agent says it in one
+    // line of its own (informers.ApiConnectivity: the URL, the error, the next retry); the trace only at debug.
+    context.getLogger(FABRIC8_REFLECTOR).setLevel(settings.agentLevel().toInt() <= Level.DEBUG_INT ? Level.DEBUG
+        : Level.ERROR);
     context.getLogger("io.egressservice").setLevel(settings.agentLevel());
     root.addAppender(switch (settings.format()) {
       case TEXT -> console(context, "text", textEncoder(context));

@@ -62,6 +62,31 @@ class ApiConnectivityTest {
   }
 
   @Test
+  void anUnreachableApiServerIsOneLineWithItsUrlTheErrorAndTheNextRetry() throws Exception {
+    Logger logger = (Logger) LoggerFactory.getLogger(ApiConnectivity.class);
+    log.start();
+    logger.addAppender(log);
+    toClose.add(() -> logger.detachAppender(log));
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort(); // closed again: nothing listens there
+    }
+    String url = "http://127.0.0.1:" + port + "/";
+    KubernetesClient client = new KubernetesClientBuilder().withConfig(new ConfigBuilder().withMasterUrl(url)
+        .withWatchReconnectInterval(1000).withRequestRetryBackoffLimit(0).withRequestTimeout(2000).build()).build();
+    toClose.add(client);
+    ClusterInformers informers = ClusterInformers.create(client, Duration.ZERO);
+    toClose.add(informers);
+    informers.start();
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(lines())
+        .anyMatch(l -> l.startsWith("cannot reach the API server " + url + " (") && l.contains("list/watch): ")
+            && l.contains("ConnectException") && l.contains("next retry in about ")));
+    assertThat(log.list).as("the error's stack trace is left to debug")
+        .filteredOn(e -> e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.INFO))
+        .allSatisfy(e -> assertThat(e.getThrowableProxy()).isNull());
+  }
+
+  @Test
   void finding11_lossAndReturnOfTheApiServerAreLoggedAndMeasuredPerKind() throws Exception {
     Logger logger = (Logger) LoggerFactory.getLogger(ApiConnectivity.class);
     log.start();
@@ -90,6 +115,9 @@ class ApiConnectivityTest {
         .anyMatch(l -> l.startsWith("lost contact with the API server: no watch of ") && l.contains("Service")
             && l.contains("the kernel keeps what was applied")));
     assertThat(gauge(metrics, "egress_service_agent_api_watch_up", "Service")).isZero();
+    String url = String.valueOf(client.getMasterUrl());
+    assertThat(lines()).anyMatch(l -> l.startsWith("lost contact with the API server: no watch of ")
+        && l.contains(" from " + url + " for "));
     assertThat(gauge(metrics, "egress_service_agent_api_last_contact_age_seconds", "Service")).isGreaterThanOrEqualTo(3.0);
     long warnings = log.list.stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN).count();
 

@@ -123,6 +123,18 @@ class LogConfiguratorTest {
   }
 
   @Test
+  void fabric8sRetryWarningsWithTheirStackTracesShowOnlyAtDebug() {
+    String reflector = "io.fabric8.kubernetes.client.informers.impl.cache.Reflector";
+    LoggerContext info = new LoggerContext();
+    LogConfigurator.apply(info, new Settings(Level.INFO, Format.TEXT));
+    assertThat(info.getLogger(reflector).isWarnEnabled()).as("a failed list/watch retried").isFalse();
+    assertThat(info.getLogger(reflector).isErrorEnabled()).as("an informer that stops").isTrue();
+    LoggerContext debug = new LoggerContext();
+    LogConfigurator.apply(debug, new Settings(Level.DEBUG, Format.TEXT));
+    assertThat(debug.getLogger(reflector).isDebugEnabled()).isTrue();
+  }
+
+  @Test
   void textGoesToStderrWithThePattern() {
     LoggerContext context = new LoggerContext();
     LogConfigurator.apply(context, new Settings(Level.INFO, Format.TEXT));
