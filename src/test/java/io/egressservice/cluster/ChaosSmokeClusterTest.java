@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The soak of bench/chaos.sh in small: about 60 s of faults of several kinds, one after another, on the namespace
  * cluster with churn and traffic, and not one invariant broken. A fixed seed, so a failure is re-run as it happened
- * ({@code bench/chaos.sh --seed 30 --minutes 1}: that one draws from every kind).
+ * (the same seed and kinds give the same faults; bench/chaos.sh draws from every kind, with longer outages).
  *
  * <p>Tolerances for a loaded 2-core machine are the soak's own ({@link Soak#CONVERGENCE_LIMIT},
  * {@link Soak#UNEXPLAINED_LOSS_TOLERANCE}); faults here are short ({@code shortFaults}: outages 5-10 s), and the
