@@ -38,9 +38,10 @@ public final class ApiServer implements AutoCloseable {
   private final KubernetesClient client;
   private final Path kubeconfig;
   private final Optional<ApiProxy> proxy;
+  private final Optional<ExpiringWatchDispatcher> dispatcher;
 
   ApiServer(Path dir) {
-    this(dir, false);
+    this(dir, false, false);
   }
 
   /**
@@ -48,9 +49,10 @@ public final class ApiServer implements AutoCloseable {
    * take the API away from the agents (refuse, hang) while the server keeps its state and the test's own client
    * ({@link #client()}) still reaches it.
    */
-  ApiServer(Path dir, boolean proxied) {
+  ApiServer(Path dir, boolean proxied, boolean expiringWatches) {
+    dispatcher = expiringWatches ? Optional.of(new ExpiringWatchDispatcher()) : Optional.empty();
     server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-        new KubernetesCrudDispatcher(), false);
+        dispatcher.<KubernetesCrudDispatcher>map(d -> d).orElseGet(KubernetesCrudDispatcher::new), false);
     server.init();
     client = server.createClient();
     proxy = proxied ? Optional.of(new ApiProxy(server.getPort())) : Optional.empty();
@@ -73,6 +75,19 @@ public final class ApiServer implements AutoCloseable {
 
   public KubernetesClient client() {
     return client;
+  }
+
+  /**
+   * As after a restart of a real API server: every watch resumed from a version before now is answered 410 Gone, so
+   * its client must list again (only for a cluster built {@code expiringWatches()}; else a no-op).
+   */
+  public void expireWatchHistory() {
+    dispatcher.ifPresent(ExpiringWatchDispatcher::expireHistory);
+  }
+
+  /** How many watches were answered 410 Gone so far (0 unless built {@code expiringWatches()}). */
+  public long watchesGone() {
+    return dispatcher.map(ExpiringWatchDispatcher::goneAnswers).orElse(0L);
   }
 
   /** The proxy the kubeconfig points at, when the cluster was built {@code apiThroughProxy()}. */

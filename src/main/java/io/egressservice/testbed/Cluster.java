@@ -211,6 +211,7 @@ public final class Cluster implements AutoCloseable {
     private final Map<String, String> agentEnv = new LinkedHashMap<>();
     private boolean agents = true;
     private boolean apiProxy;
+    private boolean expiringWatches;
     private int nodeRpFilter = 2;
     private Consumer<String> progress = s -> {};
 
@@ -249,6 +250,15 @@ public final class Cluster implements AutoCloseable {
      */
     public Builder apiThroughProxy() {
       apiProxy = true;
+      return this;
+    }
+
+    /**
+     * The API server answers a watch resumed from a version older than its last {@code api().expireWatchHistory()}
+     * with 410 Gone, as a real one does after a restart or a compaction (the plain mock resumes any watch silently).
+     */
+    public Builder expiringWatches() {
+      expiringWatches = true;
       return this;
     }
 
@@ -443,7 +453,7 @@ public final class Cluster implements AutoCloseable {
       }
     }
     // the in-process API server takes seconds to start: meanwhile, the namespaces
-    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir, spec.apiProxy));
+    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir, spec.apiProxy, spec.expiringWatches));
     try {
       Wiring.createNamespaces(namespaces.values(), dir.resolve("netns"), nodes.keySet(), spec.nodeRpFilter, traffic);
     } finally {

@@ -6,7 +6,10 @@ public enum Fault {
   AGENT_KILL,
   /** SIGSTOP of a node's agent for 1-10 s, then SIGCONT. */
   AGENT_STOP,
-  /** The API server refuses every connection for 5-60 s (its state kept), as during a restart. */
+  /**
+   * The API server refuses every connection for 5-60 s (its objects kept), as during a restart, and comes back
+   * without its watch history: resumed watches are answered 410 Gone.
+   */
   API_OUTAGE,
   /** The API server accepts and never answers for 5-60 s. */
   API_HANG,

@@ -91,6 +91,9 @@ final class Nemesis {
         ApiProxy proxy = cluster.api().proxy().orElseThrow();
         workload.churn(false); // nobody writes to an API server that is down
         proxy.mode(f == Fault.API_OUTAGE ? ApiProxy.Mode.REFUSE : ApiProxy.Mode.HANG);
+        if (f == Fault.API_OUTAGE) {
+          cluster.api().expireWatchHistory(); // a restarted API server's watch cache starts afresh: 410 Gone
+        }
         try {
           pause(seconds * 1000L);
         } finally {

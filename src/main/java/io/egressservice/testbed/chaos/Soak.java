@@ -20,7 +20,7 @@ import java.util.function.Consumer;
 
 /**
  * A soak: the namespace cluster (three nodes of three pods, the agents, two allocator replicas, the API behind a
- * proxy), the {@link Workload}, the {@link Nemesis} injecting one fault after another for the run's length, and the
+ * proxy, its watch history lost at each outage), the {@link Workload}, the {@link Nemesis} injecting one fault after another for the run's length, and the
  * invariants judged on the packets the external host saw and on the nodes' kernels:
  * <ol>
  *   <li>a judged opted-in pod's packet leaves only with its service's LB IP (a packet may be lost: dropped while the
@@ -111,7 +111,7 @@ public final class Soak {
     try (Cluster c = Cluster.builder().node("node-a", 2, Workload.PODS_PER_NODE).node("node-b", 1, Workload.PODS_PER_NODE)
         .node("node-c", 2, Workload.PODS_PER_NODE)
         .agentArgs("--allocator=false", "--rule-mode", s.ruleMode(), "--no-host=drop").apiThroughProxy()
-        .progress(s.log()).start();
+        .expiringWatches().progress(s.log()).start();
         Allocators allocators = new Allocators(c, 2);
         Workload w = new Workload(c, s.seed(), s.services(), s.streamInterval())) {
       awaitJudgedPodsSteered(c, w);
