@@ -5,6 +5,14 @@ import io.egressservice.ip.IpFamily;
 import io.egressservice.testbed.ApiProxy;
 import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Namespace;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -70,7 +78,7 @@ final class Nemesis {
           node.agent().kill();
           pause(200 + random.nextInt(2000));
           node.agent().start();
-          node.agent().awaitReady();
+          awaitReady(node, f);
         } finally {
           expectedDown.remove(node.name());
         }
@@ -108,7 +116,11 @@ final class Nemesis {
         try {
           node.powerOff();
           pause(seconds * 1000L);
-          node.powerOn();
+          try {
+            node.powerOn();
+          } catch (IllegalStateException e) {
+            awaitReady(node, f); // powered on, its agent started, but not ready within 60 s
+          }
         } finally {
           expectedDown.remove(node.name());
         }
@@ -163,6 +175,55 @@ final class Nemesis {
     }
     log.accept(String.format("fault %-22s %-28s %.1f s", f, target, (done.endNanos() - start) / 1e9));
     return done;
+  }
+
+  /** Agents restarted on purpose that were not ready 60 s later: node, fault, /readyz's answer, where the log is. */
+  synchronized List<String> slowStarts() {
+    return List.copyOf(slowStarts);
+  }
+
+  private final List<String> slowStarts = new ArrayList<>();
+
+  /**
+   * Waits until the restarted agent is ready; past 60 s that is a finding (its /readyz answer and a copy of its log
+   * kept, as the cluster's directory goes with it), and the wait goes on, 120 s more at most, so the run can go on.
+   */
+  private void awaitReady(Cluster.Node node, Fault f) {
+    try {
+      node.agent().awaitReady();
+      return;
+    } catch (IllegalStateException e) {
+      String readyz = readyz(node);
+      Path copy = Path.of(System.getProperty("java.io.tmpdir"), "chaos-slow-start-" + node.name() + "-"
+          + System.currentTimeMillis() + ".log");
+      try {
+        Files.copy(node.agent().log(), copy, StandardCopyOption.REPLACE_EXISTING);
+      } catch (IOException io) {
+        // the finding stands without its log
+      }
+      synchronized (this) {
+        slowStarts.add(node.name() + " after " + f + ": /readyz " + readyz + " (log " + copy + ")");
+      }
+      log.accept("agent of " + node.name() + " not ready 60 s after its start: /readyz " + readyz + ", log " + copy);
+    }
+    long limit = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+    while (System.nanoTime() < limit && !readyz(node).startsWith("200")) {
+      pause(500);
+    }
+  }
+
+  private static String readyz(Cluster.Node node) {
+    try {
+      HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+          + node.agent().metricsPort() + "/readyz")).timeout(Duration.ofSeconds(2)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      return r.statusCode() + " " + r.body().trim();
+    } catch (IOException e) {
+      return "no answer: " + e.getMessage();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "interrupted";
+    }
   }
 
   /**

@@ -30,7 +30,8 @@ import java.util.function.Consumer;
  *   <li>after each fault, every node's SNAT map equals the plan for the API's objects within
  *       {@link #CONVERGENCE_LIMIT} (the time is the figure: p50/p99);
  *   <li>after every EgressService is deleted, nothing of ours is left on any node;
- *   <li>no agent or allocator process exits but those killed on purpose, and no thread dies.
+ *   <li>no agent or allocator process exits but those killed on purpose, and no thread dies; an agent started
+ *       again is ready within 60 s.
  * </ol>
  * Every loop is bounded in count and time; the cluster is deleted on every exit path.
  */
@@ -64,7 +65,7 @@ public final class Soak {
 
   /** The run's figures. */
   public record Figures(long seed, String ruleMode, int services, Duration ran, Map<Fault, Integer> faults,
-      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, List<Double> convergenceSeconds,
+      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, long watchesGone, List<Double> convergenceSeconds,
       List<String> agentResources, List<Violation> violations) {
     public double convergence(double quantile) {
       if (convergenceSeconds.isEmpty()) {
@@ -84,6 +85,7 @@ public final class Soak {
       faults.forEach((k, v) -> sb.append(String.format("%-34s %d%n", "faults " + k, v)));
       sb.append(String.format("%-34s %d%n", "faults total", faults.values().stream().mapToInt(i -> i).sum()));
       sb.append(String.format("%-34s %d%n", "churn steps", churnSteps));
+      sb.append(String.format("%-34s %d%n", "watches answered 410 Gone", watchesGone));
       sb.append(String.format("%-34s %d%n", "packets judged", packetsJudged));
       sb.append(String.format("%-34s %d%n", "lost, opted in (allowed)", lostOptedIn));
       sb.append(String.format("%-34s %d%n", "lost, not opted in, unexplained", lostNotOptedIn));
@@ -145,6 +147,7 @@ public final class Soak {
       long[] judged = judge(c, w, nemesis, s.streamInterval(), violations);
       nothingLeft(c, w, violations, s.log());
       threadsAlive(c, violations);
+      nemesis.slowStarts().forEach(x -> violations.add(new Violation(5, "restarted agent not ready in 60 s: " + x)));
       for (Cluster.Node n : c.nodes()) {
         long[] b = before.get(n.name());
         long[] a = after.get(n.name());
@@ -154,7 +157,7 @@ public final class Soak {
       Map<Fault, Integer> byKind = new EnumMap<>(Fault.class);
       nemesis.injected().forEach(i -> byKind.merge(i.fault(), 1, Integer::sum));
       return new Figures(s.seed(), s.ruleMode(), s.services(), ran, byKind, judged[0], judged[1], judged[2],
-          w.churnSteps(), List.copyOf(convergence), resources, List.copyOf(violations));
+          w.churnSteps(), c.api().watchesGone(), List.copyOf(convergence), resources, List.copyOf(violations));
     }
   }
 
