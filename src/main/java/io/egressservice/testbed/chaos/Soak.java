@@ -154,6 +154,9 @@ public final class Soak {
         resources.add(String.format("%-34s RSS %d -> %d MiB, CPU %.1f -> %.1f s (pid %d -> %d)",
             "agent " + n.name(), b[2] / 1024, a[2] / 1024, b[1] / 100.0, a[1] / 100.0, b[0], a[0]));
       }
+      if (!violations.isEmpty()) {
+        keepLogs(c, s);
+      }
       Map<Fault, Integer> byKind = new EnumMap<>(Fault.class);
       nemesis.injected().forEach(i -> byKind.merge(i.fault(), 1, Integer::sum));
       return new Figures(s.seed(), s.ruleMode(), s.services(), ran, byKind, judged[0], judged[1], judged[2],
@@ -304,6 +307,21 @@ public final class Soak {
       }
     }
     return lost;
+  }
+
+  /** The agents' and allocators' logs, copied out of the cluster's directory (which goes with it) as evidence. */
+  private static void keepLogs(Cluster c, Settings s) {
+    try {
+      Path to = Files.createTempDirectory("chaos-seed" + s.seed() + "-logs-");
+      try (var files = Files.list(c.dir())) {
+        for (Path p : files.filter(p -> p.toString().endsWith(".log")).toList()) {
+          Files.copy(p, to.resolve(p.getFileName()));
+        }
+      }
+      s.log().accept("violations: the agents' and allocators' logs are kept in " + to);
+    } catch (IOException e) {
+      s.log().accept("violations: cannot keep the logs: " + e.getMessage());
+    }
   }
 
   /** Invariant 4: every EgressService deleted, nothing of ours left on any node within 60 s. */
