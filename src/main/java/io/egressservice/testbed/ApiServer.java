@@ -37,16 +37,31 @@ public final class ApiServer implements AutoCloseable {
   private final KubernetesMockServer server;
   private final KubernetesClient client;
   private final Path kubeconfig;
+  private final Optional<ApiProxy> proxy;
+  private final Optional<ExpiringWatchDispatcher> dispatcher;
 
   ApiServer(Path dir) {
+    this(dir, false, false);
+  }
+
+  /**
+   * With {@code proxied}, the kubeconfig points at an {@link ApiProxy} in front of the server, so that a test can
+   * take the API away from the agents (refuse, hang) while the server keeps its state and the test's own client
+   * ({@link #client()}) still reaches it.
+   */
+  ApiServer(Path dir, boolean proxied, boolean expiringWatches) {
+    dispatcher = expiringWatches ? Optional.of(new ExpiringWatchDispatcher()) : Optional.empty();
     server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-        new KubernetesCrudDispatcher(), false);
+        dispatcher.<KubernetesCrudDispatcher>map(d -> d).orElseGet(KubernetesCrudDispatcher::new), false);
     server.init();
     client = server.createClient();
+    proxy = proxied ? Optional.of(new ApiProxy(server.getPort())) : Optional.empty();
+    String url = proxy.map(p -> client.getMasterUrl().getProtocol() + "://127.0.0.1:" + p.port())
+        .orElse(client.getMasterUrl().toString());
     kubeconfig = dir.resolve("kubeconfig");
     String config = "apiVersion: v1\n"
         + "kind: Config\n"
-        + "clusters: [{name: testbed, cluster: {server: \"" + client.getMasterUrl() + "\"}}]\n"
+        + "clusters: [{name: testbed, cluster: {server: \"" + url + "\"}}]\n"
         + "users: [{name: testbed, user: {token: testbed}}]\n"
         + "contexts: [{name: testbed, context: {cluster: testbed, user: testbed, namespace: default}}]\n"
         + "current-context: testbed\n";
@@ -60,6 +75,24 @@ public final class ApiServer implements AutoCloseable {
 
   public KubernetesClient client() {
     return client;
+  }
+
+  /**
+   * As after a restart of a real API server: every watch resumed from a version before now is answered 410 Gone, so
+   * its client must list again (only for a cluster built {@code expiringWatches()}; else a no-op).
+   */
+  public void expireWatchHistory() {
+    dispatcher.ifPresent(ExpiringWatchDispatcher::expireHistory);
+  }
+
+  /** How many watches were answered 410 Gone so far (0 unless built {@code expiringWatches()}). */
+  public long watchesGone() {
+    return dispatcher.map(ExpiringWatchDispatcher::goneAnswers).orElse(0L);
+  }
+
+  /** The proxy the kubeconfig points at, when the cluster was built {@code apiThroughProxy()}. */
+  public Optional<ApiProxy> proxy() {
+    return proxy;
   }
 
   /** A kubeconfig file pointing at this server (what the agents get as {@code --kubeconfig}). */
@@ -187,6 +220,7 @@ public final class ApiServer implements AutoCloseable {
 
   @Override
   public void close() {
+    proxy.ifPresent(ApiProxy::close);
     if (client != null) {
       client.close();
     }

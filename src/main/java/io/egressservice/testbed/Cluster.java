@@ -210,6 +210,8 @@ public final class Cluster implements AutoCloseable {
     private final List<String> agentArgs = new ArrayList<>();
     private final Map<String, String> agentEnv = new LinkedHashMap<>();
     private boolean agents = true;
+    private boolean apiProxy;
+    private boolean expiringWatches;
     private int nodeRpFilter = 2;
     private Consumer<String> progress = s -> {};
 
@@ -239,6 +241,24 @@ public final class Cluster implements AutoCloseable {
     /** No agent processes (the network and the API only: for {@code apply --netns}, benchmarks, in-process agents). */
     public Builder withoutAgents() {
       agents = false;
+      return this;
+    }
+
+    /**
+     * The agents reach the API server through an {@link ApiProxy} ({@code api().proxy()}), which a test can make
+     * refuse or hang; the test's own client goes straight to the server.
+     */
+    public Builder apiThroughProxy() {
+      apiProxy = true;
+      return this;
+    }
+
+    /**
+     * The API server answers a watch resumed from a version older than its last {@code api().expireWatchHistory()}
+     * with 410 Gone, as a real one does after a restart or a compaction (the plain mock resumes any watch silently).
+     */
+    public Builder expiringWatches() {
+      expiringWatches = true;
       return this;
     }
 
@@ -433,7 +453,7 @@ public final class Cluster implements AutoCloseable {
       }
     }
     // the in-process API server takes seconds to start: meanwhile, the namespaces
-    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir));
+    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir, spec.apiProxy, spec.expiringWatches));
     try {
       Wiring.createNamespaces(namespaces.values(), dir.resolve("netns"), nodes.keySet(), spec.nodeRpFilter, traffic);
     } finally {

@@ -1,0 +1,51 @@
+package io.egressservice.testbed.chaos;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * {@code bench/chaos.sh [--seed N] [--minutes M] [--mode source|mark] [--services S]}: one soak, its figures table on
+ * stdout; exit 0 when no invariant broke, 1 when one did, 2 on bad arguments.
+ */
+public final class ChaosMain {
+  /** Held so its level stays set: java.util.logging drops loggers nobody references. */
+  private static final java.util.logging.Logger MOCK_SERVER_LOG =
+      java.util.logging.Logger.getLogger("io.fabric8.mockwebserver");
+
+  private ChaosMain() {}
+
+  public static void main(String[] args) {
+    long seed = System.nanoTime() & 0xffffffffL;
+    double minutes = 10;
+    String mode = "source";
+    int services = -1;
+    try {
+      for (int i = 0; i < args.length; i++) {
+        switch (args[i]) {
+          case "--seed" -> seed = Long.parseLong(args[++i]);
+          case "--minutes" -> minutes = Double.parseDouble(args[++i]);
+          case "--mode" -> mode = args[++i];
+          case "--services" -> services = Integer.parseInt(args[++i]);
+          default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+        }
+      }
+    } catch (RuntimeException e) {
+      System.err.println(e.getMessage() + "\nusage: chaos.sh [--seed N] [--minutes M] [--mode source|mark]"
+          + " [--services 20-50]");
+      System.exit(2);
+      return;
+    }
+    // the mock API server logs every request; the run's story is the faults and the table
+    MOCK_SERVER_LOG.setLevel(java.util.logging.Level.WARNING);
+    if (services < 0) {
+      services = 20 + new java.util.Random(seed).nextInt(31); // 20-50, from the seed
+    }
+    Duration duration = Duration.ofMillis((long) (minutes * 60_000));
+    // about 50,000 stream datagrams in all, under the servers' record of 100,000
+    long perStreamMillis = Math.max(20, duration.toMillis() * 9 / 50_000);
+    Soak.Figures f = Soak.run(new Soak.Settings(seed, duration, mode, services, List.of(Fault.values()), false,
+        Duration.ofMillis(perStreamMillis), line -> System.out.println(line)));
+    System.out.print(f.table());
+    System.exit(f.violations().isEmpty() ? 0 : 1);
+  }
+}

@@ -1,0 +1,429 @@
+package io.egressservice.testbed.chaos;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.plan.RuleMode;
+import io.egressservice.testbed.Cluster;
+import io.egressservice.testbed.Traffic;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+
+/**
+ * A soak: the namespace cluster (three nodes of three pods, the agents, two allocator replicas, the API behind a
+ * proxy, its watch history lost at each outage), the {@link Workload}, the {@link Nemesis} injecting one fault after another for the run's length, and the
+ * invariants judged on the packets the external host saw and on the nodes' kernels:
+ * <ol>
+ *   <li>a judged opted-in pod's packet leaves only with its service's LB IP (a packet may be lost: dropped while the
+ *       service has no host, or on a node that is down);
+ *   <li>a pod that opted into nothing leaves with its node's uplink address through its own uplink, and loses no
+ *       packet but while its own node is powered off ({@link #UNEXPLAINED_LOSS_TOLERANCE});
+ *   <li>after each fault, every node's SNAT map equals the plan for the API's objects within
+ *       {@link #CONVERGENCE_LIMIT} (the time is the figure: p50/p99);
+ *   <li>after every EgressService is deleted, nothing of ours is left on any node;
+ *   <li>no agent or allocator process exits but those killed on purpose, and no thread dies; an agent started
+ *       again is ready within 60 s.
+ * </ol>
+ * Every loop is bounded in count and time; the cluster is deleted on every exit path.
+ */
+public final class Soak {
+  /** A converged node is one whose SNAT map equals its plan; past this, the fault left it wrong: a violation. */
+  public static final Duration CONVERGENCE_LIMIT = Duration.ofSeconds(60);
+  /**
+   * Datagrams a not-opted-in stream may lose outside its own node's power-off, as a share of those sent: a 2-core
+   * machine shared with other jobs drops a few at the sockets (the sender starved, the server's queue full), which no
+   * agent causes. Above it is a violation.
+   */
+  public static final double UNEXPLAINED_LOSS_TOLERANCE = 0.005;
+  private static final int MAX_FAULTS = 2_000;
+
+  /** What to run. */
+  public record Settings(long seed, Duration duration, String ruleMode, int services, List<Fault> faults,
+      boolean shortFaults, Duration streamInterval, Consumer<String> log) {
+    public Settings {
+      faults = List.copyOf(faults);
+      if (services < 2 || services > 200) {
+        throw new IllegalArgumentException("2 to 200 services, not " + services);
+      }
+      if (!ruleMode.equals("source") && !ruleMode.equals("mark")) {
+        throw new IllegalArgumentException("--mode source or mark, not " + ruleMode);
+      }
+    }
+  }
+
+  /** A broken invariant (1-5) and what showed it. */
+  public record Violation(int invariant, String detail) {}
+
+  /** The run's figures. */
+  public record Figures(long seed, String ruleMode, int services, Duration ran, Map<Fault, Integer> faults,
+      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, long watchesGone, List<Double> convergenceSeconds,
+      List<String> agentResources, List<Violation> violations) {
+    public double convergence(double quantile) {
+      if (convergenceSeconds.isEmpty()) {
+        return Double.NaN;
+      }
+      List<Double> sorted = new ArrayList<>(convergenceSeconds);
+      Collections.sort(sorted);
+      return sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(quantile * sorted.size()) - 1));
+    }
+
+    /** The table the bench prints. */
+    public String table() {
+      StringBuilder sb = new StringBuilder();
+      sb.append(String.format("chaos seed %d, mode %s, %d EgressServices, %.0f s%n", seed, ruleMode, services,
+          ran.toMillis() / 1e3));
+      sb.append(String.format("%-34s %s%n", "figure", "value"));
+      faults.forEach((k, v) -> sb.append(String.format("%-34s %d%n", "faults " + k, v)));
+      sb.append(String.format("%-34s %d%n", "faults total", faults.values().stream().mapToInt(i -> i).sum()));
+      sb.append(String.format("%-34s %d%n", "churn steps", churnSteps));
+      sb.append(String.format("%-34s %d%n", "watches answered 410 Gone", watchesGone));
+      sb.append(String.format("%-34s %d%n", "packets judged", packetsJudged));
+      sb.append(String.format("%-34s %d%n", "lost, opted in (allowed)", lostOptedIn));
+      sb.append(String.format("%-34s %d%n", "lost, not opted in, unexplained", lostNotOptedIn));
+      for (int i = 1; i <= 5; i++) {
+        int inv = i;
+        sb.append(String.format("%-34s %d%n", "violations of invariant " + i,
+            violations.stream().filter(v -> v.invariant() == inv).count()));
+      }
+      sb.append(String.format("%-34s %.2f / %.2f s (%d faults)%n", "convergence p50 / p99", convergence(0.5),
+          convergence(0.99), convergenceSeconds.size()));
+      agentResources.forEach(r -> sb.append(r).append('\n'));
+      violations.stream().limit(20).forEach(v -> sb.append("  violation (").append(v.invariant()).append(") ")
+          .append(v.detail()).append('\n'));
+      return sb.toString();
+    }
+  }
+
+  private Soak() {}
+
+  /** Builds the cluster, runs the soak, judges, deletes everything; returns the figures. */
+  public static Figures run(Settings s) {
+    s.log().accept("chaos: seed " + s.seed() + " (reproduce with --seed " + s.seed() + "), " + s.duration().toSeconds()
+        + " s, mode " + s.ruleMode() + ", " + s.services() + " EgressServices, faults " + s.faults());
+    List<Violation> violations = Collections.synchronizedList(new ArrayList<>());
+    try (Cluster c = Cluster.builder().node("node-a", 2, Workload.PODS_PER_NODE).node("node-b", 1, Workload.PODS_PER_NODE)
+        .node("node-c", 2, Workload.PODS_PER_NODE)
+        .agentArgs("--allocator=false", "--rule-mode", s.ruleMode(), "--no-host=drop").apiThroughProxy()
+        .expiringWatches().progress(s.log()).start();
+        Allocators allocators = new Allocators(c, 2);
+        Workload w = new Workload(c, s.seed(), s.services(), s.streamInterval())) {
+      awaitJudgedPodsSteered(c, w);
+      Nemesis nemesis = new Nemesis(c, allocators, w, s.seed(), s.faults(), s.shortFaults(), s.log());
+      ExitWatch exits = new ExitWatch(c, allocators, nemesis, violations);
+      List<String> resources = new ArrayList<>();
+      Map<String, long[]> before = resources(c);
+      w.start();
+      long t0 = System.nanoTime();
+      long end = t0 + s.duration().toNanos();
+      RuleMode mode = RuleMode.fromFlag(s.ruleMode());
+      List<Double> convergence = new ArrayList<>();
+      java.util.Random pace = new java.util.Random(s.seed() + 1);
+      int count = 0;
+      while (System.nanoTime() < end && count++ < MAX_FAULTS) {
+        Nemesis.pause(1000 + pace.nextInt(3000)); // churn and traffic alone for a while
+        Nemesis.Injected f = nemesis.next();
+        w.churn(false); // the plan holds still while the kernels are compared to it
+        try {
+          converge(c, mode, f, convergence, violations, s.log());
+        } finally {
+          w.churn(true);
+        }
+      }
+      Duration ran = Duration.ofNanos(System.nanoTime() - t0);
+      w.churn(false);
+      Nemesis.pause(1000); // the last datagrams reach the servers
+      Map<String, long[]> after = resources(c);
+      w.close();
+      exits.close();
+      long[] judged = judge(c, w, nemesis, s.streamInterval(), violations);
+      nothingLeft(c, w, violations, s.log());
+      threadsAlive(c, violations);
+      nemesis.slowStarts().forEach(x -> violations.add(new Violation(5, "restarted agent not ready in 60 s: " + x)));
+      for (Cluster.Node n : c.nodes()) {
+        long[] b = before.get(n.name());
+        long[] a = after.get(n.name());
+        resources.add(String.format("%-34s RSS %d -> %d MiB, CPU %.1f -> %.1f s (pid %d -> %d)",
+            "agent " + n.name(), b[2] / 1024, a[2] / 1024, b[1] / 100.0, a[1] / 100.0, b[0], a[0]));
+      }
+      if (!violations.isEmpty()) {
+        keepLogs(c, s);
+      }
+      Map<Fault, Integer> byKind = new EnumMap<>(Fault.class);
+      nemesis.injected().forEach(i -> byKind.merge(i.fault(), 1, Integer::sum));
+      return new Figures(s.seed(), s.ruleMode(), s.services(), ran, byKind, judged[0], judged[1], judged[2],
+          w.churnSteps(), c.api().watchesGone(), List.copyOf(convergence), resources, List.copyOf(violations));
+    }
+  }
+
+  /** Both judged services have a host, and a new flow of every judged pod leaves with its LB IP (60 s at most). */
+  private static void awaitJudgedPodsSteered(Cluster c, Workload w) {
+    long limit = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+    for (Workload.Sender s : w.senders()) {
+      if (s.lbIp().isEmpty()) {
+        continue;
+      }
+      while (true) {
+        Traffic.Probe p = c.traffic().udp(s.pod().name(), io.egressservice.testbed.Addresses.EXTERNAL_V4);
+        if (p.seen().stream().anyMatch(x -> x.source().equals(s.lbIp().get()))) {
+          break;
+        }
+        if (System.nanoTime() > limit) {
+          throw new IllegalStateException("the judged pod " + s.pod().name() + " does not leave with "
+              + s.lbIp().get() + " within 90 s of the start; last seen " + p.seen());
+        }
+        Nemesis.pause(200);
+      }
+    }
+  }
+
+  /** Invariant 3: polls every node's SNAT map against its plan until all match; the time from the fault's end. */
+  private static void converge(Cluster c, RuleMode mode, Nemesis.Injected f, List<Double> out,
+      List<Violation> violations, Consumer<String> log) {
+    long limit = f.endNanos() + CONVERGENCE_LIMIT.toNanos();
+    Map<String, String> diff = Map.of();
+    while (System.nanoTime() < limit) {
+      diff = differences(c, mode);
+      if (diff.isEmpty()) {
+        out.add((System.nanoTime() - f.endNanos()) / 1e9);
+        return;
+      }
+      Nemesis.pause(100);
+    }
+    violations.add(new Violation(3, "after " + f.fault() + " " + f.target() + " not converged in "
+        + CONVERGENCE_LIMIT.toSeconds() + " s: " + diff));
+    log.accept("not converged after " + f.fault() + ": " + diff);
+  }
+
+  /** Per node, what its SNAT map lacks ({@code -}) and holds beyond its plan ({@code +}); empty when all match. */
+  private static Map<String, String> differences(Cluster c, RuleMode mode) {
+    Map<String, String> out = new java.util.TreeMap<>();
+    for (Cluster.Node n : c.nodes()) {
+      Set<String> want = KernelView.plannedSnat(c.api(), n.name(), mode);
+      Set<String> have = KernelView.snat(n.netns());
+      if (!want.equals(have)) {
+        Set<String> missing = new TreeSet<>(want);
+        missing.removeAll(have);
+        Set<String> extra = new TreeSet<>(have);
+        extra.removeAll(want);
+        out.put(n.name(), "-" + missing + " +" + extra);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Invariants 1 and 2 over every datagram the servers saw, of the streams and the new-flow probes. Returns packets
+   * judged, datagrams of opted-in pods lost (allowed), datagrams of not-opted-in pods lost unexplained.
+   */
+  private static long[] judge(Cluster c, Workload w, Nemesis nemesis, Duration interval, List<Violation> violations) {
+    long judged = 0;
+    long lostIn = 0;
+    long lostOut = 0;
+    List<Nemesis.Injected> faults = nemesis.injected();
+    for (Workload.Sender s : w.senders()) {
+      Cluster.Node node = c.node(s.pod().node());
+      String uplinkIp = node.uplink(1).nodeIp(IpFamily.V4);
+      String uplinkWhere = node.uplink(1).where();
+      List<Traffic.Arrival> arrivals = w.stream(s.pod().name()).arrivals();
+      judged += arrivals.size();
+      for (Traffic.Arrival a : arrivals) {
+        judgeOne(s, a.source(), a.where(), uplinkIp, uplinkWhere, "stream seq " + a.seq(), faultAt(faults, a.sentNanos()),
+            violations);
+      }
+      long lost = lost(arrivals, s.pod().node(), faults, interval, s.lbIp().isPresent());
+      if (s.lbIp().isPresent()) {
+        lostIn += lost;
+      } else {
+        lostOut += lost;
+        long sent = arrivals.isEmpty() ? 0 : arrivals.get(arrivals.size() - 1).seq() + 1;
+        if (lost > Math.max(5, UNEXPLAINED_LOSS_TOLERANCE * sent)) {
+          violations.add(new Violation(2, s.pod().name() + " (opted into nothing) lost " + lost + " of " + sent
+              + " datagrams outside its node's power-offs"));
+        }
+      }
+    }
+    for (Map.Entry<String, Traffic.Probe> e : w.probes()) {
+      Workload.Sender s = w.senders().stream().filter(x -> x.pod().name().equals(e.getKey())).findFirst().orElseThrow();
+      Cluster.Node node = c.node(s.pod().node());
+      for (Traffic.Seen seen : e.getValue().seen()) {
+        judged++;
+        judgeOne(s, seen.source(), seen.where(), node.uplink(1).nodeIp(IpFamily.V4), node.uplink(1).where(),
+            "new-flow probe", "", violations);
+      }
+    }
+    return new long[] {judged, lostIn, lostOut};
+  }
+
+  private static void judgeOne(Workload.Sender s, String source, String where, String uplinkIp, String uplinkWhere,
+      String what, String during, List<Violation> violations) {
+    if (s.lbIp().isPresent()) {
+      if (!source.equals(s.lbIp().get())) {
+        violations.add(new Violation(1, s.pod().name() + " " + what + " left with " + source + " at " + where
+            + " (its LB IP " + s.lbIp().get() + ")" + during));
+      }
+    } else if (!source.equals(uplinkIp) || !where.equals(uplinkWhere)) {
+      violations.add(new Violation(2, s.pod().name() + " (opted into nothing) " + what + " left with " + source + " at "
+          + where + " (expected " + uplinkIp + " at " + uplinkWhere + ")" + during));
+    }
+  }
+
+  private static String faultAt(List<Nemesis.Injected> faults, long t) {
+    for (Nemesis.Injected f : faults) {
+      if (f.covers(t, Duration.ofSeconds(5).toNanos())) {
+        return " near " + f.fault() + " " + f.target();
+      }
+    }
+    return "";
+  }
+
+  /**
+   * Datagrams missing between the first and the last seen, each placed in time between the arrivals around it; for a
+   * not-opted-in pod those within 3 s of its own node's power-off are explained and not counted.
+   */
+  private static long lost(List<Traffic.Arrival> arrivals, String node, List<Nemesis.Injected> faults,
+      Duration interval, boolean countAll) {
+    List<Traffic.Arrival> sorted = new ArrayList<>(arrivals);
+    sorted.sort(java.util.Comparator.comparingLong(Traffic.Arrival::seq));
+    long lost = 0;
+    for (int i = 1; i < sorted.size(); i++) {
+      Traffic.Arrival prev = sorted.get(i - 1);
+      Traffic.Arrival next = sorted.get(i);
+      for (long q = prev.seq() + 1; q < next.seq(); q++) {
+        long t = prev.sentNanos() + (q - prev.seq()) * interval.toNanos();
+        boolean explained = !countAll && faults.stream().anyMatch(f -> f.fault() == Fault.POWER_OFF
+            && f.target().startsWith(node + " ") && f.covers(t, Duration.ofSeconds(3).toNanos()));
+        if (!explained) {
+          lost++;
+        }
+      }
+    }
+    return lost;
+  }
+
+  /** The agents' and allocators' logs, copied out of the cluster's directory (which goes with it) as evidence. */
+  private static void keepLogs(Cluster c, Settings s) {
+    try {
+      Path to = Files.createTempDirectory("chaos-seed" + s.seed() + "-logs-");
+      try (var files = Files.list(c.dir())) {
+        for (Path p : files.filter(p -> p.toString().endsWith(".log")).toList()) {
+          Files.copy(p, to.resolve(p.getFileName()));
+        }
+      }
+      s.log().accept("violations: the agents' and allocators' logs are kept in " + to);
+    } catch (IOException e) {
+      s.log().accept("violations: cannot keep the logs: " + e.getMessage());
+    }
+  }
+
+  /** Invariant 4: every EgressService deleted, nothing of ours left on any node within 60 s. */
+  private static void nothingLeft(Cluster c, Workload w, List<Violation> violations, Consumer<String> log) {
+    for (String name : w.allNames()) {
+      c.api().deleteEgressService(name);
+    }
+    long limit = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    Map<String, List<String>> left = new java.util.TreeMap<>();
+    while (System.nanoTime() < limit) {
+      left.clear();
+      for (Cluster.Node n : c.nodes()) {
+        List<String> l = KernelView.leftovers(n.netns());
+        if (!l.isEmpty()) {
+          left.put(n.name(), l);
+        }
+      }
+      if (left.isEmpty()) {
+        log.accept("every EgressService deleted: nothing of ours left on any node");
+        return;
+      }
+      Nemesis.pause(200);
+    }
+    violations.add(new Violation(4, "60 s after deleting every EgressService: " + left));
+  }
+
+  /** Invariant 5's second half: no thread of an agent died (the JVM prints "Exception in thread" for each). */
+  private static void threadsAlive(Cluster c, List<Violation> violations) {
+    for (Cluster.Node n : c.nodes()) {
+      try {
+        for (String line : Files.readAllLines(n.agent().log())) {
+          if (line.contains("Exception in thread")) {
+            violations.add(new Violation(5, n.name() + " log: " + line));
+          }
+        }
+      } catch (IOException e) {
+        violations.add(new Violation(5, n.name() + ": no log: " + e.getMessage()));
+      }
+    }
+  }
+
+  /** Per node: the agent's pid, CPU ticks (user + system, 1/100 s) and RSS (KiB), from /proc. */
+  private static Map<String, long[]> resources(Cluster c) {
+    Map<String, long[]> out = new java.util.HashMap<>();
+    for (Cluster.Node n : c.nodes()) {
+      long pid = n.agent().pid().orElse(0L);
+      long cpu = 0;
+      long rss = 0;
+      try {
+        String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        cpu = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+        for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+          if (line.startsWith("VmRSS:")) {
+            rss = Long.parseLong(line.replaceAll("[^0-9]", ""));
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        // the agent is not running at this instant: zeros
+      }
+      out.put(n.name(), new long[] {pid, cpu, rss});
+    }
+    return out;
+  }
+
+  /** Invariant 5: a process that is not running and was not taken down on purpose. */
+  private static final class ExitWatch implements AutoCloseable {
+    private final Thread thread;
+    private volatile boolean closed;
+
+    ExitWatch(Cluster c, Allocators allocators, Nemesis nemesis, List<Violation> violations) {
+      thread = new Thread(() -> {
+        Set<String> reported = new java.util.HashSet<>();
+        while (!closed) {
+          for (Cluster.Node n : c.nodes()) {
+            Optional<Long> pid = n.agent().pid();
+            if (pid.isEmpty() && !nemesis.expectedDown(n.name()) && !closed && reported.add(n.name())) {
+              violations.add(new Violation(5, "the agent of " + n.name() + " exited unasked; its log:\n"
+                  + n.agent().tail(20)));
+            }
+          }
+          for (int i = 0; i < allocators.count(); i++) {
+            String name = Allocators.name(i);
+            if (!allocators.running(i) && !nemesis.expectedDown(name) && !closed && reported.add(name)) {
+              violations.add(new Violation(5, name + " exited unasked (log " + c.dir().resolve(name + ".log") + ")"));
+            }
+          }
+          try {
+            Thread.sleep(250);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+      }, "chaos-exit-watch");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    @Override
+    public void close() {
+      closed = true;
+      thread.interrupt();
+    }
+  }
+}

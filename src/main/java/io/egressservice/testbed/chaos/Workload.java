@@ -1,0 +1,224 @@
+package io.egressservice.testbed.chaos;
+
+import io.egressservice.ip.IpFamily;
+import io.egressservice.testbed.Addresses;
+import io.egressservice.testbed.Cluster;
+import io.egressservice.testbed.Traffic;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
+
+/**
+ * What the cluster carries during a soak. Every node has three pods: pods 1 and 2 are the endpoints of the two
+ * judged LoadBalancerIP services ({@code judged-1}: every node's pod 1, {@code judged-2}: every node's pod 2), pod 3
+ * opts into nothing. Each of those pods sends a steady UDP stream (one socket) to the external host, and a prober
+ * sends single datagrams from new sockets (new flows) round the pods. The other services ({@code churn-N}, of both
+ * {@code sourceIPBy} kinds) have endpoints at pod addresses no namespace answers for (index 100 and up): they give
+ * the kernel state to converge and the churn to absorb without changing who a judged packet belongs to, so the
+ * judge never has to guess whether a pod was opted in when it sent.
+ */
+final class Workload implements AutoCloseable {
+  static final String JUDGED_PREFIX = "judged-";
+  static final int PODS_PER_NODE = 3;
+
+  /** A judged pod: the LB IP its packets must leave with, or empty for a pod that opted into nothing. */
+  record Sender(Cluster.Pod pod, Optional<String> lbIp) {}
+
+  private final Cluster cluster;
+  private final Random random;
+  private final int churnServices;
+  private final List<Sender> senders = new ArrayList<>();
+  private final Map<String, Traffic.Stream> streams = new LinkedHashMap<>();
+  private final Duration interval;
+  private final List<Traffic.Probe> probes = new ArrayList<>();
+  private final List<String> probeFrom = new ArrayList<>();
+  private final AtomicLong churnSteps = new AtomicLong();
+  private volatile boolean churning;
+  private volatile boolean closed;
+  private final Thread churner;
+  private final Thread prober;
+
+  Workload(Cluster cluster, long seed, int services, Duration interval) {
+    this.cluster = cluster;
+    this.random = new Random(seed ^ 0x5eedL);
+    this.churnServices = Math.max(0, services - 2);
+    this.interval = interval;
+    for (int k = 1; k <= 2; k++) {
+      String lb = Addresses.lbIp(k, IpFamily.V4);
+      List<Cluster.Pod> pods = new ArrayList<>();
+      for (Cluster.Node n : cluster.nodes()) {
+        Cluster.Pod p = n.pods().get(k - 1);
+        pods.add(p);
+        senders.add(new Sender(p, Optional.of(lb)));
+      }
+      cluster.api().createLoadBalancer(JUDGED_PREFIX + k, "172.30.0." + k, "fd02::" + k,
+          List.of(lb, Addresses.lbIp(k, IpFamily.V6)), pods);
+      cluster.api().applyEgressService(JUDGED_PREFIX + k, SourceIPBy.LOADBALANCERIP, "", Optional.empty());
+    }
+    for (Cluster.Node n : cluster.nodes()) {
+      senders.add(new Sender(n.pods().get(2), Optional.empty()));
+    }
+    for (int i = 0; i < churnServices; i++) {
+      cluster.api().createLoadBalancer(churnName(i), "172.30.1." + (i + 1), "fd02::1:" + (i + 1),
+          List.of(Addresses.lbIp(10 + i, IpFamily.V4), Addresses.lbIp(10 + i, IpFamily.V6)), phantoms(1 + random.nextInt(4)));
+      applyChurn(i, Optional.empty());
+    }
+    churner = new Thread(this::churnLoop, "chaos-churn");
+    churner.setDaemon(true);
+    prober = new Thread(this::probeLoop, "chaos-prober");
+    prober.setDaemon(true);
+  }
+
+  static String churnName(int i) {
+    return "churn-" + i;
+  }
+
+  int churnServices() {
+    return churnServices;
+  }
+
+  /** Every churned service's name. */
+  List<String> churnNames() {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < churnServices; i++) {
+      out.add(churnName(i));
+    }
+    return out;
+  }
+
+  /** Every service's name (judged and churned). */
+  List<String> allNames() {
+    List<String> out = new ArrayList<>(List.of(JUDGED_PREFIX + 1, JUDGED_PREFIX + 2));
+    out.addAll(churnNames());
+    return out;
+  }
+
+  void applyChurn(int i, Optional<String> node) {
+    SourceIPBy kind = i % 2 == 0 ? SourceIPBy.LOADBALANCERIP : SourceIPBy.NETWORK;
+    cluster.api().applyEgressService(churnName(i), kind, "", node);
+  }
+
+  /** Endpoints at addresses of no pod namespace: index 100 and up on a random node each. */
+  private List<Cluster.Pod> phantoms(int count) {
+    List<Cluster.Pod> out = new ArrayList<>();
+    List<Cluster.Node> nodes = cluster.nodes();
+    for (int j = 0; j < count; j++) {
+      Cluster.Node n = nodes.get(random.nextInt(nodes.size()));
+      int index = 100 + random.nextInt(100);
+      out.add(new Cluster.Pod("phantom-" + n.name() + "-" + index, n.name(), n.index(), index, null));
+    }
+    return out;
+  }
+
+  /** Starts the streams, the prober and the churn. */
+  void start() {
+    for (Sender s : senders) {
+      streams.put(s.pod().name(), cluster.traffic().stream(s.pod().name(), Addresses.EXTERNAL_V4, interval));
+    }
+    prober.start();
+    churning = true;
+    churner.start();
+  }
+
+  /** The IPv4 addresses of the judged opted-in pods. */
+  java.util.Set<String> judgedIps() {
+    java.util.Set<String> out = new java.util.HashSet<>();
+    for (Sender s : senders) {
+      if (s.lbIp().isPresent()) {
+        out.add(s.pod().ip(IpFamily.V4));
+      }
+    }
+    return out;
+  }
+
+  List<Sender> senders() {
+    return List.copyOf(senders);
+  }
+
+  Traffic.Stream stream(String pod) {
+    return streams.get(pod);
+  }
+
+  /** Pauses (or resumes) the endpoint and EgressService churn; a step under way finishes. */
+  void churn(boolean on) {
+    churning = on;
+  }
+
+  long churnSteps() {
+    return churnSteps.get();
+  }
+
+  /** New-flow probes so far: (pod, probe). */
+  synchronized List<Map.Entry<String, Traffic.Probe>> probes() {
+    List<Map.Entry<String, Traffic.Probe>> out = new ArrayList<>();
+    for (int i = 0; i < probes.size(); i++) {
+      out.add(Map.entry(probeFrom.get(i), probes.get(i)));
+    }
+    return out;
+  }
+
+  private void churnLoop() {
+    while (!closed) {
+      pause(300 + random.nextInt(500));
+      if (!churning || churnServices == 0) {
+        continue;
+      }
+      int i = random.nextInt(churnServices);
+      try {
+        if (random.nextInt(3) == 0) {
+          // EgressService churn: pinned to a node, or free again
+          List<Cluster.Node> nodes = cluster.nodes();
+          applyChurn(i, random.nextBoolean() ? Optional.of(nodes.get(random.nextInt(nodes.size())).name())
+              : Optional.empty());
+        } else {
+          cluster.api().setEndpoints(churnName(i), phantoms(random.nextInt(5)));
+        }
+        churnSteps.incrementAndGet();
+      } catch (RuntimeException e) {
+        // the API server refused (a fault of the test's own client is not the agent's): try again later
+      }
+    }
+  }
+
+  private void probeLoop() {
+    int k = 0;
+    while (!closed) {
+      Sender s = senders.get(k++ % senders.size());
+      Traffic.Probe p = cluster.traffic().udp(s.pod().name(), Addresses.EXTERNAL_V4);
+      synchronized (this) {
+        if (probes.size() < 20_000) {
+          probes.add(p);
+          probeFrom.add(s.pod().name());
+        }
+      }
+      pause(200);
+    }
+  }
+
+  private static void pause(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    churning = false;
+    try {
+      churner.join(5000);
+      prober.join(5000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    streams.values().forEach(Traffic.Stream::close);
+  }
+}
