@@ -121,13 +121,7 @@ public final class KernelProbe {
     try {
       found = probe(check);
     } finally {
-      if (check instanceof AutoCloseable c) {
-        try {
-          c.close();
-        } catch (Exception e) {
-          LOG.debug("closing the kernel probe: {}", e.toString());
-        }
-      }
+      closeInBackground(check);
     }
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     Admission admission = admit(found, config);
@@ -135,6 +129,24 @@ public final class KernelProbe {
     LOG.info("kernel probe: Linux {}, {} of {} features present, {} ms", found.kernelRelease(),
         Feature.values().length - found.missing().size(), Feature.values().length, took.toMillis());
     return admission.config();
+  }
+
+  /**
+   * Tearing the scratch namespace down (its thread, sockets and libnftables context; the kernel frees the namespace
+   * itself) is nobody's wait: it runs beside the start rather than before it.
+   */
+  private static void closeInBackground(FeatureCheck check) {
+    if (check instanceof AutoCloseable c) {
+      Thread t = new Thread(() -> {
+        try {
+          c.close();
+        } catch (Exception e) {
+          LOG.debug("closing the kernel probe: {}", e.toString());
+        }
+      }, "kernel-probe-close");
+      t.setDaemon(true);
+      t.start();
+    }
   }
 
   /** {@link #atStartup(PlanConfig, Supplier)} with the real probe in a scratch namespace. */

@@ -39,6 +39,79 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   /** IPV4_DEVCONF_RP_FILTER of {@code <linux/ip.h>} (SteeringDataplane writes it on egress-vx). */
   private static final int IPV4_DEVCONF_RP_FILTER = 8;
 
+  /** The agent's nftables constructs, one table per feature so that a refusal names one feature. */
+  private static final java.util.Map<Feature, String> SCRIPTS = new java.util.EnumMap<>(java.util.Map.of(
+      Feature.NFT_INET_NAT, """
+          table inet esa_probe_nat {
+            map snat_v4 { type ipv4_addr : ipv4_addr; }
+            map snat_v6 { type ipv6_addr : ipv6_addr; }
+            set in_cluster_v4 { type ipv4_addr; flags interval; }
+            chain postrouting {
+              type nat hook postrouting priority srcnat - 10; policy accept;
+              oifname "egress-vx" snat ip to ip saddr
+              oifname "egress-vx" snat ip6 to ip6 saddr
+              ip daddr @in_cluster_v4 return
+              snat ip to ip saddr map @snat_v4
+              snat ip6 to ip6 saddr map @snat_v6
+            }
+          }
+          """,
+      Feature.NFT_INTERVAL_SETS, """
+          table inet esa_probe_intervals {
+            set in_cluster_v4 { type ipv4_addr; flags interval; elements = { 10.0.0.0/8, 192.0.2.1-192.0.2.9 } }
+            set in_cluster_v6 { type ipv6_addr; flags interval; elements = { fd00::/8 } }
+          }
+          """,
+      Feature.NFT_FIB, """
+          table inet esa_probe_fib {
+            chain forward {
+              type filter hook forward priority filter - 10; policy accept;
+              ip saddr 192.0.2.1 ct direction original fib saddr . iif oif missing drop
+              udp dport 4799 fib saddr . iif oif missing drop
+            }
+          }
+          """,
+      Feature.NFT_CT_MARK, """
+          table inet esa_probe_ct {
+            chain prerouting {
+              type filter hook prerouting priority -140; policy accept;
+              ip saddr 192.0.2.1 ct direction original ct status & (snat | confirmed) == confirmed meta mark set meta mark & 0xc0ffffff | 0x01000000
+            }
+          }
+          """,
+      Feature.NFT_ELEMENT_TIMEOUTS, """
+          table inet esa_probe_timeouts {
+            set sources_v4 { type ipv4_addr; flags timeout; elements = { 192.0.2.1 timeout 10000ms } }
+          }
+          """,
+      Feature.NFT_INET_ROUTE_CHAIN, """
+          table inet esa_probe_route {
+            chain mark_t100 {
+              meta mark set meta mark & 0xc0ffffff | 0x01000000
+            }
+            map mark_v4 { type ipv4_addr : verdict; elements = { 192.0.2.1 comment "ns/name" : jump mark_t100 } }
+            set mark_reply_ifaces { type ifname; elements = { "eth0" } }
+            chain mark_output {
+              type route hook output priority mangle; policy accept;
+              ip saddr vmap @mark_v4
+            }
+            chain mark_reply {
+              type filter hook prerouting priority dstnat + 10; policy accept;
+              iifname @mark_reply_ifaces ip daddr vmap @mark_v4
+            }
+          }
+          """,
+      Feature.NFT_ELEMENT_COMMENTS, """
+          table inet esa_probe_comments {
+            map snat_v4 { type ipv4_addr : ipv4_addr; elements = { 192.0.2.1 comment "ns/name" : 198.51.100.1 } }
+          }
+          """,
+      Feature.NFT_OBJECT_COMMENTS, """
+          table inet esa_probe_counters {
+            counter s0 { comment "ns/name" }
+          }
+          """));
+
   private interface LibC extends Library {
     LibC INSTANCE = Native.load("c", LibC.class);
 
@@ -66,6 +139,8 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   private final Optional<NftClient> nft;
   private final String nftError;
   private final String release;
+  /** Whether the scripts of every feature went through together; empty until tried. */
+  private Optional<Boolean> allScripts = Optional.empty();
 
   private ScratchNamespace(NetnsThread thread, RtNetlink netlink, Optional<NftClient> nft, String nftError) {
     this.thread = thread;
@@ -124,68 +199,14 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   public Optional<String> missing(Feature feature) {
     try {
       return switch (feature) {
-        case NFT_INET_NAT -> script("""
-            table inet esa_probe_nat {
-              map snat_v4 { type ipv4_addr : ipv4_addr; }
-              map snat_v6 { type ipv6_addr : ipv6_addr; }
-              set in_cluster_v4 { type ipv4_addr; flags interval; }
-              chain postrouting {
-                type nat hook postrouting priority srcnat - 10; policy accept;
-                oifname "egress-vx" snat ip to ip saddr
-                oifname "egress-vx" snat ip6 to ip6 saddr
-                ip daddr @in_cluster_v4 return
-                snat ip to ip saddr map @snat_v4
-                snat ip6 to ip6 saddr map @snat_v6
-              }
-            }
-            """);
-        case NFT_INTERVAL_SETS -> script("""
-            table inet esa_probe_intervals {
-              set in_cluster_v4 { type ipv4_addr; flags interval; elements = { 10.0.0.0/8, 192.0.2.1-192.0.2.9 } }
-              set in_cluster_v6 { type ipv6_addr; flags interval; elements = { fd00::/8 } }
-            }
-            """);
+        case NFT_INET_NAT -> script(feature);
+        case NFT_INTERVAL_SETS -> script(feature);
         case NFT_ELEMENT_COMMENTS -> elementComments();
-        case NFT_FIB -> script("""
-            table inet esa_probe_fib {
-              chain forward {
-                type filter hook forward priority filter - 10; policy accept;
-                ip saddr 192.0.2.1 ct direction original fib saddr . iif oif missing drop
-                udp dport 4799 fib saddr . iif oif missing drop
-              }
-            }
-            """);
-        case NFT_CT_MARK -> script("""
-            table inet esa_probe_ct {
-              chain prerouting {
-                type filter hook prerouting priority -140; policy accept;
-                ip saddr 192.0.2.1 ct direction original ct status & (snat | confirmed) == confirmed meta mark set meta mark & 0xc0ffffff | 0x01000000
-              }
-            }
-            """);
-        case NFT_ELEMENT_TIMEOUTS -> script("""
-            table inet esa_probe_timeouts {
-              set sources_v4 { type ipv4_addr; flags timeout; elements = { 192.0.2.1 timeout 10000ms } }
-            }
-            """);
+        case NFT_FIB -> script(feature);
+        case NFT_CT_MARK -> script(feature);
+        case NFT_ELEMENT_TIMEOUTS -> script(feature);
         case NFT_OBJECT_COMMENTS -> objectComments();
-        case NFT_INET_ROUTE_CHAIN -> script("""
-            table inet esa_probe_route {
-              chain mark_t100 {
-                meta mark set meta mark & 0xc0ffffff | 0x01000000
-              }
-              map mark_v4 { type ipv4_addr : verdict; elements = { 192.0.2.1 comment "ns/name" : jump mark_t100 } }
-              set mark_reply_ifaces { type ifname; elements = { "eth0" } }
-              chain mark_output {
-                type route hook output priority mangle; policy accept;
-                ip saddr vmap @mark_v4
-              }
-              chain mark_reply {
-                type filter hook prerouting priority dstnat + 10; policy accept;
-                iifname @mark_reply_ifaces ip daddr vmap @mark_v4
-              }
-            }
-            """);
+        case NFT_INET_ROUTE_CHAIN -> script(feature);
         case RULE_PROTOCOL_FWMASK -> ruleProtocolAndMask();
         case THROW_ROUTES -> throwRoutes();
         case VXLAN_GPE -> vxlanGpe();
@@ -199,20 +220,30 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
     }
   }
 
-  private Optional<String> script(String script) {
+  /**
+   * Every script in one transaction first (one libnftables run instead of eight: the probe's cost is mostly per run);
+   * only if the kernel refuses it is each tried alone, to name what it refused. A refused transaction leaves nothing.
+   */
+  private Optional<String> script(Feature feature) {
     if (nft.isEmpty()) {
       return Optional.of(nftError);
     }
-    nft.get().runScript(script);
+    if (allScripts.isEmpty()) {
+      try {
+        nft.get().runScript(String.join("", SCRIPTS.values()));
+        allScripts = Optional.of(true);
+      } catch (RuntimeException e) {
+        allScripts = Optional.of(false);
+      }
+    }
+    if (!allScripts.get()) {
+      nft.get().runScript(SCRIPTS.get(feature));
+    }
     return Optional.empty();
   }
 
   private Optional<String> elementComments() {
-    Optional<String> refused = script("""
-        table inet esa_probe_comments {
-          map snat_v4 { type ipv4_addr : ipv4_addr; elements = { 192.0.2.1 comment "ns/name" : 198.51.100.1 } }
-        }
-        """);
+    Optional<String> refused = script(Feature.NFT_ELEMENT_COMMENTS);
     if (refused.isPresent()) {
       return refused;
     }
@@ -228,11 +259,7 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   }
 
   private Optional<String> objectComments() {
-    Optional<String> refused = script("""
-        table inet esa_probe_counters {
-          counter s0 { comment "ns/name" }
-        }
-        """);
+    Optional<String> refused = script(Feature.NFT_OBJECT_COMMENTS);
     if (refused.isPresent()) {
       return refused;
     }

@@ -26,7 +26,7 @@ class ScratchNamespaceKernelTest {
   }
 
   @Test
-  void atStartupAdmitsTheConfigurationUnchangedWithinTwoHundredMilliseconds() {
+  void atStartupAdmitsTheConfigurationUnchangedWithoutDelayingTheStart() {
     Privileges.assumeNetAdmin();
     PlanConfig config = PlanConfig.defaults().withRuleMode(RuleMode.MARK, PlanConfig.defaults().markMask());
     KernelProbe.atStartup(config); // the first load of JNA and libnftables is not what a second start pays
@@ -37,7 +37,9 @@ class ScratchNamespaceKernelTest {
     System.out.printf("kernel probe at startup: %d ms%n", millis);
 
     assertThat(admitted).isEqualTo(config);
-    assertThat(millis).isLessThan(200);
+    // About 100 ms here (2 shared cores); the bound is loose so a loaded machine does not fail it, and still
+    // catches a check that waits (a timeout, a retry) instead of answering.
+    assertThat(millis).isLessThan(1000);
   }
 
   @Test
