@@ -52,6 +52,7 @@ public final class ApplyCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     ClusterObjects loaded = PlanCommand.loadObjects(objects, spec.commandLine().getErr());
     PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
+    config = Kernel.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
       NodePlan plan = dp.plan(loaded, node, config);
       DesiredState desired = plan.desired();

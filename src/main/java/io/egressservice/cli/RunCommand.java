@@ -119,6 +119,7 @@ public final class RunCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new Main.UserError("--metrics-bind-address: " + e.getMessage());
     }
+    config = Kernel.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
     Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
     requirePrivileges(dataplane);
     KubernetesClient client;
