@@ -1012,32 +1012,28 @@ public final class Dataplane implements AutoCloseable {
       }
     }
     steering.cleanup(failures, applied);
-    try {
-      if (drain.delete()) {
-        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
-            "nft table inet " + io.egressservice.nft.DrainNftables.TABLE));
-      }
-    } catch (NftException e) {
-      failures.add("delete nft table inet " + io.egressservice.nft.DrainNftables.TABLE + ": " + e.getMessage());
-    }
-    try {
-      if (guard.delete()) {
-        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
-            "nft table inet " + io.egressservice.nft.GuardNftables.TABLE));
-      }
-    } catch (NftException e) {
-      failures.add("delete nft table inet " + io.egressservice.nft.GuardNftables.TABLE + ": " + e.getMessage());
-    }
-    try {
-      if (noHostClient.listTableIfPresent("inet", io.egressservice.nft.NoHostNftables.TABLE).isPresent()) {
+    deleteSideTable(io.egressservice.nft.DrainNftables.TABLE, drain::delete, applied, failures);
+    deleteSideTable(io.egressservice.nft.GuardNftables.TABLE, guard::delete, applied, failures);
+    deleteSideTable(io.egressservice.nft.NoHostNftables.TABLE, () -> {
+      boolean present = noHostClient.listTableIfPresent("inet", io.egressservice.nft.NoHostNftables.TABLE).isPresent();
+      if (present) {
         noHost.delete();
-        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
-            "nft table inet " + io.egressservice.nft.NoHostNftables.TABLE));
+      }
+      return present;
+    }, applied, failures);
+    return new ApplyReport(applied, failures, System.nanoTime() - start);
+  }
+
+  /** Deletes one of the side tables ({@code delete}: true when there was one), as a change or a failure. */
+  private static void deleteSideTable(String table, java.util.function.BooleanSupplier delete, List<Change> applied,
+      List<String> failures) {
+    try {
+      if (delete.getAsBoolean()) {
+        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE, "nft table inet " + table));
       }
     } catch (NftException e) {
-      failures.add("delete nft table inet " + io.egressservice.nft.NoHostNftables.TABLE + ": " + e.getMessage());
+      failures.add("delete nft table inet " + table + ": " + e.getMessage());
     }
-    return new ApplyReport(applied, failures, System.nanoTime() - start);
   }
 
   @Override
