@@ -65,6 +65,8 @@ public final class Traffic implements AutoCloseable {
   private final Map<String, Namespace> namespaces = new ConcurrentHashMap<>();
   private final List<AutoCloseable> servers = new ArrayList<>();
   private final ConcurrentLinkedQueue<String[]> log = new ConcurrentLinkedQueue<>();
+  /** The size of {@link #log} (ConcurrentLinkedQueue#size walks the queue). */
+  private final java.util.concurrent.atomic.AtomicInteger logged = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean closed;
 
   Traffic() {}
@@ -210,9 +212,15 @@ public final class Traffic implements AutoCloseable {
     return sb.toString();
   }
 
+  /**
+   * Keeps the newest {@link #MAX_LOG} records: a long run's streams (three at 2 ms fill it in about a minute) must
+   * still be judged on what arrives now, not stop being seen (what is judged is always recent).
+   */
   private void record(String token, String role, String protocol, String src) {
-    if (log.size() < MAX_LOG) {
-      log.add(new String[] {token, role, protocol, src});
+    log.add(new String[] {token, role, protocol, src});
+    if (logged.incrementAndGet() > MAX_LOG) {
+      log.poll();
+      logged.decrementAndGet();
     }
   }
 
