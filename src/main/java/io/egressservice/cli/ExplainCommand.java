@@ -80,7 +80,7 @@ public final class ExplainCommand implements Callable<Integer> {
     }
     boolean byName = target.contains("/");
     Optional<IpPrefix> dest = Optional.ofNullable(to).map(t -> parse(t, "--to"));
-    boolean askApi = !noApi && (kubeconfig != null || System.getenv("KUBERNETES_SERVICE_HOST") != null
+    boolean askApi = !noApi && (KubeClients.givenOrInCluster(kubeconfig)
         || Files.isReadable(Path.of(System.getProperty("user.home"), ".kube", "config")));
     if (byName && !askApi) {
       throw new Main.UserError("a pod by name (" + target + ") needs the API: give --kubeconfig, or its address");

@@ -15,6 +15,11 @@ final class KubeClients {
    * From {@code kubeconfig}, or (null) the in-cluster configuration, then ~/.kube/config; a client that does
    * not load fabric8's whole model on its first watch event (see AgentSerialization).
    */
+  /** Whether an API is at hand without looking further: {@code kubeconfig} given, or running in a pod. */
+  static boolean givenOrInCluster(Path kubeconfig) {
+    return kubeconfig != null || System.getenv("KUBERNETES_SERVICE_HOST") != null;
+  }
+
   static KubernetesClient create(Path kubeconfig) {
     if (kubeconfig == null) {
       return AgentSerialization.clientBuilder().build();

@@ -166,8 +166,7 @@ public final class StatusCommand implements Callable<Integer> {
    * read is one line on stderr, not a failure: the kernel's state is what status is for.
    */
   private ClusterObjects fromApi() {
-    boolean atHand = kubeconfig != null || System.getenv("KUBERNETES_SERVICE_HOST") != null;
-    if (noApi || !atHand) {
+    if (noApi || !KubeClients.givenOrInCluster(kubeconfig)) {
       return null;
     }
     PrintWriter err = spec.commandLine().getErr();

@@ -162,7 +162,7 @@ public final class ApiConnectivity implements AutoCloseable {
   }
 
   private void probeFailed(Exception e) {
-    probeError = "GET /version: " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+    probeError = "GET /version: " + message(e);
   }
 
   /**
