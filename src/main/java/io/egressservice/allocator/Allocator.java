@@ -489,6 +489,11 @@ public final class Allocator implements AutoCloseable {
     return informers.hasSynced();
   }
 
+  /** Whether every informer's watch is open ({@link ClusterInformers#watching()}). */
+  public boolean watching() {
+    return informers.watching();
+  }
+
   /** Waits (bounded) until a pass in progress, if any, has finished. */
   void awaitIdle(long timeoutMillis) {
     try {

@@ -207,6 +207,15 @@ public final class ClusterInformers implements AutoCloseable {
     return all().stream().allMatch(SharedIndexInformer::hasSynced);
   }
 
+  /**
+   * Whether every kind's watch is open: from then on every change reaches the caches as an event. Before (the
+   * start, or a re-watch after a drop) the API server replays what the watch missed from the list's
+   * resourceVersion.
+   */
+  public boolean watching() {
+    return all().stream().allMatch(SharedIndexInformer::isWatching);
+  }
+
   /** Whether an EgressService of this namespace and name is in the cache. */
   public boolean hasEgressService(String namespace, String name) {
     return caches.egressServices.get(Cache.namespaceKeyFunc(namespace, name)) != null;

@@ -57,7 +57,7 @@ class AllocatorMockServerTest {
     AllocatorRunner r = AllocatorRunner.start(own, LEASE_NS, identity, FAST);
     toClose.add(own);
     toClose.add(0, r);
-    return r;
+    return MockCluster.watching(r);
   }
 
   @Test

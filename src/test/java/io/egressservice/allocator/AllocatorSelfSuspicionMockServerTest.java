@@ -75,7 +75,7 @@ class AllocatorSelfSuspicionMockServerTest {
     AllocatorRunner r = AllocatorRunner.start(own, LEASE_NS, identity, config, metrics);
     toClose.add(own);
     toClose.add(0, r);
-    return r;
+    return MockCluster.watching(r);
   }
 
   private void awaitHost(String node) {

@@ -97,7 +97,7 @@ class HostFailoverMockServerTest {
     AllocatorRunner r = AllocatorRunner.start(own, LEASE_NS, "allocator", config);
     toClose.add(own);
     toClose.add(0, r);
-    return r;
+    return MockCluster.watching(r);
   }
 
   private void awaitHost(String node) {

@@ -79,7 +79,7 @@ class HostMovesTest {
     AllocatorConfig fast = new AllocatorConfig(AllocatorConfig.DEFAULT_LEASE_NAME, Duration.ofSeconds(2),
         Duration.ofMillis(1500), Duration.ofMillis(200), Duration.ofSeconds(1));
     try (KubernetesClient own = server.createClient();
-        AllocatorRunner runner = AllocatorRunner.start(own, MockCluster.LEASE_NS, "a", fast, metrics)) {
+        AllocatorRunner runner = MockCluster.watching(AllocatorRunner.start(own, MockCluster.LEASE_NS, "a", fast, metrics))) {
       await().atMost(Duration.ofSeconds(10)).until(() -> cluster.host("web").equals(Optional.of("node1")));
       assertThat(runner.allocator().synced()).isTrue();
       await().atMost(Duration.ofSeconds(5)).until(() -> allocations(metrics)

@@ -1,5 +1,7 @@
 package io.egressservice.allocator;
 
+import static org.awaitility.Awaitility.await;
+
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.LabelSelector;
 import io.fabric8.kubernetes.api.model.Node;
@@ -15,6 +17,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -30,6 +33,19 @@ final class MockCluster {
 
   MockCluster(KubernetesClient client) {
     this.client = client;
+  }
+
+  /**
+   * Returns {@code runner} once its informers watch. The mock API server keeps no watch history, so a change
+   * made between an informer's list and its watch is never delivered (a real API server replays it from the
+   * list's resourceVersion); a test changes nothing before the watches are open. A cold JVM (the suite's first
+   * test on the mock server) has taken more than a second to open them.
+   */
+  static AllocatorRunner watching(AllocatorRunner runner) {
+    await().atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> runner.allocator().watching());
+    return runner;
   }
 
   /** Registers our CRD, so the mock serves EgressService status as a subresource. */

@@ -79,7 +79,7 @@ class PlannedMoveMockServerTest {
     AllocatorRunner r = AllocatorRunner.start(own, LEASE_NS, "allocator", config);
     toClose.add(own);
     toClose.add(0, r);
-    return r;
+    return MockCluster.watching(r);
   }
 
   /** The service's host once it has one, with its agent reporting that it receives it (as a real agent would). */
