@@ -9,7 +9,9 @@
  * encoding in package-private classes ({@code NetlinkMessageWriter}, {@code NetlinkMessage},
  * {@code NetlinkAttributes}, {@code NetlinkConstants}, and the per-object codecs {@code RuleCodec},
  * {@code RouteCodec}, {@code LinkCodec}), tested byte for byte without root; the only JNA user, {@code
- * NetlinkSocket}; and {@link io.egressservice.netlink.RtNetlink}, the per-namespace connection.
+ * NetlinkSocket}; {@code NetlinkChannel}, which carries requests, dumps and batches over it; and {@link
+ * io.egressservice.netlink.RtNetlink}, the per-namespace connection ({@code Notifications} reads its change
+ * notifications).
  *
  * <p>Threading: {@code setns(2)} is per thread, so each connection's socket is created and used on a
  * {@link io.egressservice.netlink.NetnsThread}; public methods may be called from any thread. There

@@ -92,7 +92,7 @@ class WireDecodingTest {
     Link link = LinkCodec.decode(msgs.get(0).payload());
     assertThat(link).isEqualTo(new Link(7, "vrf-blue", Optional.of("vrf"), OptionalInt.of(1001), Optional.empty(),
         65575, true, Optional.empty()));
-    assertThat(RtNetlink.toEvent(msgs.get(0))).contains(ChangeEvent.ofLink(ChangeKind.NEW, link));
+    assertThat(Notifications.toEvent(msgs.get(0))).contains(ChangeEvent.ofLink(ChangeKind.NEW, link));
   }
 
   @Test
