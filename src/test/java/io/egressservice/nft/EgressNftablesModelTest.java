@@ -77,14 +77,14 @@ class EgressNftablesModelTest {
 
   @Test
   void intervalElementsUsePrefixSingleAddressOrRange() {
-    assertThat(EgressNftables.intervalElement(r("10.0.0.0", "10.0.1.255")).toString())
+    assertThat(IpRanges.intervalElement(r("10.0.0.0", "10.0.1.255")).toString())
         .isEqualTo("{\"prefix\":{\"addr\":\"10.0.0.0\",\"len\":23}}");
-    assertThat(EgressNftables.intervalElement(r("10.0.5.5", "10.0.5.5")).toString()).isEqualTo("\"10.0.5.5\"");
-    assertThat(EgressNftables.intervalElement(r("10.0.5.5", "10.0.5.6")).toString())
+    assertThat(IpRanges.intervalElement(r("10.0.5.5", "10.0.5.5")).toString()).isEqualTo("\"10.0.5.5\"");
+    assertThat(IpRanges.intervalElement(r("10.0.5.5", "10.0.5.6")).toString())
         .isEqualTo("{\"range\":[\"10.0.5.5\",\"10.0.5.6\"]}");
-    assertThat(EgressNftables.intervalElement(IpRange.of(p("0.0.0.0/0"))).toString())
+    assertThat(IpRanges.intervalElement(IpRange.of(p("0.0.0.0/0"))).toString())
         .isEqualTo("{\"prefix\":{\"addr\":\"0.0.0.0\",\"len\":0}}");
-    assertThat(EgressNftables.intervalElement(IpRange.of(p("fd00::/64"))).toString())
+    assertThat(IpRanges.intervalElement(IpRange.of(p("fd00::/64"))).toString())
         .isEqualTo("{\"prefix\":{\"addr\":\"fd00::\",\"len\":64}}");
   }
 
@@ -125,12 +125,12 @@ class EgressNftablesModelTest {
 
   @Test
   void expectedRulesAreSixInOrderTheSteeringIdentityNatFirst() {
-    assertThat(EgressNftables.expectedRuleExpressions()).hasSize(6);
-    assertThat(EgressNftables.expectedRuleExpressions().get(0).toString()).contains("\"egress-vx\"")
+    assertThat(EgressTableLayout.expectedRuleExpressions()).hasSize(6);
+    assertThat(EgressTableLayout.expectedRuleExpressions().get(0).toString()).contains("\"egress-vx\"")
         .contains("\"family\":\"ip\"");
-    assertThat(EgressNftables.expectedRuleExpressions().get(1).toString()).contains("\"egress-vx\"")
+    assertThat(EgressTableLayout.expectedRuleExpressions().get(1).toString()).contains("\"egress-vx\"")
         .contains("\"family\":\"ip6\"");
-    assertThat(EgressNftables.expectedRuleExpressions().get(2).toString()).contains("@in_cluster_v4");
-    assertThat(EgressNftables.expectedRuleExpressions().get(5).toString()).contains("@snat_v6");
+    assertThat(EgressTableLayout.expectedRuleExpressions().get(2).toString()).contains("@in_cluster_v4");
+    assertThat(EgressTableLayout.expectedRuleExpressions().get(5).toString()).contains("@snat_v6");
   }
 }

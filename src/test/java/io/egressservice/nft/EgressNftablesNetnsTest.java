@@ -137,7 +137,7 @@ class EgressNftablesNetnsTest {
     assertThat(chain.path("prio").asInt()).isEqualTo(90);
     assertThat(chain.path("policy").asText()).isEqualTo("accept");
     assertThat(objects("rule")).extracting(r -> r.path("expr"))
-        .containsExactlyElementsOf(EgressNftables.expectedRuleExpressions());
+        .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
 
     // The text form, as an operator sees it.
     String text = ns.exec("nft", "list", "table", "inet", "egress_service_agent");
@@ -218,7 +218,7 @@ class EgressNftablesNetnsTest {
     nft.apply(NftChange.none(), true);
     assertThat(nft.observe().baseIntact()).isTrue();
     assertThat(objects("rule")).extracting(r -> r.path("expr"))
-        .containsExactlyElementsOf(EgressNftables.expectedRuleExpressions());
+        .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
 
     ns.exec("nft", "add", "rule", "inet", "egress_service_agent", "postrouting", "counter");
     assertThat(objects("rule")).hasSize(7);
@@ -227,7 +227,7 @@ class EgressNftablesNetnsTest {
     assertThat(nft.observe().baseIntact()).isFalse();
     nft.apply(NftChange.none(), true);
     assertThat(objects("rule")).extracting(r -> r.path("expr"))
-        .containsExactlyElementsOf(EgressNftables.expectedRuleExpressions());
+        .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
 
     // A chain re-created at the wrong priority is replaced.
     ns.execWithInput("""
@@ -264,7 +264,7 @@ class EgressNftablesNetnsTest {
     nft.apply(NftChange.none(), true);
     assertThat(nft.observe().baseIntact()).isTrue();
     assertThat(objects("rule")).extracting(r -> r.path("expr"))
-        .containsExactlyElementsOf(EgressNftables.expectedRuleExpressions());
+        .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
   }
 
   @Test

@@ -59,7 +59,7 @@ class MarkReplyCommandsTest {
         "add element mark_reply_ifaces [\"up2\"]",
         "add chain mark_reply prio -90",
         "add rule mark_reply");
-    assertThat(MarkNftables.replyRule().toString())
+    assertThat(MarkCommands.replyRule().toString())
         .isEqualTo("[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{\"key\":\"iifname\"}},\"right\":\"@mark_reply_ifaces\"}},"
             + "{\"vmap\":{\"key\":{\"payload\":{\"protocol\":\"ip\",\"field\":\"daddr\"}},\"data\":\"@mark_v4\"}}]");
   }
