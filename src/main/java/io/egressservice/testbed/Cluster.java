@@ -1,9 +1,6 @@
 package io.egressservice.testbed;
 
 import io.egressservice.ip.IpFamily;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -13,7 +10,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.function.Consumer;
 
 /**
  * A Kubernetes cluster made of network namespaces, with the real agent process on every node: the one place for
@@ -37,7 +33,7 @@ import java.util.function.Consumer;
  * traffic that leaves the cluster CIDR in an nft table of its own ({@code inet esa_testbed_cni}, priority srcnat,
  * as Flannel's or Calico's natOutgoing). The main table leaves by uplink 1, table 100 by uplink 2. Reverse-path
  * filtering on the nodes is loose for every interface, including the ones the agent creates ({@code
- * conf.default.rp_filter=2}, {@code conf.all.rp_filter=0}: systemd's default; {@link Builder#nodeRpFilter} makes
+ * conf.default.rp_filter=2}, {@code conf.all.rp_filter=0}: systemd's default; {@link ClusterBuilder#nodeRpFilter} makes
  * it strict), off elsewhere; IPv6 DAD is off. The agents' logs are in {@link #dir()}.
  *
  * <p>Every external router owns the same external address, so "which uplink" is "which namespace answered"; its
@@ -67,7 +63,8 @@ import java.util.function.Consumer;
  * <p>Cleanup happens on every exit path: {@link #close()} (idempotent) stops the agents (SIGKILL: their kernel
  * state goes with the namespaces), the servers, the API server and deletes every namespace; a JVM shutdown hook
  * calls it; and a watchdog process ({@code sh}) started first kills the agents and deletes the namespaces if this
- * JVM dies without either (SIGKILL). All namespaces are named {@code esa-tb<id>-<role>}.
+ * JVM dies without either (SIGKILL). All namespaces are named {@code esa-tb<id>-<role>}. The choices are made
+ * on a {@link ClusterBuilder}; what outlives a dead JVM is {@link ClusterCleanup}'s.
  */
 public final class Cluster implements AutoCloseable {
   /** A pod: its namespace, its node, both addresses. */
@@ -192,115 +189,31 @@ public final class Cluster implements AutoCloseable {
     }
   }
 
-  /** How a node is shaped: how many uplinks (1 or 2) and pods. */
-  public record NodeSpec(String name, int uplinks, int pods) {
-    public NodeSpec {
-      if (uplinks < 1 || uplinks > 2) {
-        throw new IllegalArgumentException("a node has 1 or 2 uplinks, not " + uplinks);
-      }
-      if (pods < 0 || pods > 200) {
-        throw new IllegalArgumentException("0 to 200 pods per node, not " + pods);
-      }
-    }
-  }
-
-  /** What to build. */
-  public static final class Builder {
-    private final List<NodeSpec> nodes = new ArrayList<>();
-    private final List<String> agentArgs = new ArrayList<>();
-    private final Map<String, String> agentEnv = new LinkedHashMap<>();
-    private boolean agents = true;
-    private boolean apiProxy;
-    private boolean expiringWatches;
-    private int nodeRpFilter = 2;
-    private Consumer<String> progress = s -> {};
-
-    private Builder() {}
-
-    /** Adds node {@code name} (node-a, node-b, ... by convention; the n-th node gets index n). */
-    public Builder node(String name, int uplinks, int pods) {
-      if (nodes.size() >= 9) {
-        throw new IllegalArgumentException("at most 9 nodes");
-      }
-      nodes.add(new NodeSpec(name, uplinks, pods));
-      return this;
-    }
-
-    /** Extra flags of every agent's {@code run} (e.g. {@code --rule-mode mark}). */
-    public Builder agentArgs(String... args) {
-      agentArgs.addAll(List.of(args));
-      return this;
-    }
-
-    /** An extra environment variable of every agent (e.g. {@code EGRESS_AGENT_LOG_LEVEL=debug}). */
-    public Builder agentEnv(String key, String value) {
-      agentEnv.put(key, value);
-      return this;
-    }
-
-    /** No agent processes (the network and the API only: for {@code apply --netns}, benchmarks, in-process agents). */
-    public Builder withoutAgents() {
-      agents = false;
-      return this;
-    }
-
-    /**
-     * The agents reach the API server through an {@link ApiProxy} ({@code api().proxy()}), which a test can make
-     * refuse or hang; the test's own client goes straight to the server.
-     */
-    public Builder apiThroughProxy() {
-      apiProxy = true;
-      return this;
-    }
-
-    /**
-     * The API server answers a watch resumed from a version older than its last {@code api().expireWatchHistory()}
-     * with 410 Gone, as a real one does after a restart or a compaction (the plain mock resumes any watch silently).
-     */
-    public Builder expiringWatches() {
-      expiringWatches = true;
-      return this;
-    }
-
-    /** The nodes' reverse-path filtering ({@code net.ipv4.conf.{all,default}.rp_filter}): 0, 1 (strict) or 2 (loose). */
-    public Builder nodeRpFilter(int value) {
-      nodeRpFilter = value;
-      return this;
-    }
-
-    /** Where the build says what it is doing (the demo prints it). */
-    public Builder progress(Consumer<String> sink) {
-      progress = sink;
-      return this;
-    }
-
-    /** Builds everything and waits until every agent is ready; on failure removes what was built and rethrows. */
-    public Cluster start() {
-      if (nodes.isEmpty()) {
-        throw new IllegalArgumentException("a cluster needs at least one node");
-      }
-      Cluster c = new Cluster(this);
-      try {
-        c.build();
-        return c;
-      } catch (RuntimeException | Error e) {
-        c.close();
-        throw e;
-      }
-    }
-  }
 
   /** Three nodes: node-a (2 uplinks, pod-a1), node-b (1 uplink, pod-b1 and pod-b2), node-c (2 uplinks, pod-c1). */
-  public static Builder standard() {
+  public static ClusterBuilder standard() {
     return builder().node("node-a", 2, 1).node("node-b", 1, 2).node("node-c", 2, 1);
   }
 
-  public static Builder builder() {
-    return new Builder();
+  public static ClusterBuilder builder() {
+    return new ClusterBuilder();
   }
 
-  private final Builder spec;
+  /** Builds {@code spec} and waits until every agent is ready; on failure removes what was built and rethrows. */
+  static Cluster start(ClusterBuilder.Spec spec) {
+    Cluster c = new Cluster(spec);
+    try {
+      c.build();
+      return c;
+    } catch (RuntimeException | Error e) {
+      c.close();
+      throw e;
+    }
+  }
+
+  private final ClusterBuilder.Spec spec;
   private final String id;
+  private final ClusterCleanup cleanup;
   private final Path dir;
   private final Map<String, Node> nodes = new LinkedHashMap<>();
   private final Map<String, Pod> pods = new LinkedHashMap<>();
@@ -311,22 +224,17 @@ public final class Cluster implements AutoCloseable {
   private Namespace lan;
   private Namespace client;
   private ApiServer api;
-  private Process watchdog;
   private boolean closed;
 
-  private Cluster(Builder spec) {
+  private Cluster(ClusterBuilder.Spec spec) {
     this.spec = spec;
     this.id = Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 20) | (1 << 20)).substring(1);
-    try {
-      this.dir = Files.createTempDirectory("esa-testbed-" + id + "-");
-      Files.writeString(dir.resolve("netns"), "");
-      Files.writeString(dir.resolve("pids"), "");
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create the cluster's temporary directory", e);
-    }
+    this.cleanup = ClusterCleanup.createDir(id);
+    this.dir = cleanup.dir();
     shutdownHook = new Thread(this::close, "testbed-cleanup-" + id);
     Runtime.getRuntime().addShutdownHook(shutdownHook);
   }
+
 
   // ---- the public surface ---------------------------------------------------------------------------
 
@@ -431,12 +339,12 @@ public final class Cluster implements AutoCloseable {
    * wired.
    */
   private void build() {
-    startWatchdog();
-    spec.progress.accept("building the cluster's network namespaces (esa-tb" + id + "-*)");
+    cleanup.startWatchdog();
+    spec.progress().accept("building the cluster's network namespaces (esa-tb" + id + "-*)");
     lan = model("lan");
     client = model("client");
     int i = 0;
-    for (NodeSpec ns : spec.nodes) {
+    for (ClusterBuilder.NodeSpec ns : spec.nodes()) {
       i++;
       Node node = new Node(ns.name(), i, model(ns.name()));
       nodes.put(ns.name(), node);
@@ -453,19 +361,19 @@ public final class Cluster implements AutoCloseable {
       }
     }
     // the in-process API server takes seconds to start: meanwhile, the namespaces
-    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir, spec.apiProxy, spec.expiringWatches));
+    CompletableFuture<ApiServer> apiStarting = CompletableFuture.supplyAsync(() -> new ApiServer(dir, spec.apiProxy(), spec.expiringWatches()));
     try {
-      Wiring.createNamespaces(namespaces.values(), dir.resolve("netns"), nodes.keySet(), spec.nodeRpFilter, traffic);
+      Wiring.createNamespaces(namespaces.values(), cleanup.namespaceList(), nodes.keySet(), spec.nodeRpFilter(), traffic);
     } finally {
       api = join(apiStarting);
     }
-    if (spec.agents) {
-      spec.progress.accept("starting " + nodes.size() + " agent processes (" + String.join(", ", nodes.keySet()) + ")");
+    if (spec.agents()) {
+      spec.progress().accept("starting " + nodes.size() + " agent processes (" + String.join(", ", nodes.keySet()) + ")");
       for (Node node : nodes.values()) {
         List<String> args = new ArrayList<>(List.of("--host-probe-netns", lan.name()));
-        args.addAll(spec.agentArgs);
+        args.addAll(spec.agentArgs());
         node.agent = new AgentProcess(node.name(), node.netns().name(), api.kubeconfig(),
-            dir.resolve("agent-" + node.name() + ".log"), args, spec.agentEnv, this::writePids);
+            dir.resolve("agent-" + node.name() + ".log"), args, spec.agentEnv(), this::writePids);
         node.agent.start();
       }
     }
@@ -500,7 +408,7 @@ public final class Cluster implements AutoCloseable {
     for (Pod p : pods.values()) {
       traffic.serve(p.name(), List.of(p.ip(IpFamily.V4), p.ip(IpFamily.V6)));
     }
-    if (spec.agents) {
+    if (spec.agents()) {
       for (Node node : nodes.values()) {
         node.agent.awaitReady();
       }
@@ -522,37 +430,15 @@ public final class Cluster implements AutoCloseable {
     return ns;
   }
 
-  /**
-   * A shell that outlives this JVM only to clean up after it: once this JVM's pid is gone (killed without running
-   * its shutdown hooks), it SIGKILLs the agents listed in {@code <dir>/pids} and deletes the namespaces in {@code
-   * <dir>/netns}. {@link #close()} ends it.
-   */
-  private void startWatchdog() {
-    long self = ProcessHandle.current().pid();
-    String script = "while [ -e /proc/" + self + " ]; do sleep 1; done; "
-        + "for p in $(cat '" + dir + "/pids'); do kill -9 $p 2>/dev/null; done; "
-        + "for n in $(cat '" + dir + "/netns'); do ip netns del $n 2>/dev/null; done; "
-        + "rm -rf '" + dir + "'";
-    try {
-      watchdog = new ProcessBuilder("sh", "-c", script).redirectErrorStream(true)
-          .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot start the cluster's watchdog (sh): " + e.getMessage(), e);
-    }
-  }
-
+  /** Tells the watchdog the agents' current pids (an agent restarted has a new one). */
   private synchronized void writePids() {
-    StringBuilder sb = new StringBuilder();
+    List<Long> pids = new ArrayList<>();
     for (Node n : nodes.values()) {
       if (n.agent != null) {
-        n.agent.pid().ifPresent(p -> sb.append(p).append('\n'));
+        n.agent.pid().ifPresent(pids::add);
       }
     }
-    try {
-      Files.writeString(dir.resolve("pids"), sb.toString());
-    } catch (IOException e) {
-      // the watchdog only misses this agent; close() still kills it
-    }
+    cleanup.agentPids(pids);
   }
 
   /**
@@ -588,15 +474,8 @@ public final class Cluster implements AutoCloseable {
     }
     List<String> names = new ArrayList<>(namespaces.values().stream().map(Namespace::name).toList());
     Collections.reverse(names);
-    for (String name : names) {
-      Namespace.run(List.of("ip", "netns", "del", name), null);
-    }
-    if (watchdog != null) {
-      watchdog.destroyForcibly();
-    }
-    if (!Boolean.getBoolean("testbed.keep")) {
-      deleteDir();
-    }
+    ClusterCleanup.deleteNamespaces(names);
+    cleanup.finish(Boolean.getBoolean("testbed.keep"));
     try {
       Runtime.getRuntime().removeShutdownHook(shutdownHook);
     } catch (IllegalStateException e) {
@@ -604,16 +483,6 @@ public final class Cluster implements AutoCloseable {
     }
   }
 
-  private void deleteDir() {
-    try (var files = Files.list(dir)) {
-      for (Path p : files.toList()) {
-        Files.deleteIfExists(p);
-      }
-      Files.deleteIfExists(dir);
-    } catch (IOException e) {
-      // a temporary directory: best effort
-    }
-  }
 
   /** Whether a namespace of this cluster still exists (for tests of the cleanup). */
   public boolean anyNamespaceLeft() {
