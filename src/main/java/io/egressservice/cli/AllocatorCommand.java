@@ -74,7 +74,7 @@ public final class AllocatorCommand implements Callable<Integer> {
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
     AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, config, metrics);
-    runner.allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
+    runner.allocator().addListener(new FailoverRecorder(metrics.registry()));
     HealthServer health;
     try {
       // Alive while the process answers; ready once the caches are synced, so that a rollout waits for a

@@ -165,7 +165,7 @@ public final class RunCommand implements Callable<Integer> {
       allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
           allocatorConfig,
           new AllocatorMetrics(metrics.registry())));
-      allocatorRunner.get().allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
+      allocatorRunner.get().allocator().addListener(new FailoverRecorder(metrics.registry()));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
     Optional<FailFast> failFast = FailFast.installed();
