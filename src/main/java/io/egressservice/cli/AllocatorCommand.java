@@ -9,7 +9,6 @@ import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.RuntimeMetrics;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -34,24 +33,8 @@ import picocli.CommandLine.Option;
 public final class AllocatorCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(AllocatorCommand.class);
 
-  @Option(names = "--kubeconfig", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
-      description = "Kubeconfig file; default: in-cluster configuration, then ~/.kube/config.")
-  Path kubeconfig;
+  @picocli.CommandLine.Mixin AllocatorProcessOptions process;
 
-  @Option(names = "--lease-namespace", defaultValue = "${env:EGRESS_AGENT_POD_NAMESPACE:-egress-service-agent}",
-      description = "Namespace of the leader-election Lease (default: the pod's namespace, else ${DEFAULT-VALUE}).")
-  String leaseNamespace;
-
-  @Option(names = "--pod-name", defaultValue = "${env:EGRESS_AGENT_POD_NAME}",
-      description = "Leader-election identity, unique per replica (the Deployment sets it from metadata.name).")
-  String podName;
-
-  @Option(names = "--metrics-port", defaultValue = "${env:EGRESS_AGENT_METRICS_PORT:-9464}",
-      description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
-  int metricsPort;
-
-  @picocli.CommandLine.Mixin HostProbeOptions hostProbes;
-  @picocli.CommandLine.Mixin LeaseOptions lease;
   @Option(names = "--trusted-endpoint-managers", split = ",",
       defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
       description = "EndpointSlice managers trusted besides Kubernetes' EndpointSlice controller, as the node agents'"
@@ -60,26 +43,26 @@ public final class AllocatorCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    if (podName == null || podName.isBlank()) {
+    if (process.podName == null || process.podName.isBlank()) {
       throw new Main.UserError("--pod-name (or EGRESS_AGENT_POD_NAME) is required: each replica needs its own "
           + "leader-election identity");
     }
-    if (leaseNamespace == null || leaseNamespace.isBlank()) {
+    if (process.leaseNamespace == null || process.leaseNamespace.isBlank()) {
       throw new Main.UserError("--lease-namespace must not be empty");
     }
-    AllocatorConfig config = lease.apply(AllocatorConfig.defaults())
+    AllocatorConfig config = process.lease.apply(AllocatorConfig.defaults())
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
-        .withProbes(hostProbes.toProbes());
-    KubernetesClient client = KubeClients.create(kubeconfig);
+        .withProbes(process.hostProbes.toProbes());
+    KubernetesClient client = KubeClients.create(process.kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
-    AllocatorRunner runner = AllocatorRunner.start(client, leaseNamespace, podName, config, metrics);
-    runner.allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
+    AllocatorRunner runner = AllocatorRunner.start(client, process.leaseNamespace, process.podName, config, metrics);
+    runner.allocator().addListener(new FailoverRecorder(metrics.registry()));
     HealthServer health;
     try {
       // Alive while the process answers; ready once the caches are synced, so that a rollout waits for a
       // replica that could take over. A follower is ready too: readiness says nothing about the Lease.
-      health = HealthServer.start(metricsPort, metrics.registry(),
+      health = HealthServer.start(process.metricsPort, metrics.registry(),
           () -> new HealthServer.Probe(true, runner.isLeader() ? "allocator, leading" : "allocator, following"),
           () -> runner.allocator().synced()
               ? new HealthServer.Probe(true, "informers synced")
@@ -87,7 +70,8 @@ public final class AllocatorCommand implements Callable<Integer> {
     } catch (IOException e) {
       runner.close();
       client.close();
-      throw new Main.SystemError("cannot listen on port " + metricsPort + " for /metrics: " + e.getMessage(), e);
+      throw new Main.SystemError("cannot listen on port " + process.metricsPort + " for /metrics: " + e.getMessage(),
+          e);
     }
     // The allocator's own threads are executors', which outlive a failed task; the probes' server is a thread of
     // its own, and without it the kubelet gets no answer.
@@ -103,7 +87,8 @@ public final class AllocatorCommand implements Callable<Integer> {
       done.countDown();
     }, "shutdown"));
     LOG.info("egress-service-allocator {} running as {} (lease {}/{}, metrics on :{})",
-        BuildInfo.current().describe(), podName, leaseNamespace, AllocatorConfig.DEFAULT_LEASE_NAME, health.port());
+        BuildInfo.current().describe(), process.podName, process.leaseNamespace, AllocatorConfig.DEFAULT_LEASE_NAME,
+        health.port());
     done.await();
     return Main.EXIT_OK;
   }

@@ -1,6 +1,5 @@
 package io.egressservice.cli;
 
-import io.egressservice.demo.Demo;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -31,7 +30,7 @@ public final class DemoCommand implements Callable<Integer> {
     }
     PrintWriter out = spec.commandLine().getOut();
     quietLogs();
-    Demo demo = new Demo(out);
+    DemoWalkthrough demo = DemoWalkthrough.load(out);
     Thread onCtrlC = new Thread(demo::close, "demo-cleanup");
     Runtime.getRuntime().addShutdownHook(onCtrlC);
     try {

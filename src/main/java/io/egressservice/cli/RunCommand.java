@@ -23,7 +23,6 @@ import io.egressservice.nft.NftException;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
@@ -55,17 +54,9 @@ public final class RunCommand implements Callable<Integer> {
           + "answer of the metrics port, so the allocator can tell the agent's answers from another process's.")
   String podUid;
 
-  @Option(names = "--kubeconfig", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
-      description = "Kubeconfig file; default: in-cluster configuration, then ~/.kube/config.")
-  Path kubeconfig;
-
   @Option(names = "--resync", defaultValue = "${env:EGRESS_AGENT_RESYNC:-60s}", converter = DurationConverter.class,
       description = "Period of the full reconcile that repairs drift (e.g. 60s, 5m; default ${DEFAULT-VALUE}).")
   Duration resync;
-
-  @Option(names = "--metrics-port", defaultValue = "${env:EGRESS_AGENT_METRICS_PORT:-9464}",
-      description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
-  int metricsPort;
 
   @Option(names = "--metrics-bind-address", defaultValue = "${env:EGRESS_AGENT_METRICS_BIND_ADDRESS:-}",
       description = "IP address /metrics, /healthz and /readyz listen on (default: every address of the node, as the"
@@ -76,14 +67,6 @@ public final class RunCommand implements Callable<Integer> {
       description = "Also choose status.host when leader (false where OVN-Kubernetes' cluster manager does it).")
   boolean allocator;
 
-  @Option(names = "--lease-namespace", defaultValue = "${env:EGRESS_AGENT_POD_NAMESPACE:-egress-service-agent}",
-      description = "Namespace of the allocator's leader-election Lease (default: the pod's namespace).")
-  String leaseNamespace;
-
-  @Option(names = "--pod-name", defaultValue = "${env:EGRESS_AGENT_POD_NAME}",
-      description = "Leader-election identity (default: the node name).")
-  String podName;
-
   @Mixin NetnsOption netns;
 
   @Option(names = "--netns-metrics-port", defaultValue = "${env:EGRESS_AGENT_NETNS_METRICS_PORT:-9464}", hidden = true,
@@ -93,9 +76,7 @@ public final class RunCommand implements Callable<Integer> {
 
   @Mixin PlanOptions planOptions;
 
-  @Mixin HostProbeOptions hostProbes;
-
-  @Mixin LeaseOptions lease;
+  @Mixin AllocatorProcessOptions process;
 
   @Override
   public Integer call() throws Exception {
@@ -110,12 +91,13 @@ public final class RunCommand implements Callable<Integer> {
       throw new Main.UserError("--node-name, --pod-uid: " + e.getMessage());
     }
     // Checked before anything starts: a bad allocator flag is a user error, not a half-started agent.
-    AllocatorConfig allocatorConfig = lease.apply(AllocatorConfig.defaults()).withProbes(hostProbes.toProbes())
-        .withEndpointTrust(config.endpointTrust());
+    AllocatorConfig allocatorConfig = process.lease.apply(AllocatorConfig.defaults())
+        .withProbes(process.hostProbes.toProbes()).withEndpointTrust(config.endpointTrust());
     InetSocketAddress listen;
     try {
-      listen = metricsBindAddress == null || metricsBindAddress.isBlank() ? new InetSocketAddress(metricsPort)
-          : new InetSocketAddress(HealthServer.bindAddress(metricsBindAddress), metricsPort);
+      listen = metricsBindAddress == null || metricsBindAddress.isBlank()
+          ? new InetSocketAddress(process.metricsPort)
+          : new InetSocketAddress(HealthServer.bindAddress(metricsBindAddress), process.metricsPort);
     } catch (IllegalArgumentException e) {
       throw new Main.UserError("--metrics-bind-address: " + e.getMessage());
     }
@@ -124,7 +106,7 @@ public final class RunCommand implements Callable<Integer> {
     requirePrivileges(dataplane);
     KubernetesClient client;
     try {
-      client = KubeClients.create(kubeconfig);
+      client = KubeClients.create(process.kubeconfig);
     } catch (RuntimeException e) {
       dataplane.close();
       throw e;
@@ -161,11 +143,11 @@ public final class RunCommand implements Callable<Integer> {
     agent.start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {
-      String identity = Optional.ofNullable(podName).filter(n -> !n.isBlank()).orElse(nodeName);
-      allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, leaseNamespace, identity,
+      String identity = Optional.ofNullable(process.podName).filter(n -> !n.isBlank()).orElse(nodeName);
+      allocatorRunner = Optional.of(AllocatorRunner.start(client, informers, process.leaseNamespace, identity,
           allocatorConfig,
           new AllocatorMetrics(metrics.registry())));
-      allocatorRunner.get().allocator().addListener(new io.egressservice.metrics.FailoverMetrics(metrics.registry()));
+      allocatorRunner.get().allocator().addListener(new FailoverRecorder(metrics.registry()));
     }
     Optional<AllocatorRunner> runner = allocatorRunner;
     Optional<FailFast> failFast = FailFast.installed();
@@ -187,7 +169,7 @@ public final class RunCommand implements Callable<Integer> {
         nodeName, dataplane.describe(), config.priority(), config.ruleProtocol(), resync,
         health.server().map(h -> (listen.getAddress().isAnyLocalAddress() ? "*"
             : listen.getAddress().getHostAddress()) + ":" + h.port()).orElse(describe(listen) + " (not yet: see the warning above)"),
-        allocator ? "on (lease " + leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
+        allocator ? "on (lease " + process.leaseNamespace + "/" + AllocatorConfig.DEFAULT_LEASE_NAME + ")" : "off");
     done.await();
     return Main.EXIT_OK;
   }

@@ -5,13 +5,15 @@ import java.io.Writer;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
 
 /**
  * The logging set-up of the real process (not of tests that run commands in-process): every source
  * of lines on stderr goes through SLF4J, so the chosen format holds for all of them. System.Logger
- * is routed by {@link Slf4jLoggerFinder} (a service, also in tests); this adds java.util.logging and
- * the C {@code stderr} stream of native libraries ({@link NativeStderr}), and, in the JSON format,
- * the command line's own messages.
+ * is routed by slf4j-jdk-platform-logging (a {@code System.LoggerFinder} service the JDK finds on the
+ * class path, also in tests); this adds java.util.logging (slf4j's {@link SLF4JBridgeHandler} in place
+ * of the console handler, so no library prints its two-line format) and the C {@code stderr} stream of
+ * native libraries ({@link NativeStderr}), and, in the JSON format, the command line's own messages.
  */
 public final class ProcessLogging {
   private final LogConfigurator.Format format;
@@ -23,7 +25,8 @@ public final class ProcessLogging {
 
   /** Installs the java.util.logging bridge for the rest of the process's life; keep the result reachable until exit. */
   public static ProcessLogging install() {
-    JulToSlf4j.install();
+    SLF4JBridgeHandler.removeHandlersForRootLogger();
+    SLF4JBridgeHandler.install();
     return new ProcessLogging(LogConfigurator.settings(LogConfigurator::systemPropertyThenEnvironment).format());
   }
 

@@ -1,6 +1,5 @@
 package io.egressservice.metrics;
 
-import io.egressservice.allocator.Allocator;
 import io.egressservice.plan.ObjectRef;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.Histogram;
@@ -10,8 +9,11 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
  * The allocator's failover metrics: {@code egress_service_agent_failover_seconds} (a host's last answer to its
  * health probes -> the service's new {@code status.host} written) and {@code
  * egress_service_agent_host_last_change_timestamp_seconds{service_namespace,service}}.
+ *
+ * <p>It knows nothing of the allocator (metrics sits below it): whoever builds both hands the allocator's failovers
+ * and host changes in (cli's {@code FailoverRecorder}).
  */
-public final class FailoverMetrics implements Allocator.Listener {
+public final class FailoverMetrics {
   private final Histogram failover;
   private final Gauge lastChange;
 
@@ -29,12 +31,12 @@ public final class FailoverMetrics implements Allocator.Listener {
         .register(registry);
   }
 
-  @Override
+  /** A service left an unreachable host after {@code seconds} (the host's last answer -> status.host written). */
   public void failover(ObjectRef service, String from, String to, double seconds) {
     failover.observe(seconds);
   }
 
-  @Override
+  /** The allocator wrote a different status.host of {@code service} at {@code epochSeconds}. */
   public void hostChanged(ObjectRef service, String from, String to, long epochSeconds) {
     lastChange.labelValues(service.namespace(), service.name()).set(epochSeconds);
   }

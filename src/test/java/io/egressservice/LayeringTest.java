@@ -1,0 +1,107 @@
+package io.egressservice;
+
+import static com.tngtech.archunit.core.domain.JavaCall.Predicates.target;
+import static com.tngtech.archunit.core.domain.properties.HasName.Predicates.name;
+import static com.tngtech.archunit.core.domain.properties.HasOwner.Predicates.With.owner;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.junit.AnalyzeClasses;
+import com.tngtech.archunit.junit.ArchTest;
+import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.library.Architectures.LayeredArchitecture;
+import java.time.Clock;
+import java.util.List;
+
+/**
+ * The packages' layering, as rules over the main code's bytecode (tests may reach anywhere). Each rule says what a
+ * reader may rely on: the planner is a pure function of its inputs, the netlink library stands on its own, and no
+ * package reaches into one above it. /work/notes/i33/archunit-rules.md lists them, one line each.
+ */
+@AnalyzeClasses(packages = "io.egressservice",
+    importOptions = {ImportOption.DoNotIncludeTests.class, ImportOption.DoNotIncludeJars.class})
+class LayeringTest {
+  /** One rank of the layering: its packages may use their own rank and those below, never one above. */
+  record Layer(String name, String... packages) {}
+
+  /**
+   * Bottom to top, as today's imports have it. Within a rank packages may use each other (no cycles, though).
+   * ip and netlink are the reusable kernel library; the support packages (logging, health endpoints, lifecycle,
+   * build info) use nothing of ours; plan is the pure planner; objects and nft its API-object and nftables
+   * renderings; kernel, dataplane and informers touch the kernel or the API; explain and metrics read them;
+   * controller and allocator drive them; cli wires everything; testbed and demo (test infrastructure) sit on top.
+   */
+  static final List<Layer> BOTTOM_UP = List.of(
+      new Layer("ip", "io.egressservice.ip.."),
+      new Layer("netlink", "io.egressservice.netlink.."),
+      new Layer("support", "io.egressservice.logging..", "io.egressservice.health..", "io.egressservice.lifecycle..",
+          "io.egressservice.buildinfo.."),
+      new Layer("plan", "io.egressservice.plan.."),
+      new Layer("objects, nft", "io.egressservice.objects..", "io.egressservice.nft.."),
+      new Layer("kernel, dataplane, informers", "io.egressservice.kernel..", "io.egressservice.dataplane..",
+          "io.egressservice.informers.."),
+      new Layer("explain, metrics", "io.egressservice.explain..", "io.egressservice.metrics.."),
+      new Layer("controller, allocator", "io.egressservice.controller..", "io.egressservice.allocator.."),
+      new Layer("cli", "io.egressservice.cli.."),
+      new Layer("testbed, demo", "io.egressservice.testbed..", "io.egressservice.demo.."));
+
+  static LayeredArchitecture layering() {
+    LayeredArchitecture rule = layeredArchitecture().consideringOnlyDependenciesInLayers()
+        .ensureAllClassesAreContainedInArchitecture();
+    for (Layer layer : BOTTOM_UP) {
+      rule = rule.layer(layer.name()).definedBy(layer.packages());
+    }
+    for (int i = 0; i < BOTTOM_UP.size() - 1; i++) {
+      String[] above = BOTTOM_UP.subList(i + 1, BOTTOM_UP.size()).stream().map(Layer::name).toArray(String[]::new);
+      rule = rule.whereLayer(BOTTOM_UP.get(i).name()).mayOnlyBeAccessedByLayers(above);
+    }
+    return rule.whereLayer(BOTTOM_UP.get(BOTTOM_UP.size() - 1).name()).mayNotBeAccessedByAnyLayer();
+  }
+
+  @ArchTest
+  static final ArchRule planImportsNothingOfTheKernel = noClasses()
+      .that().resideInAPackage("io.egressservice.plan..")
+      .should().dependOnClassesThat().resideInAnyPackage("io.egressservice.netlink..", "io.egressservice.nft..",
+          "io.egressservice.dataplane..", "io.egressservice.kernel..", "com.sun.jna..")
+      .because("the plan is computed from objects and settings alone; the dataplane applies it");
+
+  @ArchTest
+  static final ArchRule planImportsNothingOfTheApi = noClasses()
+      .that().resideInAPackage("io.egressservice.plan..")
+      .should().dependOnClassesThat().resideInAnyPackage("io.fabric8..", "org.ovn..", "io.egressservice.objects..",
+          "io.egressservice.informers..", "io.egressservice.controller..", "io.egressservice.allocator..")
+      .because("the plan reads plan records that objects/ builds from the API objects, not the API itself");
+
+  @ArchTest
+  static final ArchRule planReadsNoClock = noClasses()
+      .that().resideInAPackage("io.egressservice.plan..")
+      .should().dependOnClassesThat().areAssignableTo(Clock.class)
+      .orShould().callMethod(System.class, "currentTimeMillis")
+      .orShould().callMethod(System.class, "nanoTime")
+      .orShould().callMethodWhere(target(name("now")).and(target(owner(JavaClass.Predicates.resideInAPackage(
+          "java.time..")))))
+      .because("the same inputs must give the same plan: time comes in as values (creation timestamps)");
+
+  @ArchTest
+  static final ArchRule ipImportsOnlyTheJdk = classes()
+      .that().resideInAPackage("io.egressservice.ip..")
+      .should().onlyDependOnClassesThat().resideInAnyPackage("io.egressservice.ip..", "java..")
+      .because("addresses and prefixes are the netlink library's vocabulary, below everything");
+
+  @ArchTest
+  static final ArchRule netlinkImportsNothingOfTheAgent = classes()
+      .that().resideInAPackage("io.egressservice.netlink..")
+      .should().onlyDependOnClassesThat().resideInAnyPackage("io.egressservice.netlink..", "io.egressservice.ip..",
+          "com.sun.jna..", "java..", "org.slf4j..")
+      .because("the rtnetlink and conntrack layer is a library of its own: ip, JNA and the JDK");
+
+  @ArchTest
+  static final ArchRule nothingImportsUpward = layering();
+
+  @ArchTest
+  static final ArchRule packagesHaveNoCycles = slices().matching("io.egressservice.(*)..").should().beFreeOfCycles();
+}
