@@ -121,7 +121,7 @@ class EventsTest {
    * restarted agent reads what its node said before and reports only what changed while it was down.
    */
   @Test
-  void finding10_restartsWriteNoNewEventsForOutcomesAlreadyReported() throws Exception {
+  void restartsWriteNoNewEventsForOutcomesAlreadyReported() throws Exception {
     for (int i = 0; i < 200; i++) {
       createService(i, "");
     }
@@ -160,7 +160,7 @@ class EventsTest {
    * the latest outcome always written last; what waited and was replaced is counted as dropped.
    */
   @Test
-  void finding10_aFlappingServiceWritesBoundedEventsAggregatedAndEndsWithItsLatestOutcome() throws Exception {
+  void aFlappingServiceWritesBoundedEventsAggregatedAndEndsWithItsLatestOutcome() throws Exception {
     AgentMetrics metrics = new AgentMetrics();
     NodeAgent agent = start(metrics);
     createService(0, "100");
@@ -190,7 +190,7 @@ class EventsTest {
 
   /** Issue 17 finding 7: a configured service whose network goes missing said "EgressRemoved", a Normal Event. */
   @Test
-  void issue17_anUnknownNetworkOnAConfiguredServiceIsAWarningNetworkNotFound() {
+  void anUnknownNetworkOnAConfiguredServiceIsAWarningNetworkNotFound() {
     NodeAgent agent = start(new AgentMetrics());
     createService(0, "100");
     await().atMost(WAIT).untilAsserted(() -> assertThat(events("EgressConfigured")).hasSize(1));
@@ -208,7 +208,7 @@ class EventsTest {
 
   /** Issue 17 finding 7: Event messages said "SNAT of N endpoint(s)", a literal N. */
   @Test
-  void issue17_eventMessagesSayTheRealCountsAndACountChangeAloneWritesNothing() {
+  void eventMessagesSayTheRealCountsAndACountChangeAloneWritesNothing() {
     NodeAgent agent = start(new AgentMetrics());
     createService(0, "100");
     await().atMost(WAIT).untilAsserted(() -> assertThat(events("EgressConfigured")).singleElement()

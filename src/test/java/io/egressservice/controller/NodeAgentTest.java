@@ -152,7 +152,7 @@ class NodeAgentTest {
 
   /** Issue 16 finding 8 end to end: the kernel's notification of the edited rule is drift, repaired at once. */
   @Test
-  void finding8_aRuleOfOursEditedToCarryAnExtraSelectorIsRepairedWithoutWaitingForTheResync() {
+  void aRuleOfOursEditedToCarryAnExtraSelectorIsRepairedWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
     await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));

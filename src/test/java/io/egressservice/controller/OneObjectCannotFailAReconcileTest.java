@@ -43,7 +43,7 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * and after failures the backoff (up to 30 s) delayed even the API change that fixed things.
  */
 @EnableKubernetesMockClient(crud = true)
-class Finding6OneObjectCannotFailAReconcileTest {
+class OneObjectCannotFailAReconcileTest {
   static final String NODE = "node-a";
   static final Duration WAIT = Duration.ofSeconds(15);
   static final String LONG_NS = "n".repeat(63);
@@ -96,7 +96,7 @@ class Finding6OneObjectCannotFailAReconcileTest {
   }
 
   @Test
-  void finding6_aNameTooLongForAnNftCommentIsAppliedWithABoundedOneAndEveryOtherServiceToo() {
+  void aNameTooLongForAnNftCommentIsAppliedWithABoundedOneAndEveryOtherServiceToo() {
     NodeAgent agent = startAgent(Duration.ofMillis(200), Duration.ofSeconds(30), new AgentMetrics());
     client.resources(EgressService.class)
         .resource(EgressServices.of(LONG_NS, LONG_NAME, SourceIPBy.LOADBALANCERIP, "", NODE)).create();
@@ -122,7 +122,7 @@ class Finding6OneObjectCannotFailAReconcileTest {
   }
 
   @Test
-  void finding6_afterFailedReconcilesAnApiChangeIsReconciledAtOnceNotAfterTheBackoff() throws Exception {
+  void afterFailedReconcilesAnApiChangeIsReconciledAtOnceNotAfterTheBackoff() throws Exception {
     // The kernel refuses every reconcile while another process owns a table of our name (nft's owner flag):
     // a failure that no object caused, so the agent backs off (100 ms doubling, up to 30 s here as in `run`).
     Process owner = holdOwnedTable();

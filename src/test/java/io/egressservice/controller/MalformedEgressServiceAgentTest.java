@@ -40,7 +40,7 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * the CRD's schema stores them.
  */
 @EnableKubernetesMockClient(crud = true)
-class Finding5MalformedEgressServiceTest {
+class MalformedEgressServiceAgentTest {
   static final String NODE = "node-a";
   static final Duration WAIT = Duration.ofSeconds(15);
   static final ResourceDefinitionContext EGRESS_SERVICES = new ResourceDefinitionContext.Builder()
@@ -122,7 +122,7 @@ class Finding5MalformedEgressServiceTest {
   }
 
   @Test
-  void finding5_malformedEgressServicesAreRefusedAloneAndLaterOnesAreStillApplied() {
+  void malformedEgressServicesAreRefusedAloneAndLaterOnesAreStillApplied() {
     AgentMetrics metrics = new AgentMetrics();
     NodeAgent agent = startAgent(metrics);
     await().atMost(WAIT).until(() -> agent.readiness().ok());
@@ -145,7 +145,7 @@ class Finding5MalformedEgressServiceTest {
   }
 
   @Test
-  void finding5_anAgentStartedWithMalformedEgressServicesPresentBecomesReadyAndAppliesTheRest() {
+  void anAgentStartedWithMalformedEgressServicesPresentBecomesReadyAndAppliesTheRest() {
     createBadOnes();
     createWeb();
 
@@ -156,7 +156,7 @@ class Finding5MalformedEgressServiceTest {
   }
 
   @Test
-  void finding5_theAllocatorReportsAMalformedEgressServiceWithoutWritingIt() {
+  void theAllocatorReportsAMalformedEgressServiceWithoutWritingIt() {
     createRaw("bogus", Map.of("sourceIPBy", "Bogus"), "172.30.0.21", "5.5.5.21");
     io.egressservice.allocator.AllocatorRunner runner = io.egressservice.allocator.AllocatorRunner.start(agentClient,
         NS, "allocator-1", new io.egressservice.allocator.AllocatorConfig("lease", Duration.ofSeconds(4),
@@ -172,7 +172,7 @@ class Finding5MalformedEgressServiceTest {
   }
 
   @Test
-  void finding5_readinessSaysSoWhenAWatchStaysDown() {
+  void readinessSaysSoWhenAWatchStaysDown() {
     NodeAgent agent = new NodeAgent(agentClient, dataplane,
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2),
             Duration.ofMillis(500)), new AgentMetrics(), (es, type, reason, message) -> {}, Clock.systemUTC());

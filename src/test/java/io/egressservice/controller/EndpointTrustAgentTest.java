@@ -38,7 +38,7 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * an Event on its EgressService, and the victim's later opt-in takes its pods.
  */
 @EnableKubernetesMockClient(crud = true)
-class Finding1CrossNamespaceHijackAgentTest {
+class EndpointTrustAgentTest {
   static final String NODE = "node-a";
   static final Duration WAIT = Duration.ofSeconds(15);
 
@@ -105,7 +105,7 @@ class Finding1CrossNamespaceHijackAgentTest {
   }
 
   @Test
-  void finding1_theAttackersSlicesAreRefusedWithAnEventAndTheVictimsLaterOptInTakesItsPods() {
+  void theAttackersSlicesAreRefusedWithAnEventAndTheVictimsLaterOptInTakesItsPods() {
     // The admin trusts kube-vip for selector-less Services; the attacker's other slice has a manager of its own.
     PlanConfig config = PlanConfig.defaults().withEndpointTrust(new EndpointTrust(Set.of("kube-vip")));
     NodeAgent agent = new NodeAgent(client, dataplane,
