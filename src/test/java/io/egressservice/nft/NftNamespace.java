@@ -10,7 +10,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * The fixture of the nft table tests ({@code @RegisterExtension}): per test a throwaway namespace, a thread in it
- * and an {@link NftClient} on that thread (skipped without root); closed after the test, client first.
+ * and an {@link NftClient} on that thread when asked for (skipped without root); closed after the test, client
+ * first.
  */
 final class NftNamespace implements BeforeEachCallback, AfterEachCallback {
   private final String name;
@@ -27,7 +28,6 @@ final class NftNamespace implements BeforeEachCallback, AfterEachCallback {
     Privileges.assumeNetAdmin();
     ns = Netns.create(name);
     thread = NetnsThread.enter(Optional.of(ns.name()));
-    client = NftClient.open(thread);
   }
 
   /** The namespace, for {@code nft list} as the oracle. */
@@ -35,7 +35,16 @@ final class NftNamespace implements BeforeEachCallback, AfterEachCallback {
     return ns;
   }
 
+  /** The thread in the namespace, for what opens a client of its own. */
+  NetnsThread thread() {
+    return thread;
+  }
+
+  /** A client on {@link #thread()}, opened on first use (a test that opens its own needs none). */
   NftClient client() {
+    if (client == null) {
+      client = NftClient.open(thread);
+    }
     return client;
   }
 
