@@ -1,25 +1,20 @@
 package io.egressservice.allocator;
 
-import static io.egressservice.allocator.MockCluster.LEASE_NS;
 import static io.egressservice.allocator.MockCluster.NS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.plan.EgressServiceInfo;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 
 /**
@@ -36,60 +31,23 @@ class PlannedMoveMockServerTest {
   KubernetesMockServer server;
   KubernetesClient client;
 
-  private MockCluster cluster;
-  private int port;
-  private final Map<Integer, FakeAgent> agents = new HashMap<>();
-  private final List<AutoCloseable> toClose = new ArrayList<>();
-
-  @BeforeEach
-  void setUp() throws Exception {
-    cluster = new MockCluster(client).crd();
-    port = FakeAgent.freePort();
-    for (int i = 1; i <= 2; i++) {
-      client.resource(new NodeBuilder()
-          .withNewMetadata().withName("node" + i).endMetadata()
-          .withNewSpec().withPodCIDR("10.128." + i + ".0/24").withPodCIDRs("10.128." + i + ".0/24").endSpec()
-          .withNewStatus()
-              .addNewAddress().withType("InternalIP").withAddress("127.0.1." + i).endAddress()
-              .addNewCondition().withType("Ready").withStatus("True").endCondition()
-          .endStatus().build()).create();
-      agents.put(i, FakeAgent.answering(new InetSocketAddress("127.0.1." + i, port), "node" + i));
-    }
-    cluster.lbService("web", "203.0.113.5");
-    cluster.endpoints("web", 1, 2);
-  }
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (AutoCloseable c : toClose) {
-      c.close();
-    }
-    for (FakeAgent a : agents.values()) {
-      a.close();
-    }
-  }
+  @RegisterExtension
+  final ProbedCluster probed = new ProbedCluster(2);
 
   private AllocatorRunner runner(Duration readyBound) {
-    AllocatorConfig config = new AllocatorConfig(AllocatorConfig.DEFAULT_LEASE_NAME, Duration.ofSeconds(2),
-        Duration.ofMillis(1500), Duration.ofMillis(200), Duration.ofSeconds(30))
-        .withProbes(new HostProbes(true, port, Duration.ofMillis(500), Duration.ofSeconds(1), 4, Optional.empty(),
-            new HostHealth.Settings(2, Duration.ofSeconds(30), Duration.ofSeconds(1))))
-        .withPlannedMoves(new PlannedMoveSettings(readyBound, Duration.ofSeconds(1), Duration.ofMillis(50)));
-    KubernetesClient own = server.createClient();
-    AllocatorRunner r = AllocatorRunner.start(own, LEASE_NS, "allocator", config);
-    toClose.add(own);
-    toClose.add(0, r);
-    return MockCluster.watching(r);
+    return probed.runner("allocator", probed.probing(4)
+        .withPlannedMoves(new PlannedMoveSettings(readyBound, Duration.ofSeconds(1), Duration.ofMillis(50))),
+        new AllocatorMetrics());
   }
 
   /** The service's host once it has one, with its agent reporting that it receives it (as a real agent would). */
   private int steadyHost() {
-    cluster.egressService("web", null, null);
+    probed.cluster().egressService("web", null, null);
     // status.host "" is no host: the allocator writes it when its first pass runs before the Service is cached
     String hostNode = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
-        .until(() -> cluster.host("web").orElse(""), h -> !h.isEmpty());
+        .until(() -> probed.cluster().host("web").orElse(""), h -> !h.isEmpty());
     int host = hostNode.equals("node1") ? 1 : 2;
-    agents.get(host).receive(List.of(WEB));
+    probed.agent(host).receive(List.of(WEB));
     return host;
   }
 
@@ -127,19 +85,19 @@ class PlannedMoveMockServerTest {
     // has been seen to take more than 5 s): that it waits for the new host is.
     await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
         .until(() -> alsoReceive().equals(Optional.of("node" + old + ",node" + next)));
-    stays(() -> cluster.host("web").equals(Optional.of("node" + old)), Duration.ofSeconds(2),
+    stays(() -> probed.cluster().host("web").equals(Optional.of("node" + old)), Duration.ofSeconds(2),
         "status.host stays with the old host while the new one does not receive");
 
     long t0 = System.nanoTime();
-    agents.get(next).receive(List.of(WEB));
+    probed.agent(next).receive(List.of(WEB));
     await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(20))
-        .until(() -> cluster.host("web").equals(Optional.of("node" + next)));
+        .until(() -> probed.cluster().host("web").equals(Optional.of("node" + next)));
     assertThat((System.nanoTime() - t0) / 1e9).as("seconds from the new host's report to status.host").isLessThan(2.0);
     assertThat(alsoReceive()).as("the old host keeps receiving while the steering nodes switch")
         .contains("node" + old + ",node" + next);
     await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
         .until(() -> alsoReceive().isEmpty());
-    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(cluster.events("web"))
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(probed.cluster().events("web"))
         .anySatisfy(e -> assertThat(e.getMessage()).contains("planned move: node node" + next + " received")));
   }
 
@@ -151,11 +109,11 @@ class PlannedMoveMockServerTest {
     Thread.sleep(1000);
 
     long t0 = System.nanoTime();
-    agents.get(old).silence(); // the host stops answering (SYNs unanswered): nothing to make before the break
+    probed.agent(old).silence(); // the host stops answering (SYNs unanswered): nothing to make before the break
     await().atMost(Duration.ofSeconds(4)).pollInterval(Duration.ofMillis(20))
-        .until(() -> cluster.host("web").equals(Optional.of("node" + next)));
+        .until(() -> probed.cluster().host("web").equals(Optional.of("node" + next)));
     assertThat((System.nanoTime() - t0) / 1e9).isLessThan(3.0);
-    assertThat(agents.get(next).hostingReads()).as("/hosting of the new host was not waited for").isZero();
+    assertThat(probed.agent(next).hostingReads()).as("/hosting of the new host was not waited for").isZero();
     assertThat(alsoReceive()).isEmpty();
   }
 
@@ -169,11 +127,11 @@ class PlannedMoveMockServerTest {
     long t0 = System.nanoTime();
     cordon(old);
     await().atMost(Duration.ofSeconds(6)).pollInterval(Duration.ofMillis(20))
-        .until(() -> cluster.host("web").equals(Optional.of("node" + next)));
+        .until(() -> probed.cluster().host("web").equals(Optional.of("node" + next)));
     double seconds = (System.nanoTime() - t0) / 1e9;
     assertThat(seconds).as("seconds from the cordon to status.host: the bound, not forever").isBetween(1.9, 5.0);
-    assertThat(agents.get(next).hostingReads()).as("the new host was asked").isPositive();
-    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(cluster.events("web"))
+    assertThat(probed.agent(next).hostingReads()).as("the new host was asked").isPositive();
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(probed.cluster().events("web"))
         .anySatisfy(e -> assertThat(e.getMessage())
             .contains("node node" + next + " did not report that it receives the service within 2 s, moved anyway")));
     await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50)).until(() -> alsoReceive().isEmpty());

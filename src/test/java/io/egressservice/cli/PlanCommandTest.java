@@ -97,7 +97,7 @@ class PlanCommandTest {
     }
 
     @Test
-    void finding3_theRuleIsInTheTextAndTheJsonWithItsSourcePort() throws IOException {
+    void theEtpLocalRuleIsInTheTextAndTheJsonWithItsSourcePort() throws IOException {
       String[] args = {"plan", "--objects", objects().toString(), "--node", "n1", "--ovn-masquerade-ips",
           "169.254.169.3,fd69::3"};
       assertThat(ok(args).out().lines()).contains(
@@ -522,7 +522,7 @@ class PlanCommandTest {
     }
 
     @Test
-    void finding16_12_aNodeWithAWholeFamilyPodCidrIsReportedInTextAndJsonAndChangesNoInClusterSet() throws IOException {
+    void aNodeWithAWholeFamilyPodCidrIsReportedInTextAndJsonAndChangesNoInClusterSet() throws IOException {
       Path file = Files.writeString(dir.resolve("bad-node.yaml"), """
           apiVersion: v1
           kind: Node

@@ -8,25 +8,19 @@ import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -42,49 +36,24 @@ class EventsTest {
   static final EventLimits LIMITS = new EventLimits(5, Duration.ofMillis(500), 1000, Duration.ofMillis(1), 4096);
 
   KubernetesClient client;
-  Netns ns;
-  Dataplane dataplane;
-  final List<AutoCloseable> toClose = new ArrayList<>();
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("events");
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("events");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
     client.nodes().resource(node("node-b", "192.168.1.11", "10.128.1.0/24")).create();
   }
 
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
-  }
-
   NodeAgent start(AgentMetrics metrics) {
-    NodeAgent agent = new NodeAgent(client, dataplane,
+    return kernel.start(
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2), LIMITS),
-        metrics, new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
-    toClose.add(agent);
-    return agent;
+        metrics);
   }
 
   /** Ready, and every outcome of its first reconciles written (or found said already). */
   static void settled(NodeAgent agent) {
     await().atMost(WAIT).until(() -> agent.readiness().ok() && agent.eventsIdle());
-  }
-
-  List<Event> events(String reason) {
-    return client.v1().events().inNamespace(NS).list().getItems().stream()
-        .filter(e -> reason.equals(e.getReason())).toList();
   }
 
   List<Event> eventsOn(String service) {
@@ -121,12 +90,12 @@ class EventsTest {
    * restarted agent reads what its node said before and reports only what changed while it was down.
    */
   @Test
-  void finding10_restartsWriteNoNewEventsForOutcomesAlreadyReported() throws Exception {
+  void restartsWriteNoNewEventsForOutcomesAlreadyReported() throws Exception {
     for (int i = 0; i < 200; i++) {
       createService(i, "");
     }
     NodeAgent agent = start(new AgentMetrics());
-    await().atMost(WAIT).untilAsserted(() -> assertThat(events("EgressConfigured")).hasSize(200));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("EgressConfigured")).hasSize(200));
     settled(agent);
 
     for (int restart = 1; restart <= 4; restart++) {
@@ -137,7 +106,7 @@ class EventsTest {
       assertThat(counter(metrics, "egress_service_agent_events_written", "op", "create")).as("restart %d", restart).isZero();
       assertThat(counter(metrics, "egress_service_agent_events_written", "op", "patch")).as("restart %d", restart).isZero();
     }
-    assertThat(events("EgressConfigured")).hasSize(200).allSatisfy(e -> assertThat(e.getCount()).isEqualTo(1));
+    assertThat(kernel.events("EgressConfigured")).hasSize(200).allSatisfy(e -> assertThat(e.getCount()).isEqualTo(1));
 
     // What changed while the agent was down is reported: s0's network is gone, s1 is another node's now
     // (node-a steers its endpoint there).
@@ -151,7 +120,7 @@ class EventsTest {
 
     assertThat(eventsOn("s0")).extracting(Event::getReason).containsExactlyInAnyOrder("EgressConfigured", "NetworkNotFound");
     assertThat(eventsOn("s1")).extracting(Event::getReason).containsExactlyInAnyOrder("EgressConfigured", "EndpointsSteered");
-    assertThat(events("EgressConfigured")).hasSize(200);
+    assertThat(kernel.events("EgressConfigured")).hasSize(200);
   }
 
   /**
@@ -160,11 +129,11 @@ class EventsTest {
    * the latest outcome always written last; what waited and was replaced is counted as dropped.
    */
   @Test
-  void finding10_aFlappingServiceWritesBoundedEventsAggregatedAndEndsWithItsLatestOutcome() throws Exception {
+  void aFlappingServiceWritesBoundedEventsAggregatedAndEndsWithItsLatestOutcome() throws Exception {
     AgentMetrics metrics = new AgentMetrics();
     NodeAgent agent = start(metrics);
     createService(0, "100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(events("EgressConfigured")).hasSize(1));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("EgressConfigured")).hasSize(1));
     settled(agent);
 
     long started = System.nanoTime();
@@ -182,42 +151,42 @@ class EventsTest {
     assertThat(occurrences).isLessThanOrEqualTo(1 + 5 + (int) Math.ceil(seconds / 0.5) + 2).isGreaterThan(2);
     assertThat(counter(metrics, "egress_service_agent_events_dropped", "cause", "superseded")).isPositive();
     assertThat(counter(metrics, "egress_service_agent_events_written", "op", "patch")).isPositive();
-    Event configured = events("EgressConfigured").get(0);
-    Event missing = events("NetworkNotFound").get(0);
+    Event configured = kernel.events("EgressConfigured").get(0);
+    Event missing = kernel.events("NetworkNotFound").get(0);
     assertThat(Instant.parse(configured.getLastTimestamp())).isAfterOrEqualTo(Instant.parse(missing.getLastTimestamp()));
     assertThat(configured.getCount()).isGreaterThan(1);
   }
 
   /** Issue 17 finding 7: a configured service whose network goes missing said "EgressRemoved", a Normal Event. */
   @Test
-  void issue17_anUnknownNetworkOnAConfiguredServiceIsAWarningNetworkNotFound() {
+  void anUnknownNetworkOnAConfiguredServiceIsAWarningNetworkNotFound() {
     NodeAgent agent = start(new AgentMetrics());
     createService(0, "100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(events("EgressConfigured")).hasSize(1));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("EgressConfigured")).hasSize(1));
 
     setNetwork("s0", "no-such-net");
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(events("NetworkNotFound")).singleElement().satisfies(e -> {
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("NetworkNotFound")).singleElement().satisfies(e -> {
       assertThat(e.getType()).isEqualTo("Warning");
       assertThat(e.getMessage()).isEqualTo("on node node-a: network 'no-such-net' not found on this node"
           + e.getMessage().substring(("on node node-a: network 'no-such-net' not found on this node").length()));
     }));
     settled(agent);
-    assertThat(events("EgressRemoved")).isEmpty();
+    assertThat(kernel.events("EgressRemoved")).isEmpty();
   }
 
   /** Issue 17 finding 7: Event messages said "SNAT of N endpoint(s)", a literal N. */
   @Test
-  void issue17_eventMessagesSayTheRealCountsAndACountChangeAloneWritesNothing() {
+  void eventMessagesSayTheRealCountsAndACountChangeAloneWritesNothing() {
     NodeAgent agent = start(new AgentMetrics());
     createService(0, "100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(events("EgressConfigured")).singleElement()
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("EgressConfigured")).singleElement()
         .satisfies(e -> assertThat(e.getMessage()).contains("SNAT of 1 endpoint(s) to 5.5.0.1").doesNotContain(" N ")));
 
     client.discovery().v1().endpointSlices().resource(slice("s0", "s0-1", NODE, "10.128.0.2", "10.128.0.3")).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(ns.exec("ip", "rule", "show")).contains("from 10.128.0.3 lookup 100"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.3 lookup 100"));
     settled(agent);
 
-    assertThat(events("EgressConfigured")).singleElement().satisfies(e -> assertThat(e.getCount()).isEqualTo(1));
+    assertThat(kernel.events("EgressConfigured")).singleElement().satisfies(e -> assertThat(e.getCount()).isEqualTo(1));
   }
 }

@@ -7,23 +7,18 @@ import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -38,29 +33,13 @@ class IncrementalReconcileTest {
 
   KubernetesMockServer server;
   KubernetesClient client;
-  Netns ns;
-  Dataplane dataplane;
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("incplan");
   NodeAgent agent;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("incplan");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/16")).create();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (agent != null) {
-      agent.close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   private static String address(int i) {
@@ -88,19 +67,18 @@ class IncrementalReconcileTest {
       pool.shutdown();
       assertThat(pool.awaitTermination(120, TimeUnit.SECONDS)).isTrue();
     }
-    ns.exec("ip", "route", "add", "unreachable", "default", "table", "100");
-    agent = new NodeAgent(client, dataplane,
+    kernel.ns().exec("ip", "route", "add", "unreachable", "default", "table", "100");
+    agent = kernel.start(
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
-        new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
-    await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> assertThat(snat())
+        new AgentMetrics());
+    await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> assertThat(kernel.snat())
         .contains(address(SERVICES - 1) + " comment \"default/svc-" + (SERVICES - 1) + "\""));
     await().atMost(Duration.ofSeconds(30)).until(() -> agent.readiness().ok());
 
     long before = agent.reconcileCount();
     client.discovery().v1().endpointSlices().resource(slice("svc-7", "svc-7-1", NODE, "10.128.200.7")).update();
 
-    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(snat())
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(kernel.snat())
         .contains("10.128.200.7 comment \"default/svc-7\"").doesNotContain(address(7) + " comment"));
     await().atMost(Duration.ofSeconds(10)).until(() -> agent.reconcileCount() > before);
     NodeAgent.ReconcileSummary api = agent.lastReconcile().orElseThrow();
@@ -109,8 +87,8 @@ class IncrementalReconcileTest {
     assertThat(api.servicesPlanned()).isEqualTo(1);
 
     long beforeDrift = agent.reconcileCount();
-    ns.exec("ip", "rule", "del", "priority", "5000", "from", address(0), "lookup", "100", "protocol", "201");
-    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(ns.exec("ip", "rule", "show"))
+    kernel.ns().exec("ip", "rule", "del", "priority", "5000", "from", address(0), "lookup", "100", "protocol", "201");
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(kernel.rules())
         .contains("from " + address(0) + " lookup 100 proto 201"));
     await().atMost(Duration.ofSeconds(10)).until(() -> agent.reconcileCount() > beforeDrift);
     NodeAgent.ReconcileSummary drift = agent.lastReconcile().orElseThrow();
@@ -121,13 +99,9 @@ class IncrementalReconcileTest {
     // and, the kernel view clean again, the next endpoint change is incremental again
     long afterDrift = agent.reconcileCount();
     client.discovery().v1().endpointSlices().resource(slice("svc-9", "svc-9-1", NODE, "10.128.200.9")).update();
-    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(snat())
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(kernel.snat())
         .contains("10.128.200.9 comment \"default/svc-9\""));
     await().atMost(Duration.ofSeconds(10)).until(() -> agent.reconcileCount() > afterDrift);
     assertThat(agent.lastReconcile().orElseThrow().full()).isFalse();
-  }
-
-  String snat() {
-    return ns.tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4").stdout();
   }
 }

@@ -7,20 +7,15 @@ import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -29,9 +24,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -51,29 +46,13 @@ class MassRecreateClusterTest {
 
   KubernetesMockServer server;
   KubernetesClient client;
-  Netns ns;
-  Dataplane dataplane;
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("recreate");
   NodeAgent agent;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("recreate");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/16")).create();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (agent != null) {
-      agent.close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   static String endpoint(int i) {
@@ -97,7 +76,7 @@ class MassRecreateClusterTest {
 
   /** The sources of our endpoint rules now (the ClusterIP rules left out: one rule per service counted). */
   private Set<String> endpointRuleSources() {
-    return ns.exec("ip", "rule", "show").lines()
+    return kernel.rules().lines()
         .filter(l -> l.contains("proto 201") && l.contains("lookup 100") && l.contains("from 10.128."))
         .map(l -> l.split("\\s+")[2])
         .collect(Collectors.toSet());
@@ -107,10 +86,9 @@ class MassRecreateClusterTest {
   void aMassReCreateOfEgressServicesKeepsTheRulesOfThoseTheApiHolds() throws Exception {
     createServices("svc-", 0, CHURNED);
     createServices("steady-", CHURNED, UNTOUCHED);
-    agent = new NodeAgent(client, dataplane,
+    agent = kernel.start(
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
-        new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
+        new AgentMetrics());
     int total = CHURNED + UNTOUCHED;
     await().atMost(WAIT).until(() -> endpointRuleSources().size() == total);
 

@@ -8,12 +8,9 @@ import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.health.HealthServer;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
@@ -26,10 +23,9 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -44,30 +40,13 @@ class NodeAgentTest {
 
   KubernetesMockServer server;
   KubernetesClient client;
-  Netns ns;
-  Dataplane dataplane;
-  final List<AutoCloseable> toClose = new ArrayList<>();
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("agent");
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("agent");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
     client.nodes().resource(node("node-b", "192.168.1.11", "10.128.1.0/24")).create();
-  }
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   NodeAgent startAgent(Duration resync) {
@@ -75,27 +54,11 @@ class NodeAgentTest {
   }
 
   NodeAgent startAgent(Duration resync, AgentMetrics metrics) {
-    NodeAgent agent = new NodeAgent(client, dataplane,
-        new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, Duration.ofSeconds(2)), metrics,
-        new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
-    toClose.add(agent);
-    return agent;
+    return kernel.start(new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, Duration.ofSeconds(2)), metrics);
   }
 
   void createWeb(String network) {
-    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, network, NODE)).create();
-    client.services().resource(lbService("web", "172.30.0.10", "5.5.5.5")).create();
-    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.6")).create();
-  }
-
-  String rules() {
-    return ns.exec("ip", "rule", "show");
-  }
-
-  List<Event> events(String reason) {
-    return client.v1().events().inNamespace(NS).list().getItems().stream()
-        .filter(e -> reason.equals(e.getReason())).toList();
+    kernel.createService("web", network, "10.128.0.5", "10.128.0.6");
   }
 
   @Test
@@ -103,37 +66,37 @@ class NodeAgentTest {
     startAgent(Duration.ofMinutes(10));
     createWeb("100");
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules())
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules())
         .contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201")
         .contains("5000:\tfrom 10.128.0.6 lookup 100 proto 201")
         .contains("5000:\tfrom 172.30.0.10 lookup 100 proto 201"));
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat())
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat())
         .contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
 
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5")).update();
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("10.128.0.6"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).doesNotContain("10.128.0.6"));
     client.resources(EgressService.class).inNamespace(NS).withName("web").delete();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).doesNotContain("proto 201"));
   }
 
   /** Issue 20: the process gives back the heap its start needed once, after the first complete reconcile. */
   @Test
   void theActionAfterTheFirstReconcileRunsOnceWhenTheKernelHoldsThePlan() {
-    NodeAgent agent = new NodeAgent(client, dataplane,
+    NodeAgent agent = new NodeAgent(client, kernel.dataplane(),
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
         new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    toClose.add(agent);
+    kernel.closeLater(agent);
     // each run records the rules it saw, in one step: the count and what the run saw cannot disagree
     List<String> rulesAtEachRun = new java.util.concurrent.CopyOnWriteArrayList<>();
-    agent.afterFirstReconcile(() -> rulesAtEachRun.add(rules()));
+    agent.afterFirstReconcile(() -> rulesAtEachRun.add(kernel.rules()));
     createWeb("100");
     agent.start();
 
     await().atMost(WAIT).until(() -> rulesAtEachRun.size() == 1);
     assertThat(rulesAtEachRun.get(0)).contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201");
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.7")).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.7 lookup 100"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.7 lookup 100"));
     assertThat(rulesAtEachRun).as("once, not after every reconcile").hasSize(1);
   }
 
@@ -141,28 +104,28 @@ class NodeAgentTest {
   void aRuleDeletedByHandIsBackWithinASecondOrTwoWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
 
-    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
+    kernel.ns().exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
 
     await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(50))
-        .untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+        .untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
   }
 
   /** Issue 16 finding 8 end to end: the kernel's notification of the edited rule is drift, repaired at once. */
   @Test
-  void finding8_aRuleOfOursEditedToCarryAnExtraSelectorIsRepairedWithoutWaitingForTheResync() {
+  void aRuleOfOursEditedToCarryAnExtraSelectorIsRepairedWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
 
-    ns.exec("ip", "rule", "add", "priority", "5000", "from", "10.128.0.5", "ipproto", "tcp", "dport", "9", "lookup", "100",
+    kernel.ns().exec("ip", "rule", "add", "priority", "5000", "from", "10.128.0.5", "ipproto", "tcp", "dport", "9", "lookup", "100",
         "protocol", "201");
-    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
+    kernel.ns().exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.5", "lookup", "100", "protocol", "201");
 
-    await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> assertThat(rules())
+    await().atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> assertThat(kernel.rules())
         .contains("5000:\tfrom 10.128.0.5 lookup 100 proto 201").doesNotContain("dport"));
   }
 
@@ -170,31 +133,31 @@ class NodeAgentTest {
   void aThrowRouteDeletedByHandIsBackAndAnAddressAddedToTheNodeIsExemptWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(ns.exec("ip", "route", "show", "table", "100"))
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.ns().exec("ip", "route", "show", "table", "100"))
         .contains("throw 192.168.1.10/31 proto 201"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
 
-    ns.exec("ip", "route", "del", "throw", "192.168.1.10/31", "table", "100", "proto", "201");
+    kernel.ns().exec("ip", "route", "del", "throw", "192.168.1.10/31", "table", "100", "proto", "201");
     await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(50)).untilAsserted(() ->
-        assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("throw 192.168.1.10/31 proto 201"));
+        assertThat(kernel.ns().exec("ip", "route", "show", "table", "100")).contains("throw 192.168.1.10/31 proto 201"));
 
-    ns.exec("ip", "link", "add", "extra", "type", "veth", "peer", "name", "extra-peer");
-    ns.exec("ip", "addr", "add", "10.89.0.7/24", "dev", "extra");
+    kernel.ns().exec("ip", "link", "add", "extra", "type", "veth", "peer", "name", "extra-peer");
+    kernel.ns().exec("ip", "addr", "add", "10.89.0.7/24", "dev", "extra");
     await().atMost(Duration.ofSeconds(2)).pollInterval(Duration.ofMillis(50)).untilAsserted(() ->
-        assertThat(ns.exec("ip", "route", "show", "table", "100")).contains("throw 10.89.0.7 proto 201"));
+        assertThat(kernel.ns().exec("ip", "route", "show", "table", "100")).contains("throw 10.89.0.7 proto 201"));
   }
 
   @Test
   void anSnatElementDeletedByHandIsBackWithinAFewSecondsWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
 
-    ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.128.0.5 }");
+    kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.128.0.5 }");
 
     await().atMost(Duration.ofSeconds(4)).pollInterval(Duration.ofMillis(100))
-        .untilAsserted(() -> assertThat(snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+        .untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
   }
 
   @Test
@@ -202,16 +165,16 @@ class NodeAgentTest {
     NodeAgent first = startAgent(Duration.ofMinutes(10));
     createWeb("100");
     await().atMost(WAIT).until(() -> first.readiness().ok()
-        && first.lastReconcile().map(r -> r.changesApplied() > 0 || rules().contains("proto 201")).orElse(false));
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 172.30.0.10 lookup 100 proto 201"));
+        && first.lastReconcile().map(r -> r.changesApplied() > 0 || kernel.rules().contains("proto 201")).orElse(false));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 172.30.0.10 lookup 100 proto 201"));
     first.close();
-    String before = rules();
+    String before = kernel.rules();
 
     NodeAgent second = startAgent(Duration.ofMinutes(10));
 
     await().atMost(WAIT).until(() -> second.readiness().ok());
     assertThat(second.lastReconcile().orElseThrow().changesApplied()).isZero();
-    assertThat(rules()).isEqualTo(before);
+    assertThat(kernel.rules()).isEqualTo(before);
   }
 
   @Test
@@ -222,36 +185,36 @@ class NodeAgentTest {
     client.services().resource(lbService("lost", "172.30.0.11", "5.5.5.6")).create();
 
     await().atMost(WAIT).untilAsserted(() -> {
-      assertThat(events("EgressConfigured")).hasSize(1);
-      assertThat(events("NetworkNotFound")).singleElement()
+      assertThat(kernel.events("EgressConfigured")).hasSize(1);
+      assertThat(kernel.events("NetworkNotFound")).singleElement()
           .satisfies(e -> assertThat(e.getMessage()).contains("network 'no-such-net' not found on this node"));
     });
     long reconcilesSoFar = agent.reconcileCount();
     await().atMost(WAIT).until(() -> agent.reconcileCount() >= reconcilesSoFar + 5);
 
-    assertThat(events("EgressConfigured")).hasSize(1);
-    assertThat(events("NetworkNotFound")).hasSize(1);
-    Event configured = events("EgressConfigured").get(0);
+    assertThat(kernel.events("EgressConfigured")).hasSize(1);
+    assertThat(kernel.events("NetworkNotFound")).hasSize(1);
+    Event configured = kernel.events("EgressConfigured").get(0);
     assertThat(configured.getInvolvedObject().getKind()).isEqualTo("EgressService");
     assertThat(configured.getInvolvedObject().getName()).isEqualTo("web");
     assertThat(configured.getReportingInstance()).isEqualTo(NODE);
-    assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201").doesNotContain("172.30.0.11");
+    assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201").doesNotContain("172.30.0.11");
   }
 
   @Test
   void probesAndMetricsAreServedOnOnePort() throws Exception {
     AgentMetrics metrics = new AgentMetrics();
-    NodeAgent agent = new NodeAgent(client, dataplane,
+    NodeAgent agent = new NodeAgent(client, kernel.dataplane(),
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)), metrics,
         (es, type, reason, message) -> {}, Clock.systemUTC());
     HealthServer health = HealthServer.start(0, metrics.registry(), agent::liveness, agent::readiness);
-    toClose.add(health);
+    kernel.closeLater(health);
     HttpClient http = HttpClient.newHttpClient();
     URI base = URI.create("http://127.0.0.1:" + health.port());
     assertThat(get(http, base.resolve("/readyz")).statusCode()).isEqualTo(503);
 
     agent.start();
-    toClose.add(agent);
+    kernel.closeLater(agent);
     createWeb("100");
 
     await().atMost(WAIT).untilAsserted(() -> assertThat(get(http, base.resolve("/readyz")).statusCode()).isEqualTo(200));
@@ -277,22 +240,20 @@ class NodeAgentTest {
         Thread.currentThread().interrupt();
       }
     };
-    NodeAgent agent = new NodeAgent(client, dataplane,
+    kernel.closeLater(release::countDown);
+    NodeAgent agent = kernel.start(client,
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
-        new AgentMetrics(), hanging, Clock.systemUTC());
-    toClose.add(release::countDown);
-    agent.start();
-    toClose.add(agent);
+        new AgentMetrics(), hanging);
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
     await().atMost(WAIT).until(() -> attempted.get() >= 1);
 
     // The Event writer is stuck (as against an API server that accepts connections and never
     // answers); the kernel still follows the API and drift is still repaired.
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.8")).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.8 lookup 100 proto 201"));
-    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.8", "lookup", "100", "protocol", "201");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.8 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.8 lookup 100 proto 201"));
+    kernel.ns().exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.8", "lookup", "100", "protocol", "201");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.8 lookup 100 proto 201"));
     assertThat(agent.liveness().ok()).isTrue();
   }
 
@@ -301,8 +262,8 @@ class NodeAgentTest {
       throws Exception {
     NodeAgent agent = startAgent(Duration.ofMillis(300));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
-    String before = rules();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    String before = kernel.rules();
     long reconciles = agent.reconcileCount();
     int port = server.getPort();
 
@@ -310,11 +271,11 @@ class NodeAgentTest {
 
     // Resyncs keep running from the informer caches; nothing is pruned for want of an API server.
     await().atMost(WAIT).until(() -> agent.reconcileCount() >= reconciles + 3);
-    assertThat(rules()).isEqualTo(before);
+    assertThat(kernel.rules()).isEqualTo(before);
     assertThat(agent.liveness().ok()).isTrue();
-    ns.exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.6", "lookup", "100", "protocol", "201");
+    kernel.ns().exec("ip", "rule", "del", "priority", "5000", "from", "10.128.0.6", "lookup", "100", "protocol", "201");
     // Drift is still repaired (re-added rules come last among their priority, so compare as sets).
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules().lines()).containsExactlyInAnyOrderElementsOf(
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules().lines()).containsExactlyInAnyOrderElementsOf(
         before.lines().toList()));
 
     // An API server comes back on the same address (restored with the same objects, one endpoint
@@ -324,52 +285,48 @@ class NodeAgentTest {
         new io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher(),
         client.getMasterUrl().getProtocol().equals("https"));
     restored.init(java.net.InetAddress.getByName(client.getMasterUrl().getHost()), port);
-    toClose.add(restored::destroy);
+    kernel.closeLater(restored::destroy);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
     client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "100", NODE)).create();
     client.services().resource(lbService("web", "172.30.0.10", "5.5.5.5")).create();
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.7")).create();
-    await().atMost(Duration.ofSeconds(45)).untilAsserted(() -> assertThat(rules())
+    await().atMost(Duration.ofSeconds(45)).untilAsserted(() -> assertThat(kernel.rules())
         .contains("from 10.128.0.7 lookup 100 proto 201").doesNotContain("from 10.128.0.6 "));
-  }
-
-  String snat() {
-    return ns.tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4").stdout();
   }
 
   @Test
   void theKernelFollowsEveryKindOfChange() {
     startAgent(Duration.ofMinutes(10));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
 
     // network changed: every source moves to the new table
     client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "200", NODE)).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules())
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules())
         .contains("from 10.128.0.5 lookup 200 proto 201", "from 172.30.0.10 lookup 200 proto 201")
         .doesNotContain("lookup 100"));
 
     // sourceIPBy changed to Network (status.host ALL): no SNAT, only local endpoints
     client.resources(EgressService.class).resource(egressService("web", SourceIPBy.NETWORK, "200", "ALL")).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).doesNotContain("10.128.0.5"));
-    assertThat(rules()).contains("from 10.128.0.5 lookup 200 proto 201");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat()).doesNotContain("10.128.0.5"));
+    assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 200 proto 201");
 
     // an endpoint moves to another node: this node no longer routes it
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5")).update();
     client.discovery().v1().endpointSlices().resource(slice("web", "web-2", "node-b", "10.128.1.6")).create();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).doesNotContain("10.128.0.6").doesNotContain("10.128.1.6")
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).doesNotContain("10.128.0.6").doesNotContain("10.128.1.6")
         .contains("from 10.128.0.5 lookup 200 proto 201"));
 
     // back to LoadBalancerIP on this host: SNAT for every endpoint, remote ones too
     client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "200", NODE)).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).contains("10.128.0.5", "10.128.1.6"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.5", "10.128.1.6"));
 
     // the LB ingress IP goes away: nothing is configured
     client.services().resource(new io.fabric8.kubernetes.api.model.ServiceBuilder(lbService("web", "172.30.0.10", "5.5.5.5"))
         .editStatus().withNewLoadBalancer().endLoadBalancer().endStatus().build()).update();
     await().atMost(WAIT).untilAsserted(() -> {
-      assertThat(rules()).doesNotContain("proto 201");
-      assertThat(snat()).doesNotContain("10.128.0.5");
+      assertThat(kernel.rules()).doesNotContain("proto 201");
+      assertThat(kernel.snat()).doesNotContain("10.128.0.5");
     });
   }
 
@@ -385,7 +342,7 @@ class NodeAgentTest {
     writeBurst(writers, 30);
     NodeAgent agent = startAgent(Duration.ofMinutes(10));
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
     long before = agent.reconcileCount();
 
@@ -393,7 +350,7 @@ class NodeAgentTest {
     double burstSeconds = writeBurst(writers, 50);
 
     await().atMost(WAIT).untilAsserted(() -> {
-      String rules = rules();
+      String rules = kernel.rules();
       for (int k = 0; k < writers; k++) {
         // the last update of slice k set 10 + 9k + 4 (49 % 9), the one before 10 + 9k + 3
         assertThat(rules).contains("from 10.128.0." + (14 + k * 9) + " lookup 100 proto 201")
@@ -418,7 +375,7 @@ class NodeAgentTest {
     AgentMetrics metrics = new AgentMetrics();
     NodeAgent agent = startAgent(Duration.ofMinutes(10), metrics);
     createWeb("100");
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.6 lookup 100 proto 201"));
     await().atMost(WAIT).until(() -> agent.readiness().ok());
     client.services().resource(lbService("other", "172.30.0.99", "6.6.6.6")).create();
     client.discovery().v1().endpointSlices().resource(slice("other", "other-1", NODE, "10.128.0.50")).create();
@@ -445,7 +402,7 @@ class NodeAgentTest {
 
     // A change it does use still goes through at once.
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.7")).update();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.7 lookup 100 proto 201")
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.7 lookup 100 proto 201")
         .doesNotContain("from 10.128.0.6 lookup"));
     assertThat(agent.reconcileCount()).isGreaterThan(before);
   }

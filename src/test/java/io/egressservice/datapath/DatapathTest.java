@@ -215,13 +215,13 @@ class DatapathTest {
   }
 
   /**
-   * Finding 17.2: another component's rule at 6000 routes pod2 (which never opted in) to node2's pods
+   * Another component's rule at 6000 routes pod2 (which never opted in) to node2's pods
    * through table 102 (up2 stands in for its path and owns NODE2_POD too). An EgressService with a
    * network for pod1 must not bypass it: no rule for all sources ahead of it.
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding17_2_anotherComponentsRuleForAPodThatNeverOptedInKeepsWorking(String ruleMode) {
+  void anotherComponentsRuleForAPodThatNeverOptedInKeepsWorking(String ruleMode) {
     topo.ns("up2").exec("ip", "addr", "add", NODE2_POD + "/32", "dev", "lo");
     topo.node().exec("ip", "rule", "add", "priority", "6000", "from", POD2, "to", "10.128.1.0/24", "lookup", "102");
     expectTcp("pod2", NODE2_POD, "up2", POD2);
@@ -235,13 +235,13 @@ class DatapathTest {
   }
 
   /**
-   * Finding 17.5 (kind's layout): 192.168.1.50 is on the node subnet but is no node. Reached directly on
+   * An external host on the node subnet (kind's layout): 192.168.1.50 is on the node subnet but is no node. Reached directly on
    * the lan it is node2's side that answers; through table 100 it is up2. The service's pod must reach
    * it through the service's network, while node2 itself (a Node address) keeps main and the pod's source.
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding17_5_anExternalHostOnTheNodeSubnetIsReachedThroughTheServicesNetwork(String ruleMode) {
+  void anExternalHostOnTheNodeSubnetIsReachedThroughTheServicesNetwork(String ruleMode) {
     String lanHost = "192.168.1.50";
     topo.ns("node2").exec("ip", "addr", "add", lanHost + "/32", "dev", "lo");
     topo.ns("up2").exec("ip", "addr", "add", lanHost + "/32", "dev", "lo");
@@ -254,14 +254,14 @@ class DatapathTest {
   }
 
   /**
-   * Finding 17.6: an address the node has but its Node object does not list is an in-cluster destination
+   * An address the node has but its Node object does not list is an in-cluster destination
    * by exact address: never SNATed, thrown back from the service's table. (Traffic to the node's own
    * address is delivered locally before any table or POSTROUTING, so this is asserted on the kernel's
    * state: the addresses of other nodes that their Node objects omit come in through --exclude-cidr.)
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding17_6_theNodesAddressesNotInItsNodeObjectAreNeverSnatedAndAreThrownBack(String ruleMode) {
+  void theNodesAddressesNotInItsNodeObjectAreNeverSnatedAndAreThrownBack(String ruleMode) {
     topo.node().exec("ip", "addr", "add", "192.168.7.1/24", "dev", "lan");
 
     apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
@@ -275,13 +275,13 @@ class DatapathTest {
   }
 
   /**
-   * Finding 16.2: no pod CIDRs known (Nodes without spec.podCIDRs, no --cluster-cidr) and a slice that
+   * No pod CIDRs known (Nodes without spec.podCIDRs, no --cluster-cidr) and a slice that
    * lists the node's uplink address, which its Node object does not: the address is refused, so the
    * node's own traffic keeps its source, while the service's pod is SNATed.
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding16_2_theNodesUplinkAddressInASliceIsRefusedAndTheNodesOwnTrafficKeepsItsSource(String ruleMode) {
+  void theNodesUplinkAddressInASliceIsRefusedAndTheNodesOwnTrafficKeepsItsSource(String ruleMode) {
     expectUdp("node", EXTERNAL, "up1", NODE_UPLINK_IP);
     Path file = ClusterFiles.write(tmp.resolve("no-pod-cidrs"), false, ClusterFiles.service("web", "LoadBalancerIP",
         null, ClusterFiles.NODE, LB_IP, "172.30.0.10", POD1, NODE_UPLINK_IP));

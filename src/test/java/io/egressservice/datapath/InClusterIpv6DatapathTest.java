@@ -91,7 +91,7 @@ class InClusterIpv6DatapathTest {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding17_2_ipv6_anotherComponentsRuleForAPodThatNeverOptedInKeepsWorking(String ruleMode) {
+  void ipv6AnotherComponentsRuleForAPodThatNeverOptedInKeepsWorking(String ruleMode) {
     topo.node().exec("ip", "-6", "rule", "add", "priority", "6000", "from", POD2, "to", "fd00:10:129::/64", "lookup", "102");
     expectTcp("pod2", NODE2_POD, "up2", POD2);
 
@@ -105,7 +105,7 @@ class InClusterIpv6DatapathTest {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding17_5_ipv6_anExternalHostOnTheNodeSubnetIsReachedThroughTheServicesNetwork(String ruleMode) {
+  void ipv6AnExternalHostOnTheNodeSubnetIsReachedThroughTheServicesNetwork(String ruleMode) {
     expectTcp("pod1", LAN_HOST, "node2", POD1);
 
     apply(ruleMode);

@@ -33,7 +33,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Real packets for the datapath findings of issue 17 (parity with OVN-Kubernetes), in both rule modes:
+ * Real packets for parity with OVN-Kubernetes' datapath, in both rule modes:
  * 1. strict reverse-path filtering, 3. ETP=Local on OVN-Kubernetes' local gateway path (both families),
  * 4. dual stack with only an IPv4 LB IP. Like {@link DatapathTest}: a fresh {@link Topology} per case,
  * the agent driven by {@code apply --netns <node>}, the external side says what it saw.
@@ -64,7 +64,7 @@ class ParityDatapathTest {
     }
   }
 
-  // ---- finding 1 ----------------------------------------------------------------------------------
+  // ---- strict reverse-path filtering -------------------------------------------------------------
 
   /**
    * rp_filter=1 in the node (all, default, every link). Replies from the external host come back on up2,
@@ -74,7 +74,7 @@ class ParityDatapathTest {
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding1_strictReversePathFilteringDropsNothingOfTheServiceInEitherDirection(String ruleMode) {
+  void strictReversePathFilteringDropsNothingOfTheServiceInEitherDirection(String ruleMode) {
     topo.strictReversePathFilter();
     topo.installLoadBalancerDnat();
     topo.installReplyCounters();
@@ -111,7 +111,7 @@ class ParityDatapathTest {
     return topo.node().exec("cat", "/proc/sys/net/ipv4/conf/" + device + "/" + setting).trim();
   }
 
-  // ---- finding 3 ----------------------------------------------------------------------------------
+  // ---- ETP=Local on OVN-Kubernetes' local gateway path --------------------------------------------
 
   /**
    * ETP=Local on OVN-Kubernetes' local gateway path, both families: LB IP -> masquerade IP:nodePort ->
@@ -121,7 +121,7 @@ class ParityDatapathTest {
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding3_etpLocalRepliesOnTheLocalGatewayPathLeaveThroughTheServiceNetworkBothFamilies(String ruleMode) {
+  void etpLocalRepliesOnTheLocalGatewayPathLeaveThroughTheServiceNetworkBothFamilies(String ruleMode) {
     topo.enableIpv6();
     topo.installOvnLocalGateway(NODE_PORT);
     topo.installDualStackReplyCounters();
@@ -148,12 +148,12 @@ class ParityDatapathTest {
     expectInboundConnection(LB_IP_V6, "lgwpod", CLIENT_V6, "up1", "v6");
   }
 
-  // ---- finding 4 ----------------------------------------------------------------------------------
+  // ---- dual stack with only an IPv4 LB IP ---------------------------------------------------------
 
   /** Dual stack, only an IPv4 LB IP: the IPv6 endpoint still leaves through the network, with its own address. */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void finding4_ipv6EndpointWithoutAnIpv6LbIpLeavesThroughTheNetworkWithoutSnat(String ruleMode) {
+  void ipv6EndpointWithoutAnIpv6LbIpLeavesThroughTheNetworkWithoutSnat(String ruleMode) {
     topo.enableIpv6();
     expectUdp("pod1", EXTERNAL_V6, "up1", POD1_V6);
 

@@ -189,12 +189,12 @@ class DataplaneNetnsTest {
   }
 
   /**
-   * Finding 17.2 in the kernel: the in-cluster exemption is throw routes in the service tables (both
+   * In the kernel: the in-cluster exemption is throw routes in the service tables (both
    * families), no rule at P-1; a node that still has the old P-1 rules gets the routes first, then loses
    * the rules; someone else's routes in the same table survive apply, drift repair and cleanup.
    */
   @Test
-  void finding17_2_inClusterDestinationsAreThrowRoutesInTheServiceTablesAndTheOldP1RulesGoAfterThem()
+  void inClusterDestinationsAreThrowRoutesInTheServiceTablesAndTheOldP1RulesGoAfterThem()
       throws Exception {
     ns.exec("ip", "link", "set", "lo", "up");
     ns.exec("ip", "route", "add", "blackhole", "default", "table", "100"); // the admin's, protocol boot
@@ -298,7 +298,7 @@ class DataplaneNetnsTest {
    * the rest left through main. It is someone's edit of our rule, not ours: it is replaced by the exact rule.
    */
   @Test
-  void finding8_aRuleOfOursWithAnExtraSelectorIsStaleAndReplacedByTheExactWantedRule() throws Exception {
+  void aRuleOfOursWithAnExtraSelectorIsStaleAndReplacedByTheExactWantedRule() throws Exception {
     DesiredState plan = planFor(examples());
     dp.reconcile(plan);
     Set<String> wanted = ipRuleLinesExact();

@@ -71,7 +71,7 @@ class ReversePathNetnsTest {
   }
 
   @Test
-  void finding1_strictFilteringByAllOrByTheDeviceCountsLooseDoesNot() {
+  void strictFilteringByAllOrByTheDeviceCountsLooseDoesNot() {
     set("up2", "rp_filter", 1);
     set("up1", "rp_filter", 2);
     ReversePath.State s = observe(100L, 101L);
@@ -86,7 +86,7 @@ class ReversePathNetnsTest {
   }
 
   @Test
-  void finding1_srcValidMarkIsWrittenOnTheDeviceOnlyAndThenNoLongerNeeded() {
+  void srcValidMarkIsWrittenOnTheDeviceOnlyAndThenNoLongerNeeded() {
     set("all", "rp_filter", 1);
     ReversePath.State s = observe(100L);
     assertThat(s.needSrcValidMark()).containsOnlyKeys("up2");

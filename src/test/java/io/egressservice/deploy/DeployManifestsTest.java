@@ -226,7 +226,7 @@ class DeployManifestsTest {
   // ---- RBAC ----
 
   @Test
-  void finding9_theDaemonSetsAccountReadsAndCreatesEventsOnly() throws IOException {
+  void theDaemonSetsAccountReadsAndCreatesEventsOnly() throws IOException {
     assertThat(daemonSet().getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo(SERVICE_ACCOUNT);
     TreeMap<String, Set<String>> grants = grantsOf(SERVICE_ACCOUNT);
     assertThat(grants).isEqualTo(new TreeMap<>(Map.of(
@@ -241,7 +241,7 @@ class DeployManifestsTest {
   }
 
   @Test
-  void finding9_onlyTheAllocatorsAccountWritesStatusLabelsAndTheLease() throws IOException {
+  void onlyTheAllocatorsAccountWritesStatusLabelsAndTheLease() throws IOException {
     Deployment allocator = allocator();
     assertThat(allocator.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo(ALLOCATOR_ACCOUNT);
     assertThat(grantsOf(ALLOCATOR_ACCOUNT)).isEqualTo(new TreeMap<>(Map.of(

@@ -66,7 +66,7 @@ class HealthServerTest {
    * within a second while they keep at it.
    */
   @Test
-  void finding7_slowClientsDoNotStarveHealthz() throws Exception {
+  void slowClientsDoNotStarveHealthz() throws Exception {
     HealthServer server = HealthServer.start(0, new PrometheusRegistry(), () -> OK, () -> OK);
     toClose.add(server);
     int port = server.port();

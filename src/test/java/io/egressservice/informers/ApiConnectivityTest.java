@@ -87,7 +87,7 @@ class ApiConnectivityTest {
   }
 
   @Test
-  void finding11_lossAndReturnOfTheApiServerAreLoggedAndMeasuredPerKind() throws Exception {
+  void lossAndReturnOfTheApiServerAreLoggedAndMeasuredPerKind() throws Exception {
     Logger logger = (Logger) LoggerFactory.getLogger(ApiConnectivity.class);
     log.start();
     logger.addAppender(log);

@@ -157,7 +157,7 @@ class K3sIntegrationTest {
         .filter(n -> n.getSpec().getPodCIDR() != null && isReady(n)).findFirst(), Optional::isPresent).orElseThrow();
     String nodeName = node.getMetadata().getName();
     String podCidr = node.getSpec().getPodCIDR();
-    // Issue 16 finding 9: every node's pod can no longer label Nodes (nor write status.host, below).
+    // Least privilege: every node's pod can no longer label Nodes (nor write status.host, below).
     assertThatThrownBy(() -> agentClient.nodes().withName(nodeName).patch(
         io.fabric8.kubernetes.client.dsl.base.PatchContext.of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
         "{\"metadata\":{\"labels\":{\"egress-service-agent.test/forbidden\":\"\"}}}"))

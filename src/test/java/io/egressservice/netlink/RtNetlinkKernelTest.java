@@ -116,7 +116,7 @@ class RtNetlinkKernelTest {
 
   /** Issue 17, finding 3: OVN-Kubernetes' ETP=Local rule, {@code from <masquerade IP> sport <nodePort>}. */
   @Test
-  void finding3_sourcePortRulesMatchIpRuleShowBothWaysAndBothFamilies() {
+  void sourcePortRulesMatchIpRuleShowBothWaysAndBothFamilies() {
     Rule v4 = Rule.lookup(V4, 5000, 100).from(p("169.254.169.3")).sourcePort(30300).protocol(201);
     Rule v6 = Rule.lookup(V6, 5000, 100).from(p("fd69::3")).sourcePort(30300).protocol(201);
     nl.addRule(v4);
@@ -195,7 +195,7 @@ class RtNetlinkKernelTest {
    * so deleting it removes that rule and not ours at the same priority.
    */
   @Test
-  void finding8_everySelectorTheKernelReportsIsDecodedAndDeletedExactly() {
+  void everySelectorTheKernelReportsIsDecodedAndDeletedExactly() {
     Rule ours = Rule.lookup(V4, 5000, 100).from(p("10.0.0.5")).protocol(201);
     String[][] extras = {
         {"ipproto", "tcp", "dport", "9"},

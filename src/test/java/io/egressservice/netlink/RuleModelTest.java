@@ -40,7 +40,7 @@ class RuleModelTest {
 
   /** Issue 16 finding 8 in the model: a selector the agent never writes still makes a different rule. */
   @Test
-  void finding8_aSelectorTheAgentNeverWritesMakesADifferentRuleAndPrintsLikeIpRule() {
+  void aSelectorTheAgentNeverWritesMakesADifferentRuleAndPrintsLikeIpRule() {
     Rule ours = Rule.lookup(IpFamily.V4, 5000, 100).from(IpPrefix.parse("10.0.0.5")).protocol(201);
     Rule tcp9 = ours.withAttribute(new RuleAttribute(NetlinkConstants.FRA_IP_PROTO, new byte[] {6}))
         .withAttribute(new RuleAttribute(NetlinkConstants.FRA_DPORT_RANGE,

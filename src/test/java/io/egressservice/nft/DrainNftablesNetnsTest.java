@@ -3,50 +3,28 @@ package io.egressservice.nft;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.NetnsThread;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The drain table in a throwaway namespace, with {@code nft list} as the oracle. */
 class DrainNftablesNetnsTest {
-  private Netns ns;
-  private NetnsThread thread;
-  private NftClient client;
+  @RegisterExtension
+  final NftNamespace nft = new NftNamespace("drain");
   private DrainNftables drain;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("drain");
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-    client = NftClient.open(thread);
-    drain = new DrainNftables(client);
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (client != null) {
-      client.close();
-    }
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    drain = new DrainNftables(nft.client());
   }
 
   @Test
   void marksOnlyTheSourcesConfirmedFlowsWithoutSnatInTheMasksBitsAndExpires() {
     drain.write(List.of(IpPrefix.parse("10.128.2.5"), IpPrefix.parse("fd10:128:2::5")), 0x3f000000L, 0x3e000000L,
         Duration.ofSeconds(10));
-    String listed = ns.exec("nft", "list", "table", "inet", DrainNftables.TABLE);
+    String listed = nft.ns().exec("nft", "list", "table", "inet", DrainNftables.TABLE);
     assertThat(listed).contains("10.128.2.5 timeout 10s", "fd10:128:2::5 timeout 10s",
         "hook prerouting priority mangle + 10",
         "ip saddr @sources_v4 ct direction original ct status confirmed / confirmed,snat meta mark set meta mark & 0x",
@@ -70,12 +48,12 @@ class DrainNftablesNetnsTest {
   void aSecondWriteReplacesTheFirstAndDeleteLeavesNothing() {
     drain.write(List.of(IpPrefix.parse("10.128.2.5")), 0x3f000000L, 0x3f000000L, Duration.ofSeconds(10));
     drain.write(List.of(IpPrefix.parse("10.128.3.5")), 0x3f000000L, 0x3f000000L, Duration.ofSeconds(10));
-    String listed = ns.exec("nft", "list", "table", "inet", DrainNftables.TABLE);
+    String listed = nft.ns().exec("nft", "list", "table", "inet", DrainNftables.TABLE);
     assertThat(listed).contains("10.128.3.5").doesNotContain("10.128.2.5");
     assertThat(listed.lines().filter(l -> l.contains("meta mark set")).count()).isEqualTo(2);
 
     drain.delete();
     drain.delete(); // absent: no error
-    assertThat(ns.exec("nft", "list", "tables")).doesNotContain(DrainNftables.TABLE);
+    assertThat(nft.ns().exec("nft", "list", "tables")).doesNotContain(DrainNftables.TABLE);
   }
 }

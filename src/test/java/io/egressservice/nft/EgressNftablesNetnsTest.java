@@ -11,8 +11,6 @@ import io.egressservice.netlink.NetnsThread;
 import io.egressservice.nft.EgressNftables.NftChange;
 import io.egressservice.nft.EgressNftables.NftState;
 import io.egressservice.nft.EgressNftables.SnatElement;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -23,6 +21,7 @@ import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The owned table in a throwaway namespace, with the {@code nft} command (run via {@code ip netns
@@ -40,16 +39,13 @@ class EgressNftablesNetnsTest {
       }
       """;
 
-  private Netns ns;
-  private NetnsThread thread;
+  @RegisterExtension
+  final NftNamespace netns = new NftNamespace("nft");
   private EgressNftables nft;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("nft");
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-    nft = EgressNftables.open(thread);
+    nft = EgressNftables.open(netns.thread());
   }
 
   @AfterEach
@@ -57,16 +53,10 @@ class EgressNftablesNetnsTest {
     if (nft != null) {
       nft.close();
     }
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   private JsonNode listJson() {
-    return ns.json("nft", "-j", "list", "table", "inet", "egress_service_agent").path("nftables");
+    return netns.ns().json("nft", "-j", "list", "table", "inet", "egress_service_agent").path("nftables");
   }
 
   private List<JsonNode> objects(String kind) {
@@ -140,7 +130,7 @@ class EgressNftablesNetnsTest {
         .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
 
     // The text form, as an operator sees it.
-    String text = ns.exec("nft", "list", "table", "inet", "egress_service_agent");
+    String text = netns.ns().exec("nft", "list", "table", "inet", "egress_service_agent");
     assertThat(text).contains("type nat hook postrouting priority srcnat - 10; policy accept;");
     assertThat(text.lines().map(String::strip).filter(l -> l.contains("@")).toList()).containsExactly(
         "ip daddr @in_cluster_v4 return",
@@ -155,11 +145,11 @@ class EgressNftablesNetnsTest {
     assertThat(state.inCluster()).isEmpty();
 
     List<Long> before = handles();
-    String rulesetBefore = ns.exec("nft", "-a", "list", "ruleset");
+    String rulesetBefore = netns.ns().exec("nft", "-a", "list", "ruleset");
     assertThat(nft.plan(NftChange.none(), true).path("nftables")).isEmpty();
     nft.apply(NftChange.none(), true);
     assertThat(handles()).isEqualTo(before);
-    assertThat(ns.exec("nft", "-a", "list", "ruleset")).isEqualTo(rulesetBefore);
+    assertThat(netns.ns().exec("nft", "-a", "list", "ruleset")).isEqualTo(rulesetBefore);
   }
 
   @Test
@@ -211,7 +201,7 @@ class EgressNftablesNetnsTest {
     nft.apply(new NftChange(Set.of(a), Set.of(), Optional.of(List.of(IpPrefix.parse("10.0.0.0/8")))), true);
     assertThat(nft.observe().baseIntact()).isTrue();
 
-    ns.exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
+    netns.ns().exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
     NftState flushed = nft.observe();
     assertThat(flushed.baseIntact()).isFalse();
     assertThat(flushed.snat()).containsExactly(a);
@@ -220,7 +210,7 @@ class EgressNftablesNetnsTest {
     assertThat(objects("rule")).extracting(r -> r.path("expr"))
         .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
 
-    ns.exec("nft", "add", "rule", "inet", "egress_service_agent", "postrouting", "counter");
+    netns.ns().exec("nft", "add", "rule", "inet", "egress_service_agent", "postrouting", "counter");
     assertThat(objects("rule")).hasSize(7);
     assertThat(nft.observe().baseIntact()).isFalse();
     nft.apply(NftChange.none(), false); // without ensureBase nothing is repaired
@@ -230,7 +220,7 @@ class EgressNftablesNetnsTest {
         .containsExactlyElementsOf(EgressTableLayout.expectedRuleExpressions());
 
     // A chain re-created at the wrong priority is replaced.
-    ns.execWithInput("""
+    netns.ns().execWithInput("""
         flush chain inet egress_service_agent postrouting
         delete chain inet egress_service_agent postrouting
         add chain inet egress_service_agent postrouting { type nat hook postrouting priority srcnat; }
@@ -244,7 +234,7 @@ class EgressNftablesNetnsTest {
     assertThat(EgressNftables.sameCoverage(repaired.inCluster(), List.of(IpPrefix.parse("10.0.0.0/8")))).isTrue();
 
     // A set re-created without "flags interval" is replaced (its elements are lost and re-reported).
-    ns.execWithInput("""
+    netns.ns().execWithInput("""
         flush chain inet egress_service_agent postrouting
         delete set inet egress_service_agent in_cluster_v6
         add set inet egress_service_agent in_cluster_v6 { type ipv6_addr; }
@@ -255,7 +245,7 @@ class EgressNftablesNetnsTest {
     assertThat(nft.observe().snat()).containsExactly(a);
 
     // A map re-created with another value type is replaced as well.
-    ns.execWithInput("""
+    netns.ns().execWithInput("""
         flush chain inet egress_service_agent postrouting
         delete map inet egress_service_agent snat_v6
         add map inet egress_service_agent snat_v6 { type ipv6_addr : ipv4_addr; }
@@ -269,17 +259,17 @@ class EgressNftablesNetnsTest {
 
   @Test
   void anotherTableSurvivesEveryApplyAndDeleteTable() {
-    ns.execWithInput(OTHER_TABLE, "nft", "-f", "-");
-    String other = ns.exec("nft", "-a", "list", "table", "inet", "other");
+    netns.ns().execWithInput(OTHER_TABLE, "nft", "-f", "-");
+    String other = netns.ns().exec("nft", "-a", "list", "table", "inet", "other");
     nft.apply(add(snat("10.244.0.5", "192.0.2.10", "default/web")), true);
     nft.apply(new NftChange(Set.of(), Set.of(snat("10.244.0.5", "192.0.2.10", "default/web")),
         Optional.of(List.of(IpPrefix.parse("10.0.0.0/8")))), true);
-    ns.exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
+    netns.ns().exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
     nft.apply(NftChange.none(), true);
-    assertThat(ns.exec("nft", "-a", "list", "table", "inet", "other")).isEqualTo(other);
+    assertThat(netns.ns().exec("nft", "-a", "list", "table", "inet", "other")).isEqualTo(other);
     nft.deleteTable();
-    assertThat(ns.exec("nft", "-a", "list", "table", "inet", "other")).isEqualTo(other);
-    assertThat(ns.exec("nft", "list", "tables").strip()).isEqualTo("table inet other");
+    assertThat(netns.ns().exec("nft", "-a", "list", "table", "inet", "other")).isEqualTo(other);
+    assertThat(netns.ns().exec("nft", "list", "tables").strip()).isEqualTo("table inet other");
   }
 
   @Test
@@ -294,9 +284,9 @@ class EgressNftablesNetnsTest {
         IpPrefix.parse("fd00:10:96::/112"));
     nft.apply(new NftChange(Set.of(), Set.of(), Optional.of(desired)), true);
 
-    String text = ns.exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v4");
+    String text = netns.ns().exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v4");
     assertThat(text).contains("10.96.0.0/12", "10.244.0.0/23", "192.168.1.5-192.168.1.6");
-    String text6 = ns.exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v6");
+    String text6 = netns.ns().exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v6");
     assertThat(text6).contains("fd00:10:244::/63", "fd00:10:96::/112");
     NftState state = nft.observe();
     assertThat(state.inCluster()).hasSize(5);
@@ -310,7 +300,7 @@ class EgressNftablesNetnsTest {
         .containsExactly("flush", "add", "flush");
     nft.apply(new NftChange(Set.of(), Set.of(), Optional.of(next)), true);
     assertThat(nft.observe().inCluster()).containsExactly(EgressNftables.IpRange.of(IpPrefix.parse("10.0.0.0/8")));
-    assertThat(ns.exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v6")).doesNotContain("fd00");
+    assertThat(netns.ns().exec("nft", "list", "set", "inet", "egress_service_agent", "in_cluster_v6")).doesNotContain("fd00");
 
     nft.apply(new NftChange(Set.of(), Set.of(), Optional.of(List.of())), false);
     assertThat(nft.observe().inCluster()).isEmpty();
@@ -324,10 +314,10 @@ class EgressNftablesNetnsTest {
     assertThat(nft.observe().tablePresent()).isTrue();
     nft.deleteTable();
     nft.deleteTable();
-    assertThat(ns.exec("nft", "list", "ruleset").strip()).isEmpty();
+    assertThat(netns.ns().exec("nft", "list", "ruleset").strip()).isEmpty();
     assertThat(nft.observe()).isEqualTo(new NftState(false, false, Set.of(), List.of()));
 
-    try (NftClient client = NftClient.open(thread)) {
+    try (NftClient client = NftClient.open(netns.thread())) {
       ObjectNode bad = NftClient.JSON.createObjectNode();
       bad.putArray("nftables").addObject().putObject("add").putObject("chain")
           .put("family", "inet").put("table", "no_such_table").put("name", "c");
@@ -335,7 +325,7 @@ class EgressNftablesNetnsTest {
           .isInstanceOf(NftException.class)
           .hasMessageContaining("No such file or directory")
           .hasMessageContaining("1 command: add chain")
-          .hasMessageContaining(ns.name());
+          .hasMessageContaining(netns.ns().name());
       ObjectNode malformed = NftClient.JSON.createObjectNode();
       malformed.putArray("nftables").addObject().putObject("add").putObject("frobnicate");
       assertThatThrownBy(() -> client.run(malformed))
@@ -346,7 +336,7 @@ class EgressNftablesNetnsTest {
     assertThatThrownBy(() -> nft.apply(add(snat("10.244.0.5", "192.0.2.10", "default/web")), false))
         .isInstanceOf(NftException.class)
         .hasMessageContaining("No such file or directory");
-    assertThat(ns.exec("nft", "list", "ruleset").strip()).isEmpty();
+    assertThat(netns.ns().exec("nft", "list", "ruleset").strip()).isEmpty();
   }
 
   @Test
@@ -376,7 +366,7 @@ class EgressNftablesNetnsTest {
         (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (t3 - t2) / 1_000_000);
     assertThat(state.snat()).hasSize(10_000).isEqualTo(many);
     assertThat(nft.observe().snat()).hasSize(9_999).doesNotContain(one);
-    assertThat(ns.json("nft", "-j", "list", "map", "inet", "egress_service_agent", "snat_v4")
+    assertThat(netns.ns().json("nft", "-j", "list", "map", "inet", "egress_service_agent", "snat_v4")
         .path("nftables").get(1).path("map").path("elem").size()).isEqualTo(9_999);
     assertThat((t1 - t0) / 1_000_000).isLessThan(60_000);
     assertThat((t2 - t1) / 1_000_000).isLessThan(60_000);

@@ -4,17 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.NetnsThread;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The guard table in a throwaway namespace, with {@code nft -j list} as the oracle. */
 class GuardNftablesNetnsTest {
@@ -23,31 +20,13 @@ class GuardNftablesNetnsTest {
       prefixes("192.168.50.11", "192.168.50.12", "198.51.100.7", "fd00:50::11"),
       prefixes("10.128.0.0/16", "192.168.50.11", "fd10:128::/48"));
 
-  private Netns ns;
-  private NetnsThread thread;
-  private NftClient client;
+  @RegisterExtension
+  final NftNamespace nft = new NftNamespace("guard");
   private GuardNftables guard;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("guard");
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-    client = NftClient.open(thread);
-    guard = new GuardNftables(client);
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (client != null) {
-      client.close();
-    }
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    guard = new GuardNftables(nft.client());
   }
 
   @Test
@@ -136,7 +115,7 @@ class GuardNftablesNetnsTest {
         STEERING.inCluster());
     guard.sync(Optional.of(off), List.of(), prefixes("10.128.1.5"), false);
 
-    assertThat(ns.tryExec("nft", "list", "chain", "inet", GuardNftables.TABLE, "input").exitCode())
+    assertThat(nft.ns().tryExec("nft", "list", "chain", "inet", GuardNftables.TABLE, "input").exitCode())
         .as("no input chain without a steering port").isNotZero();
     String forward = chain("forward");
     assertThat(forward).doesNotContain("dport", "iifname \"egress-vx\" counter");
@@ -161,7 +140,7 @@ class GuardNftablesNetnsTest {
   @Test
   void aTableDeletedBySomeoneElseIsWrittenAgainOnVerify() {
     guard.sync(Optional.of(STEERING), List.of(), prefixes("10.128.1.5"), false);
-    ns.exec("nft", "delete", "table", "inet", GuardNftables.TABLE);
+    nft.ns().exec("nft", "delete", "table", "inet", GuardNftables.TABLE);
 
     guard.sync(Optional.of(STEERING), List.of(), prefixes("10.128.1.5"), true);
 
@@ -179,11 +158,11 @@ class GuardNftablesNetnsTest {
   }
 
   private boolean tablePresent() {
-    return ns.tryExec("nft", "list", "table", "inet", GuardNftables.TABLE).exitCode() == 0;
+    return nft.ns().tryExec("nft", "list", "table", "inet", GuardNftables.TABLE).exitCode() == 0;
   }
 
   private long tableHandle() {
-    for (JsonNode item : ns.json("nft", "-j", "-a", "list", "tables").path("nftables")) {
+    for (JsonNode item : nft.ns().json("nft", "-j", "-a", "list", "tables").path("nftables")) {
       JsonNode t = item.path("table");
       if (t.path("name").asText().equals(GuardNftables.TABLE)) {
         return t.path("handle").asLong();
@@ -194,7 +173,7 @@ class GuardNftablesNetnsTest {
 
   private List<String> elements(String set) {
     TreeSet<String> out = new TreeSet<>();
-    for (JsonNode item : ns.json("nft", "-j", "list", "set", "inet", GuardNftables.TABLE, set).path("nftables")) {
+    for (JsonNode item : nft.ns().json("nft", "-j", "list", "set", "inet", GuardNftables.TABLE, set).path("nftables")) {
       // an element with a timeout lists as {"elem": {"val": ..., "timeout": ..., "expires": ...}}
       item.path("set").path("elem").forEach(e -> out.add(e.isObject() ? e.path("elem").path("val").asText() : e.asText()));
     }
@@ -202,6 +181,6 @@ class GuardNftablesNetnsTest {
   }
 
   private String chain(String name) {
-    return ns.exec("nft", "list", "chain", "inet", GuardNftables.TABLE, name);
+    return nft.ns().exec("nft", "list", "chain", "inet", GuardNftables.TABLE, name);
   }
 }

@@ -49,7 +49,7 @@ class MarkReplyCommandsTest {
   }
 
   @Test
-  void finding1_aStrictUplinkAddsTheSetItsElementAndTheChainAfterDstnat() {
+  void aStrictUplinkAddsTheSetItsElementAndTheChainAfterDstnat() {
     MarkState before = applied(Optional.empty(), false);
 
     List<String> cmds = describe(MarkNftables.commands(before, new MarkPlan(MASK, NETWORKS, ELEMENTS, Set.of("up2"))));

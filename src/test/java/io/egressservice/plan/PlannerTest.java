@@ -53,7 +53,7 @@ class PlannerTest {
    * {@code from <masquerade IP> sport <nodePort>} per family with an ingress IP, when ETP is Local.
    */
   @Nested
-  class Finding3EtpLocalMasqueradeRules {
+  class EtpLocalMasqueradeRules {
     final List<IpPrefix> masquerade = List.of(IpPrefix.parse("169.254.169.3"), IpPrefix.parse("fd69::3"));
 
     Fixture svc2(String host, SourceIpBy mode) {
@@ -67,7 +67,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding3_etpLocalOnTheHostAddsTheMasqueradeRuleWithTheNodePort() {
+    void etpLocalOnTheHostAddsTheMasqueradeRuleWithTheNodePort() {
       DesiredState s = svc2(NODE, LOAD_BALANCER_IP).plan(NODE);
 
       assertThat(sportRules(s)).containsExactly("5000: from 169.254.169.3 sport 30300 lookup 100 default/service2");
@@ -76,14 +76,14 @@ class PlannerTest {
     }
 
     @Test
-    void finding3_etpLocalWithHostAllAddsItToo() {
+    void etpLocalWithHostAllAddsTheMasqueradeRuleToo() {
       DesiredState s = svc2("ALL", NETWORK).plan(NODE);
 
       assertThat(sportRules(s)).containsExactly("5000: from 169.254.169.3 sport 30300 lookup 100 default/service2");
     }
 
     @Test
-    void finding3_etpChangesAddAndRemoveTheRule() {
+    void etpChangesAddAndRemoveTheMasqueradeRule() {
       Fixture f = svc2("ALL", NETWORK).trafficPolicy("service2", "Cluster", 30300);
       assertThat(sportRules(f.plan(NODE))).isEmpty();
 
@@ -96,7 +96,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding3_eachFamilyWithAnIngressIpGetsItsMasqueradeRuleForEveryNodePort() {
+    void eachFamilyWithAnIngressIpGetsItsMasqueradeRuleForEveryNodePort() {
       Fixture f = svc2(NODE, LOAD_BALANCER_IP)
           .lbService("service2", List.of("10.129.0.10", "fd00:10:129::10"), "5.5.5.6", "5555::6")
           .trafficPolicy("service2", "Local", 30300, 30301, 30300);
@@ -122,7 +122,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding3_inMarkModeTheMasqueradeRuleStaysARuleAndBringsNoUnscopedInClusterRules() {
+    void inMarkModeTheMasqueradeRuleStaysARuleAndBringsNoUnscopedInClusterRules() {
       Fixture f = svc2(NODE, LOAD_BALANCER_IP);
       f.config(f.inputs(NODE).config().withRuleMode(RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK));
 
@@ -493,7 +493,7 @@ class PlannerTest {
 
     /** Issue 17, finding 4: as OVN-Kubernetes, only SNAT needs an LB IP of the family; the network still applies. */
     @Test
-    void finding4_anEndpointOfAFamilyWithoutLoadBalancerIpIsRoutedThroughTheNetworkButNotSnated() {
+    void anEndpointOfAFamilyWithoutLoadBalancerIpIsRoutedThroughTheNetworkButNotSnated() {
       Fixture f = ovnCluster()
           .egress("svc", LOAD_BALANCER_IP, "100", NODE)
           .lbService("svc", List.of("10.129.0.2", "fd00:10:129::2"), "5.5.5.5")
@@ -515,7 +515,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding4_inMarkModeTheEndpointOfAFamilyWithoutLoadBalancerIpIsMarkedForTheNetwork() {
+    void inMarkModeTheEndpointOfAFamilyWithoutLoadBalancerIpIsMarkedForTheNetwork() {
       Fixture f = ovnCluster()
           .egress("svc", LOAD_BALANCER_IP, "100", NODE)
           .lbService("svc", List.of("10.129.0.2", "fd00:10:129::2"), "5.5.5.5")
@@ -687,7 +687,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding17_5_nodeAddressesAreExactInTheSnatSetAndTheRoutesNotTheirSubnet() {
+    void nodeAddressesAreExactInTheSnatSetAndTheRoutesNotTheirSubnet() {
       DesiredState s = withSvc1(ovnCluster(), "100", NODE).localAddresses("192.168.18.15").plan(NODE);
 
       assertThat(s.inCluster()).extracting(Object::toString).contains("192.168.18.15", "192.168.18.16")
@@ -697,7 +697,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding17_6_addressesSeenOnTheNodeButNotInItsNodeObjectAreInClusterDestinationsExactly() {
+    void addressesSeenOnTheNodeButNotInItsNodeObjectAreInClusterDestinationsExactly() {
       DesiredState s = withSvc1(ovnCluster(), "100", NODE)
           .localAddresses("192.168.18.15", "10.89.0.7", "fd00:89::7", "127.0.0.1", "::1", "fe80::1").plan(NODE);
 
@@ -790,7 +790,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding16_2_theNodesUplinkAddressListedInASliceIsRefusedWhenPodCidrsAreUnknown() {
+    void theNodesUplinkAddressListedInASliceIsRefusedWhenPodCidrsAreUnknown() {
       DesiredState s = withoutPodCidrs()
           .slice("svc", "s", "IPv4", ep("10.128.0.3", NODE), ep("172.16.1.1", NODE), ep("fd00:16::1", NODE))
           .slice("svc", "s6", "IPv6", ep("fd00:16::1", NODE))
@@ -809,7 +809,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding16_12_aNodePodCidrCoveringAWholeFamilyIsRefusedAndReportedNotMadeAnInClusterDestination() {
+    void aNodePodCidrCoveringAWholeFamilyIsRefusedAndReportedNotMadeAnInClusterDestination() {
       DesiredState s = Fixture.cluster()
           .node(NODE, List.of("192.168.18.15"), "10.128.0.0/24")
           .node("bad", List.of("192.168.18.16"), "0.0.0.0/0", "::/0")
@@ -830,7 +830,7 @@ class PlannerTest {
     }
 
     @Test
-    void finding16_12_aWholeFamilyClusterCidrFlagIsRefusedTheSameWay() {
+    void aWholeFamilyClusterCidrFlagIsRefusedAndReportedNotMadeAnInClusterDestination() {
       DesiredState s = withoutPodCidrs().config(PlanConfig.defaults().withCidrs(
               List.of(IpPrefix.parse("0.0.0.0/0")), List.of(), List.of()))
           .slice("svc", "s", "IPv4", ep("10.128.0.3", NODE)).plan(NODE);

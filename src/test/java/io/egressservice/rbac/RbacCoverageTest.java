@@ -76,7 +76,7 @@ class RbacCoverageTest {
   }
 
   @Test
-  void finding9_eachAccountHoldsExactlyWhatItsProcessCalls() throws Exception {
+  void eachAccountHoldsExactlyWhatItsProcessCalls() throws Exception {
     Privileges.assumeNetAdmin();
     try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
       CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();

@@ -19,7 +19,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * 255.255.255.255, 169.254.x, a Node address, an in-cluster address, another namespace's LB IP) was SNATed to
  * and the service reported configured, its egress blackholed. Now the host refuses the service with the reason.
  */
-class Finding3LoadBalancerIpValidationTest {
+class LoadBalancerIpValidationTest {
   static final String NODE = "node-a";
 
   static Fixture cluster() {
@@ -47,7 +47,7 @@ class Finding3LoadBalancerIpValidationTest {
       "10.128.3.4, inside the in-cluster network 10.128.0.0/16",
       "172.30.0.99, inside the in-cluster network 172.30.0.0/16",
   })
-  void finding3_anLbIpThatCannotBeAnEgressSourceIsRefusedOnTheHostWithTheReason(String ip, String what) {
+  void anLbIpThatCannotBeAnEgressSourceIsRefusedOnTheHostWithTheReason(String ip, String what) {
     DesiredState s = web(cluster(), ip).plan(NODE);
 
     assertThat(s.snat()).isEmpty();
@@ -61,7 +61,7 @@ class Finding3LoadBalancerIpValidationTest {
   @ParameterizedTest
   @CsvSource({"::1, the loopback address", "fe80::1, a link-local address", "ff02::1, a multicast address",
       ":: , the unspecified address"})
-  void finding3_ipv6SpecialAddressesAreRefusedToo(String ip, String what) {
+  void ipv6SpecialAddressesAreRefusedAsEgressSourcesWithTheReason(String ip, String what) {
     Fixture f = cluster().egress("web", LOAD_BALANCER_IP, "", NODE)
         .lbService("web", List.of("172.30.0.10"), ip.trim())
         .slice("web", "web-1", "IPv6", ep("fd01::5", NODE));
@@ -70,7 +70,7 @@ class Finding3LoadBalancerIpValidationTest {
   }
 
   @Test
-  void finding3_otherNodesLeaveTheServiceToTheHostWhichAloneReportsIt() {
+  void otherNodesLeaveTheServiceToTheHostWhichAloneReportsIt() {
     ServiceOutcome o = outcome(web(cluster(), "127.0.0.1").plan("node-b"), "web");
 
     assertThat(o.configured()).isFalse();
@@ -78,13 +78,13 @@ class Finding3LoadBalancerIpValidationTest {
   }
 
   @Test
-  void finding3_theHostsOwnNodeAddressIsAllowed() {
+  void theHostsOwnNodeAddressIsAllowed() {
     // k3s' servicelb gives a Service the node addresses; SNAT to the host's own address is the node's masquerade.
     assertThat(snat(web(cluster(), "192.168.1.10").plan(NODE))).containsExactly("10.128.0.5 -> 192.168.1.10 default/web");
   }
 
   @Test
-  void finding3_aRefusedIpIsSkippedAndTheNextUsableOneOfItsFamilyIsTaken() {
+  void aRefusedIpIsSkippedAndTheNextUsableOneOfItsFamilyIsTaken() {
     DesiredState s = web(cluster(), "127.0.0.1", "5.5.5.5").plan(NODE);
 
     assertThat(snat(s)).containsExactly("10.128.0.5 -> 5.5.5.5 default/web");
@@ -92,7 +92,7 @@ class Finding3LoadBalancerIpValidationTest {
   }
 
   @Test
-  void finding3_anLbIpOfAServiceOfAnotherNamespaceStaysWithTheOlderService() {
+  void anLbIpOfAServiceOfAnotherNamespaceStaysWithTheOlderService() {
     Instant older = Instant.parse("2026-01-01T00:00:00Z");
     Instant newer = Instant.parse("2026-03-01T00:00:00Z");
     Fixture f = cluster()
@@ -114,7 +114,7 @@ class Finding3LoadBalancerIpValidationTest {
   }
 
   @Test
-  void finding3_servicesOfOneNamespaceMayShareAnLbIp() {
+  void servicesOfOneNamespaceMayShareAnLbIp() {
     Fixture f = web(cluster(), "5.5.5.5")
         .egress("dns-udp", LOAD_BALANCER_IP, "", NODE)
         .lbService("dns-udp", List.of("172.30.0.11"), "5.5.5.5")
@@ -125,7 +125,7 @@ class Finding3LoadBalancerIpValidationTest {
   }
 
   @Test
-  void finding3_aRefusedServiceClaimsNoEndpointSoAYoungerServiceGetsIt() {
+  void aRefusedServiceClaimsNoEndpointSoAYoungerServiceGetsIt() {
     Fixture f = cluster()
         .egress(Fixture.NS, "bad", LOAD_BALANCER_IP, "", NODE, Optional.of(Instant.parse("2026-01-01T00:00:00Z")))
         .lbService("bad", List.of("172.30.0.12"), "0.0.0.0")

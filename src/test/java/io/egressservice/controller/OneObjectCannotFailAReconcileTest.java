@@ -1,21 +1,16 @@
 package io.egressservice.controller;
 
-import static io.egressservice.controller.KubeObjects.NS;
-import static io.egressservice.controller.KubeObjects.egressService;
 import static io.egressservice.controller.KubeObjects.lbService;
 import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.nft.ServiceComments;
 import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
@@ -25,15 +20,11 @@ import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -43,7 +34,7 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * and after failures the backoff (up to 30 s) delayed even the API change that fixed things.
  */
 @EnableKubernetesMockClient(crud = true)
-class Finding6OneObjectCannotFailAReconcileTest {
+class OneObjectCannotFailAReconcileTest {
   static final String NODE = "node-a";
   static final Duration WAIT = Duration.ofSeconds(15);
   static final String LONG_NS = "n".repeat(63);
@@ -51,52 +42,25 @@ class Finding6OneObjectCannotFailAReconcileTest {
 
   KubernetesMockServer server;
   KubernetesClient client;
-  Netns ns;
-  Dataplane dataplane;
-  final List<AutoCloseable> toClose = new ArrayList<>();
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("f6");
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("f6");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
   }
 
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
-  }
-
   NodeAgent startAgent(Duration resync, Duration maxBackoff, AgentMetrics metrics) {
-    NodeAgent agent = new NodeAgent(client, dataplane,
-        new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, maxBackoff), metrics,
-        (es, type, reason, message) -> {}, Clock.systemUTC());
-    agent.start();
-    toClose.add(agent);
-    return agent;
+    return kernel.start(client, new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, maxBackoff), metrics,
+        (es, type, reason, message) -> {});
   }
 
   void createWeb() {
-    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "100", NODE)).create();
-    client.services().resource(lbService("web", "172.30.0.10", "5.5.5.5")).create();
-    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5")).create();
-  }
-
-  String snat() {
-    return ns.tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4").stdout();
+    kernel.createService("web", "100", "10.128.0.5");
   }
 
   @Test
-  void finding6_aNameTooLongForAnNftCommentIsAppliedWithABoundedOneAndEveryOtherServiceToo() {
+  void aNameTooLongForAnNftCommentIsAppliedWithABoundedOneAndEveryOtherServiceToo() {
     NodeAgent agent = startAgent(Duration.ofMillis(200), Duration.ofSeconds(30), new AgentMetrics());
     client.resources(EgressService.class)
         .resource(EgressServices.of(LONG_NS, LONG_NAME, SourceIPBy.LOADBALANCERIP, "", NODE)).create();
@@ -109,10 +73,10 @@ class Finding6OneObjectCannotFailAReconcileTest {
     createWeb();
 
     String bounded = ServiceComments.of(new ObjectRef(LONG_NS, LONG_NAME));
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat())
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat())
         .contains("10.128.0.5 comment \"default/web\" : 5.5.5.5")
         .contains("10.128.0.9 comment \"" + bounded + "\" : 5.5.5.9"));
-    assertThat(ns.exec("ip", "rule", "show")).contains("from 10.128.0.5 lookup 100 proto 201");
+    assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201");
     await().atMost(WAIT).until(() -> agent.readiness().ok());
     // Resyncs find the kernel as planned: the bounded comment is read back as this service's.
     long seen = agent.reconcileCount();
@@ -122,7 +86,7 @@ class Finding6OneObjectCannotFailAReconcileTest {
   }
 
   @Test
-  void finding6_afterFailedReconcilesAnApiChangeIsReconciledAtOnceNotAfterTheBackoff() throws Exception {
+  void afterFailedReconcilesAnApiChangeIsReconciledAtOnceNotAfterTheBackoff() throws Exception {
     // The kernel refuses every reconcile while another process owns a table of our name (nft's owner flag):
     // a failure that no object caused, so the agent backs off (100 ms doubling, up to 30 s here as in `run`).
     Process owner = holdOwnedTable();
@@ -137,22 +101,22 @@ class Finding6OneObjectCannotFailAReconcileTest {
     long changed = System.nanoTime();
     client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5", "10.128.0.6")).update();
 
-    await().atMost(WAIT).pollInterval(Duration.ofMillis(20)).untilAsserted(() -> assertThat(ns.exec("ip", "rule", "show"))
+    await().atMost(WAIT).pollInterval(Duration.ofMillis(20)).untilAsserted(() -> assertThat(kernel.rules())
         .contains("from 10.128.0.5 lookup 100 proto 201").contains("from 10.128.0.6 lookup 100 proto 201"));
     assertThat(Duration.ofNanos(System.nanoTime() - changed)).isLessThan(Duration.ofMillis(1500));
   }
 
   /** {@code nft -i} in the namespace, holding {@code table inet egress_service_agent { flags owner; }} until destroyed. */
   Process holdOwnedTable() throws Exception {
-    Process p = new ProcessBuilder("ip", "netns", "exec", ns.name(), "nft", "-i").redirectErrorStream(true).start();
-    toClose.add(() -> {
+    Process p = new ProcessBuilder("ip", "netns", "exec", kernel.ns().name(), "nft", "-i").redirectErrorStream(true).start();
+    kernel.closeLater(() -> {
       p.destroyForcibly();
       p.waitFor(5, TimeUnit.SECONDS);
     });
     OutputStream in = p.getOutputStream();
     in.write("add table inet egress_service_agent { flags owner; }\n".getBytes(StandardCharsets.UTF_8));
     in.flush();
-    await().atMost(WAIT).until(() -> ns.exec("nft", "list", "tables").contains("egress_service_agent"));
+    await().atMost(WAIT).until(() -> kernel.ns().exec("nft", "list", "tables").contains("egress_service_agent"));
     return p;
   }
 

@@ -21,7 +21,7 @@ import org.ovn.k8s.v1.EgressService;
  * Issue 16, finding 5, at the decoding: a list or watch event carrying an EgressService that fails the schema
  * used to fail as a whole; now that one object is a {@link MalformedEgressService} saying what is wrong.
  */
-class Finding5EgressServiceDecodingTest {
+class MalformedEgressServiceDecodingTest {
   static final KubernetesSerialization SERIALIZATION = AgentSerialization.create();
 
   static String egressService(String name, String spec) {
@@ -35,7 +35,7 @@ class Finding5EgressServiceDecodingTest {
       "{\"nodeSelector\":\"a=b\"}|spec.nodeSelector: ",
       "{\"network\":{\"table\":100}}|spec.network: ",
   })
-  void finding5_aListWithOneMalformedEgressServiceKeepsTheOthers(String badSpec, String problem) {
+  void aListWithOneMalformedEgressServiceKeepsTheOthers(String badSpec, String problem) {
     String list = "{\"apiVersion\":\"k8s.ovn.org/v1\",\"kind\":\"EgressServiceList\",\"metadata\":{},\"items\":["
         + egressService("bad", badSpec) + "," + egressService("good", "{\"network\":\"100\"}") + "]}";
 
@@ -56,7 +56,7 @@ class Finding5EgressServiceDecodingTest {
   }
 
   @Test
-  void finding5_aWatchEventWithAMalformedEgressServiceIsDecoded() {
+  void aWatchEventWithAMalformedEgressServiceIsDecoded() {
     WatchEvent e = SERIALIZATION.unmarshal("{\"type\":\"ADDED\",\"object\":"
         + egressService("bad", "{\"sourceIPBy\":\"Bogus\"}") + "}", WatchEvent.class);
 

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * Issue 16, finding 1, the allocator's side: a hand-made slice must not draw a selector-less Service's host to
  * the node of another namespace's pod (where the node agents would then refuse it anyway).
  */
-class Finding1AllocatorTrustTest {
+class AllocatorEndpointTrustTest {
   static final ObjectRef GRAB = new ObjectRef("evil", "grab");
 
   static NodeState node(String name) {
@@ -42,7 +42,7 @@ class Finding1AllocatorTrustTest {
   }
 
   @Test
-  void finding1_untrustedEndpointsMakeNoNodeACandidate() {
+  void untrustedEndpointsMakeNoNodeACandidate() {
     Decision d = decide(slice("evil-controller"), EndpointTrust.kubernetesOnly());
 
     assertThat(d.reason()).isEqualTo(Reason.NO_HOST_AVAILABLE);
@@ -52,13 +52,13 @@ class Finding1AllocatorTrustTest {
   }
 
   @Test
-  void finding1_aForgedControllerLabelDoesNotCountEither() {
+  void aForgedEndpointSliceControllerLabelMakesNoNodeACandidate() {
     assertThat(decide(slice(EndpointSliceInfo.ENDPOINTSLICE_CONTROLLER), EndpointTrust.kubernetesOnly()).reason())
         .isEqualTo(Reason.NO_HOST_AVAILABLE);
   }
 
   @Test
-  void finding1_aManagerTheAdminTrustsCounts() {
+  void endpointsOfAManagerTheAdminTrustsMakeTheirNodeTheHost() {
     Decision d = decide(slice("kube-vip"), new EndpointTrust(Set.of("kube-vip")));
 
     assertThat(d.reason()).isEqualTo(Reason.HOST_ALLOCATED);

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * selector-less LoadBalancer Service and opts it in; the victim pod's egress must not leave with the
  * attacker's LB IP and table, and the victim's own later opt-in must win.
  */
-class Finding1CrossNamespaceHijackTest {
+class EndpointTrustTest {
   static final String NODE = "node-a";
   static final String VICTIM_POD = "10.128.0.7";
   static final Instant EARLIER = Instant.parse("2026-01-01T00:00:00Z");
@@ -57,7 +57,7 @@ class Finding1CrossNamespaceHijackTest {
   }
 
   @Test
-  void finding1_aHandMadeSliceOfAnotherManagerGivesTheAttackerNothingAndSaysWhy() {
+  void handMadeSliceCannotClaimAnotherNamespacesPodAndSaysWhy() {
     DesiredState s = withAttacker(cluster(), "evil-controller", pod("shop")).plan(NODE);
 
     assertThat(s.snat()).isEmpty();
@@ -68,7 +68,7 @@ class Finding1CrossNamespaceHijackTest {
   }
 
   @Test
-  void finding1_theVictimsLaterOptInKeepsItsPodAlthoughTheAttackersEgressServiceIsOlder() {
+  void theVictimsLaterOptInKeepsItsPodAlthoughTheAttackersEgressServiceIsOlder() {
     DesiredState s = withVictim(withAttacker(cluster(), "evil-controller", pod("shop"))).plan(NODE);
 
     assertThat(snat(s)).containsExactly(VICTIM_POD + " -> 5.5.5.5 shop/web");
@@ -77,7 +77,7 @@ class Finding1CrossNamespaceHijackTest {
   }
 
   @Test
-  void finding1_theEndpointSliceControllersLabelIsNotBelievedOnASelectorlessService() {
+  void theEndpointSliceControllersLabelIsNotBelievedOnASelectorlessService() {
     // Anyone who may write EndpointSlices may write the label too; for a Service without a selector that
     // controller writes nothing, so the label is forged.
     DesiredState s = withVictim(withAttacker(cluster(), EndpointSliceInfo.ENDPOINTSLICE_CONTROLLER, Optional.empty()))
@@ -89,7 +89,7 @@ class Finding1CrossNamespaceHijackTest {
   }
 
   @Test
-  void finding1_mirroredSlicesAreHandWrittenEndpointsAndNeedTheAdminsTrust() {
+  void mirroredSlicesAreHandWrittenEndpointsAndNeedTheAdminsTrust() {
     Fixture f = withAttacker(cluster(), EndpointSliceInfo.MIRRORING_CONTROLLER, Optional.empty());
     assertThat(f.plan(NODE).snat()).isEmpty();
     assertThat(skipped(f.plan(NODE), "grab")).singleElement().asString()
@@ -102,7 +102,7 @@ class Finding1CrossNamespaceHijackTest {
   }
 
   @Test
-  void finding1_aPodTargetRefOfAnotherNamespaceIsRefusedEvenFromATrustedManager() {
+  void aPodTargetRefOfAnotherNamespaceIsRefusedEvenFromATrustedManager() {
     Fixture f = withAttacker(cluster(), "kube-vip", pod("shop"))
         .config(PlanConfig.defaults().withEndpointTrust(new EndpointTrust(Set.of("kube-vip"))));
 
@@ -120,7 +120,7 @@ class Finding1CrossNamespaceHijackTest {
   }
 
   @Test
-  void finding1_aSliceWithoutAManagerLabelIsRefused() {
+  void aSliceWithoutAManagerLabelIsRefused() {
     DesiredState s = withAttacker(cluster(), "", Optional.empty()).plan(NODE);
 
     assertThat(s.snat()).isEmpty();

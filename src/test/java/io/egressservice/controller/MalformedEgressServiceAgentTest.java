@@ -1,36 +1,27 @@
 package io.egressservice.controller;
 
 import static io.egressservice.controller.KubeObjects.NS;
-import static io.egressservice.controller.KubeObjects.egressService;
 import static io.egressservice.controller.KubeObjects.lbService;
 import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
-import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
-import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
  * Issue 16, finding 5: one schema-invalid EgressService ({@code sourceIPBy: Bogus}, {@code nodeSelector} a string,
@@ -40,7 +31,7 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * the CRD's schema stores them.
  */
 @EnableKubernetesMockClient(crud = true)
-class Finding5MalformedEgressServiceTest {
+class MalformedEgressServiceAgentTest {
   static final String NODE = "node-a";
   static final Duration WAIT = Duration.ofSeconds(15);
   static final ResourceDefinitionContext EGRESS_SERVICES = new ResourceDefinitionContext.Builder()
@@ -50,40 +41,20 @@ class Finding5MalformedEgressServiceTest {
   KubernetesMockServer server;
   KubernetesClient client;
   KubernetesClient agentClient;
-  Netns ns;
-  Dataplane dataplane;
-  final List<AutoCloseable> toClose = new ArrayList<>();
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("malformed");
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("malformed");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     agentClient = AgentSerialization.clientBuilder().withConfig(client.getConfiguration()).build();
-    toClose.add(agentClient);
+    kernel.closeLater(agentClient);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
   }
 
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
-  }
-
   NodeAgent startAgent(AgentMetrics metrics) {
-    NodeAgent agent = new NodeAgent(agentClient, dataplane,
+    return kernel.start(agentClient,
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)), metrics,
-        new KubernetesEvents(agentClient, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
-    toClose.add(agent);
-    return agent;
+        new KubernetesEvents(agentClient, NODE, Clock.systemUTC()));
   }
 
   /** An EgressService with {@code spec} as given, host this node, and its LoadBalancer Service. */
@@ -104,13 +75,7 @@ class Finding5MalformedEgressServiceTest {
   }
 
   void createWeb() {
-    client.resources(EgressService.class).resource(egressService("web", SourceIPBy.LOADBALANCERIP, "100", NODE)).create();
-    client.services().resource(lbService("web", "172.30.0.10", "5.5.5.5")).create();
-    client.discovery().v1().endpointSlices().resource(slice("web", "web-1", NODE, "10.128.0.5")).create();
-  }
-
-  String rules() {
-    return ns.exec("ip", "rule", "show");
+    kernel.createService("web", "100", "10.128.0.5");
   }
 
   static double malformed(AgentMetrics metrics) {
@@ -122,7 +87,7 @@ class Finding5MalformedEgressServiceTest {
   }
 
   @Test
-  void finding5_malformedEgressServicesAreRefusedAloneAndLaterOnesAreStillApplied() {
+  void malformedEgressServicesAreRefusedAloneAndLaterOnesAreStillApplied() {
     AgentMetrics metrics = new AgentMetrics();
     NodeAgent agent = startAgent(metrics);
     await().atMost(WAIT).until(() -> agent.readiness().ok());
@@ -130,9 +95,9 @@ class Finding5MalformedEgressServiceTest {
     createBadOnes();
     createWeb();
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
     await().atMost(WAIT).untilAsserted(() -> assertThat(malformed(metrics)).isEqualTo(3.0));
-    assertThat(rules()).doesNotContain("172.30.0.21").doesNotContain("172.30.0.22").doesNotContain("172.30.0.23");
+    assertThat(kernel.rules()).doesNotContain("172.30.0.21").doesNotContain("172.30.0.22").doesNotContain("172.30.0.23");
     assertThat(agent.readiness().ok()).isTrue();
 
     // Fixed, it is applied like any other.
@@ -141,29 +106,29 @@ class Finding5MalformedEgressServiceTest {
             .withAdditionalProperties(Map.of("spec", Map.of("sourceIPBy", "LoadBalancerIP", "network", "100"),
                 "status", Map.of("host", NODE))).build());
     client.discovery().v1().endpointSlices().resource(slice("bogus", "bogus-1", NODE, "10.128.0.21")).create();
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.21 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.21 lookup 100 proto 201"));
   }
 
   @Test
-  void finding5_anAgentStartedWithMalformedEgressServicesPresentBecomesReadyAndAppliesTheRest() {
+  void anAgentStartedWithMalformedEgressServicesPresentBecomesReadyAndAppliesTheRest() {
     createBadOnes();
     createWeb();
 
     NodeAgent agent = startAgent(new AgentMetrics());
 
     await().atMost(WAIT).until(() -> agent.readiness().ok());
-    await().atMost(WAIT).untilAsserted(() -> assertThat(rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
   }
 
   @Test
-  void finding5_theAllocatorReportsAMalformedEgressServiceWithoutWritingIt() {
+  void theAllocatorReportsAMalformedEgressServiceWithoutWritingIt() {
     createRaw("bogus", Map.of("sourceIPBy", "Bogus"), "172.30.0.21", "5.5.5.21");
     io.egressservice.allocator.AllocatorRunner runner = io.egressservice.allocator.AllocatorRunner.start(agentClient,
         NS, "allocator-1", new io.egressservice.allocator.AllocatorConfig("lease", Duration.ofSeconds(4),
             Duration.ofSeconds(3), Duration.ofMillis(500), Duration.ofSeconds(30)));
-    toClose.add(runner);
+    kernel.closeLater(runner);
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(events("MalformedEgressService")).singleElement()
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("MalformedEgressService")).singleElement()
         .satisfies(e -> assertThat(e.getMessage()).contains("spec.sourceIPBy: 'Bogus' is not one of LoadBalancerIP,"
             + " Network")));
     GenericKubernetesResource stored = client.genericKubernetesResources(EGRESS_SERVICES).inNamespace(NS)
@@ -172,12 +137,10 @@ class Finding5MalformedEgressServiceTest {
   }
 
   @Test
-  void finding5_readinessSaysSoWhenAWatchStaysDown() {
-    NodeAgent agent = new NodeAgent(agentClient, dataplane,
+  void readinessSaysSoWhenAWatchStaysDown() {
+    NodeAgent agent = kernel.start(agentClient,
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2),
-            Duration.ofMillis(500)), new AgentMetrics(), (es, type, reason, message) -> {}, Clock.systemUTC());
-    agent.start();
-    toClose.add(agent);
+            Duration.ofMillis(500)), new AgentMetrics(), (es, type, reason, message) -> {});
     await().atMost(WAIT).until(() -> agent.readiness().ok());
 
     server.destroy();
@@ -189,8 +152,4 @@ class Finding5MalformedEgressServiceTest {
     assertThat(agent.liveness().ok()).isTrue();
   }
 
-  List<Event> events(String reason) {
-    return client.v1().events().inNamespace(NS).list().getItems().stream()
-        .filter(e -> reason.equals(e.getReason())).toList();
-  }
 }

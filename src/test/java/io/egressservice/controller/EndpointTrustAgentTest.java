@@ -4,14 +4,11 @@ import static io.egressservice.controller.KubeObjects.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.EndpointSliceInfo;
 import io.egressservice.plan.EndpointTrust;
 import io.egressservice.plan.PlanConfig;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
@@ -20,15 +17,12 @@ import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -38,35 +32,18 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * an Event on its EgressService, and the victim's later opt-in takes its pods.
  */
 @EnableKubernetesMockClient(crud = true)
-class Finding1CrossNamespaceHijackAgentTest {
+class EndpointTrustAgentTest {
   static final String NODE = "node-a";
   static final Duration WAIT = Duration.ofSeconds(15);
 
   KubernetesMockServer server;
   KubernetesClient client;
-  Netns ns;
-  Dataplane dataplane;
-  final List<AutoCloseable> toClose = new ArrayList<>();
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("hijack");
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("hijack");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
-  }
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-    if (dataplane != null) {
-      dataplane.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   void lbService(String namespace, String name, String clusterIp, String lbIp, boolean selector) {
@@ -95,24 +72,17 @@ class Finding1CrossNamespaceHijackAgentTest {
     client.discovery().v1().endpointSlices().resource(s).create();
   }
 
-  String snat() {
-    return ns.tryExec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4").stdout();
-  }
-
   List<Event> events(String namespace, String reason) {
     return client.v1().events().inNamespace(namespace).list().getItems().stream()
         .filter(e -> reason.equals(e.getReason())).toList();
   }
 
   @Test
-  void finding1_theAttackersSlicesAreRefusedWithAnEventAndTheVictimsLaterOptInTakesItsPods() {
+  void theAttackersSlicesAreRefusedWithAnEventAndTheVictimsLaterOptInTakesItsPods() {
     // The admin trusts kube-vip for selector-less Services; the attacker's other slice has a manager of its own.
     PlanConfig config = PlanConfig.defaults().withEndpointTrust(new EndpointTrust(Set.of("kube-vip")));
-    NodeAgent agent = new NodeAgent(client, dataplane,
-        new NodeAgent.Settings(NODE, config, Duration.ofMinutes(10), Duration.ofSeconds(2)), new AgentMetrics(),
-        new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());
-    agent.start();
-    toClose.add(agent);
+    NodeAgent agent = kernel.start(new NodeAgent.Settings(NODE, config, Duration.ofMinutes(10), Duration.ofSeconds(2)),
+        new AgentMetrics());
 
     lbService("evil", "grab", "172.30.0.66", "6.6.6.6", false);
     slice("evil", "grab", "grab-1", "evil-controller", "shop", "10.128.0.7");
@@ -122,8 +92,8 @@ class Finding1CrossNamespaceHijackAgentTest {
         .resource(EgressServices.of("evil", "grab", SourceIPBy.LOADBALANCERIP, "", NODE)).create();
 
     // Only the attacker's own pod, listed by a trusted manager, is the attacker's.
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat()).contains("10.128.0.66 comment \"evil/grab\" : 6.6.6.6"));
-    assertThat(snat()).doesNotContain("10.128.0.7").doesNotContain("10.128.0.8");
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.66 comment \"evil/grab\" : 6.6.6.6"));
+    assertThat(kernel.snat()).doesNotContain("10.128.0.7").doesNotContain("10.128.0.8");
     // (one Event per change of the refusals: the slices may arrive one by one)
     await().atMost(WAIT).untilAsserted(() -> assertThat(events("evil", "EndpointsRefused"))
         .anySatisfy(e -> assertThat(e.getMessage()).contains("refuses 2 endpoint(s)")
@@ -136,7 +106,7 @@ class Finding1CrossNamespaceHijackAgentTest {
     client.resources(EgressService.class)
         .resource(EgressServices.of("shop", "web", SourceIPBy.LOADBALANCERIP, "", NODE)).create();
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(snat())
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat())
         .contains("10.128.0.7 comment \"shop/web\" : 5.5.5.5")
         .contains("10.128.0.8 comment \"shop/web\" : 5.5.5.5")
         .contains("10.128.0.66 comment \"evil/grab\" : 6.6.6.6"));

@@ -10,11 +10,11 @@ import org.junit.jupiter.api.Test;
  * Issue 16, finding 6, the comment itself: nft refuses a comment over 128 bytes, and one such element failed the
  * node's whole transaction. Comments are now bounded, stable and distinct per service.
  */
-class Finding6BoundedCommentsTest {
+class BoundedCommentsTest {
   static final String NS63 = "n".repeat(63);
 
   @Test
-  void finding6_aNameThatFitsIsTheCommentAsBefore() {
+  void aNameThatFitsIsTheCommentAsBefore() {
     ObjectRef web = new ObjectRef("default", "web");
     assertThat(ServiceComments.of(web)).isEqualTo("default/web");
     assertThat(ServiceComments.matches(web, "default/web")).isTrue();
@@ -23,7 +23,7 @@ class Finding6BoundedCommentsTest {
   }
 
   @Test
-  void finding6_aLongerNameIsCutToNftsLimitAndEndsInAHashThatTellsServicesApart() {
+  void aLongerNameIsCutToNftsLimitAndEndsInAHashThatTellsServicesApart() {
     ObjectRef a = new ObjectRef(NS63, "x".repeat(200) + "a");
     ObjectRef b = new ObjectRef(NS63, "x".repeat(200) + "b");
 
@@ -42,7 +42,7 @@ class Finding6BoundedCommentsTest {
   }
 
   @Test
-  void finding6_multiByteNamesAreCutOnACharacterBoundary() {
+  void multiByteNamesAreCutOnACharacterBoundary() {
     ObjectRef wide = new ObjectRef("ns", "é".repeat(100));
 
     String c = ServiceComments.of(wide);

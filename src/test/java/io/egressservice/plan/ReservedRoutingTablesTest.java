@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Issue 16, finding 4: {@code network: local | main | default | 253 | 254} and non-ASCII digits ({@code ٢٥٤}
  * parsed as 254) were accepted; the service reported "routed" while its traffic used main.
  */
-class Finding4ReservedTablesTest {
+class ReservedRoutingTablesTest {
   static final String NODE = "node-a";
 
   static Fixture web(String network) {
@@ -31,7 +31,7 @@ class Finding4ReservedTablesTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"0", "253", "254", "255", "local", "main", "default", "unspec"})
-  void finding4_theKernelsOwnTablesAreRefusedByNumberAndByName(String network) {
+  void theKernelsOwnTablesAreRefusedByNumberAndByName(String network) {
     for (Fixture f : List.of(web(network), web(network).offline())) {
       DesiredState s = f.plan(NODE);
       ServiceOutcome o = outcome(s, "web");
@@ -45,7 +45,7 @@ class Finding4ReservedTablesTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"٢٥٤", "１００", "२५४"})
-  void finding4_onlyAsciiDigitsMakeATableNumber(String network) {
+  void onlyAsciiDigitsMakeATableNumber(String network) {
     DesiredState s = web(network).plan(NODE);
 
     assertThat(s.rules()).isEmpty();
@@ -55,7 +55,7 @@ class Finding4ReservedTablesTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"٢٥٤", "mymain"})
-  void finding4_aNameResolvingToAReservedTableIsRefused(String name, @TempDir Path dir) throws Exception {
+  void aNameResolvingToAReservedTableIsRefused(String name, @TempDir Path dir) throws Exception {
     Path rtTables = dir.resolve("rt_tables");
     Files.writeString(rtTables, "254\tmain\n254\tmymain\n254\t٢٥٤\n");
     NetworkResolution resolved = NetworkResolver.resolve(List.of(name), List.of(), RtTables.read(List.of(rtTables)));

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * Issue 16, findings 3 and 4: a refused LB IP or reserved network is told to the user as a Warning Event by the
  * host node (once, while it lasts), not only in the plan's reason.
  */
-class Finding3And4RefusalEventsTest {
+class RefusalEventsTest {
   static final String NODE = "node-a";
 
   record Emitted(String name, String type, String reason, String message) {}
@@ -46,7 +46,7 @@ class Finding3And4RefusalEventsTest {
   }
 
   @Test
-  void finding3_aRefusedLbIpIsAWarningEventOnTheHost() {
+  void aRefusedLbIpIsAWarningEventOnTheHost() {
     assertThat(eventsFor("127.0.0.1", "")).singleElement().satisfies(e -> {
       assertThat(e.type()).isEqualTo("Warning");
       assertThat(e.reason()).isEqualTo("LoadBalancerIPRefused");
@@ -56,7 +56,7 @@ class Finding3And4RefusalEventsTest {
   }
 
   @Test
-  void finding4_aReservedNetworkIsAWarningEventOnTheHost() {
+  void aReservedNetworkIsAWarningEventOnTheHost() {
     assertThat(eventsFor("5.5.5.5", "main")).singleElement().satisfies(e -> {
       assertThat(e.type()).isEqualTo("Warning");
       assertThat(e.reason()).isEqualTo("NetworkNotFound");

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Such a name is one no API server accepts (a Service's name is a DNS label of at most 63 characters), so it is a
  * user error: exit 1, naming the file and the object, before anything touches a kernel.
  */
-class Finding6LongNamesCliTest {
+class ObjectNameValidationCliTest {
   @TempDir Path tmp;
 
   Path objects(String name) throws Exception {
@@ -34,7 +34,7 @@ class Finding6LongNamesCliTest {
   }
 
   @Test
-  void finding6_applyWithANameNoApiServerAcceptsIsAUserErrorNamingTheObject() throws Exception {
+  void applyWithANameNoApiServerAcceptsIsAUserErrorNamingTheObject() throws Exception {
     Path file = objects("w".repeat(130));
 
     // --netns of a namespace that does not exist: had the objects been accepted, this would be exit 2
@@ -48,7 +48,7 @@ class Finding6LongNamesCliTest {
   }
 
   @Test
-  void finding6_planRefusesItTooAndAcceptsTheLongestValidName() throws Exception {
+  void planRefusesANameOver63CharactersAndAcceptsTheLongestValidName() throws Exception {
     assertThat(InProcess.run("plan", "--objects", objects("w".repeat(64)).toString(), "--node", "node-a").exit())
         .isEqualTo(Main.EXIT_USER_ERROR);
 
@@ -58,7 +58,7 @@ class Finding6LongNamesCliTest {
   }
 
   @Test
-  void finding6_namesThatAreNotDnsLabelsAreRefused() throws Exception {
+  void namesThatAreNotDnsLabelsAreRefused() throws Exception {
     InProcess.Result r = InProcess.run("plan", "--objects", objects("Web_1").toString(), "--node", "node-a");
 
     assertThat(r.exit()).isEqualTo(Main.EXIT_USER_ERROR);
