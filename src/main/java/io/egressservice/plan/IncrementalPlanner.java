@@ -254,7 +254,7 @@ public final class IncrementalPlanner {
     }
     List<ObjectRef> changed = new ArrayList<>(dirty);
     dirty.clear();
-    Map<ObjectRef, PlanContext.Evaluation> evaluations = new HashMap<>();
+    Map<ObjectRef, ServiceEvaluation> evaluations = new HashMap<>();
     Set<IpPrefix> touched = new HashSet<>();
     Set<ObjectRef> affected = new LinkedHashSet<>();
     for (ObjectRef ref : changed) {
@@ -269,7 +269,7 @@ public final class IncrementalPlanner {
         touched.addAll(old.claimAttempts());
       }
       if (es != null) {
-        PlanContext.Evaluation ev = context.evaluateSafely(es);
+        ServiceEvaluation ev = context.evaluateSafely(es);
         List<IpPrefix> attempts = context.claimAttempts(ev);
         claim(ServiceOrder.of(es), attempts);
         touched.addAll(attempts);
@@ -287,7 +287,7 @@ public final class IncrementalPlanner {
         next.put(ref, null);
         continue;
       }
-      PlanContext.Evaluation ev = evaluations.computeIfAbsent(ref, r -> plans.get(r).evaluation());
+      ServiceEvaluation ev = evaluations.computeIfAbsent(ref, r -> plans.get(r).evaluation());
       ServicePlan p = context.decide(es, ServiceOrder.of(es), ev, this::olderOwner);
       if (context.steerTableMissed()) {
         return planFull(node);
