@@ -1,40 +1,21 @@
 package io.egressservice.allocator;
 
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AllocatorMetrics;
-import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.ObjectRef;
-import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
-import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.Node;
-import io.fabric8.kubernetes.api.model.Service;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
-import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
-import java.time.Instant;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.ovn.k8s.v1.EgressService;
-import org.ovn.k8s.v1.EgressServiceStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,11 +42,14 @@ import org.slf4j.LoggerFactory;
  * own path to the nodes and drains nothing new, so it moves nothing; it says so in a log line, the gauge
  * {@code egress_service_agent_allocator_self_suspected} and to its {@link Listener}s (the runner writes an Event on
  * the Lease).
+ *
+ * <p>The parts: {@link ChangeIntake} notes what the informers' events touch, {@link HostWatch} probes the hosts,
+ * {@link DecisionWriter} writes and reports what a pass decided, through {@link AllocatorWrites}; this class runs the
+ * passes on its one worker thread, and holds the leadership term.
  */
 public final class Allocator implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
   static final String COMPONENT = "egress-service-allocator";
-  private static final int STATUS_ATTEMPTS = 5;
   private static final long MAX_BACKOFF_MS = 30_000;
   /**
    * Passes start at least this far apart, so a burst of endpoint churn is decided in a few passes; a host choice
@@ -83,58 +67,25 @@ public final class Allocator implements AutoCloseable {
   private final AtomicLong term = new AtomicLong();
   private volatile boolean closed;
   private int failures;
-  /** Last reported outcome per service, this term; worker thread only. */
-  private final Map<ObjectRef, Outcome> reported = new HashMap<>();
-  /** The term {@link #reported} belongs to; worker thread only. */
-  private long reportedTerm = -1;
 
   private final ClusterInformers informers;
   private final boolean ownsInformers;
   private final AllocatorMetrics metrics;
 
   private final AtomicLong passes = new AtomicLong();
-  private final AtomicLong statusWrites = new AtomicLong();
-  private final AtomicLong labelPatches = new AtomicLong();
-  private final AtomicLong eventsWritten = new AtomicLong();
-  private final AtomicLong statusConflicts = new AtomicLong();
   private final AtomicLong fullPasses = new AtomicLong();
   private final AtomicLong servicesEvaluated = new AtomicLong();
   private volatile int lastPassEvaluated;
 
-  /** EgressServices a change touched since the last pass (handler threads add, the worker drains). */
-  private final Set<ObjectRef> touched = ConcurrentHashMap.newKeySet();
-  /** A Node changed, or the probes' verdict on one. */
-  private final AtomicBoolean nodesChanged = new AtomicBoolean();
-  /** The next pass decides everything from the caches. */
-  private final AtomicBoolean fullNeeded = new AtomicBoolean(true);
   private final AllocatorObjects objects;
   /** Worker thread only. */
   private final IncrementalAllocation allocation;
-
-  private record Outcome(String uid, String host, Reason reason) {}
-
-  /** Which hosts are unreachable; written by probe threads, read by the worker. Guarded by itself. */
-  private final HostHealth health;
-  /** When each unreachable node was found unreachable (monotonic), for the failover time. Guarded by health. */
-  private final Map<String, Long> lostAtNanos = new HashMap<>();
-  private AgentProber prober;
-  /** The probe targets need computing again (a Node, or a host in some status, changed). */
-  private final AtomicBoolean probeTargetsDirty = new AtomicBoolean(true);
-  /** Whether this replica suspects its own path to the nodes now (hysteresis over {@link HostHealth}'s judgment). */
-  private final AtomicBoolean selfSuspected = new AtomicBoolean();
-  /** When the judgment last said "suspected" (monotonic); guarded by health. */
-  private long lastSuspectedNanos;
+  private final ChangeIntake intake;
+  private final HostWatch hostWatch;
+  private final AllocatorWrites writes;
+  private final DecisionWriter decisions;
   private Optional<PlannedMoves> plannedMoves = Optional.empty();
-  private final List<Double> failoverSeconds = new java.util.concurrent.CopyOnWriteArrayList<>();
-  private final Map<ObjectRef, Long> lastHostChangeEpochSeconds = new java.util.concurrent.ConcurrentHashMap<>();
-
-  private static final class NotLeadingException extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    NotLeadingException() {
-      super("not the leader", null, false, false);
-    }
-  }
+  private final List<Listener> listeners = new CopyOnWriteArrayList<>();
 
   /** An allocator with informers of its own (resync {@link AllocatorConfig#resyncPeriod()}), closed with it. */
   public Allocator(KubernetesClient client, AllocatorConfig config, String identity) {
@@ -168,9 +119,13 @@ public final class Allocator implements AutoCloseable {
     this.client = Objects.requireNonNull(client);
     this.config = Objects.requireNonNull(config);
     this.identity = Objects.requireNonNull(identity);
-    this.health = new HostHealth(config.probes().health());
     this.objects = new AllocatorObjects(informers);
     this.allocation = new IncrementalAllocation(config.endpointTrust());
+    this.hostWatch = new HostWatch(config, identity, metrics, listeners, informers, objects,
+        this::nodeVerdictChanged, () -> closed, () -> leading ? allocation.hostedNodes() : Set.of());
+    this.intake = new ChangeIntake(objects, this::requestPass, hostWatch::targetsChanged);
+    this.writes = new AllocatorWrites(client, identity, () -> leading && !closed);
+    this.decisions = new DecisionWriter(identity, writes, metrics, listeners, hostWatch, () -> plannedMoves);
     this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "egress-allocator-" + identity);
       t.setDaemon(true);
@@ -180,120 +135,48 @@ public final class Allocator implements AutoCloseable {
 
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
   public synchronized void start() {
-    listen(EgressService.class, egressServiceEvents());
-    listen(Service.class, serviceEvents());
-    listen(EndpointSlice.class, sliceEvents());
-    listen(Node.class, nodeEvents());
+    intake.register(informers);
     long resync = config.resyncPeriod().toMillis();
     if (resync > 0) {
       try {
-        worker.scheduleWithFixedDelay(this::requestFullPass, resync, resync, TimeUnit.MILLISECONDS);
-      } catch (java.util.concurrent.RejectedExecutionException e) {
+        worker.scheduleWithFixedDelay(intake::requestFullPass, resync, resync, TimeUnit.MILLISECONDS);
+      } catch (RejectedExecutionException e) {
         // closed
       }
     }
     plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
         objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
-            .flatMap(Allocator::internalIp), this::touch, () -> leading && !closed, identity));
+            .flatMap(HostWatch::internalIp), intake::touch, () -> leading && !closed, identity));
     if (config.probes().enabled()) {
-      prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
-          config.probes().netns(), this::probed);
+      hostWatch.start();
       long every = config.probes().interval().toMillis();
       try {
-        worker.scheduleWithFixedDelay(this::refreshProbeTargets, every, every, TimeUnit.MILLISECONDS);
-      } catch (java.util.concurrent.RejectedExecutionException e) {
+        worker.scheduleWithFixedDelay(hostWatch::refreshTargets, every, every, TimeUnit.MILLISECONDS);
+      } catch (RejectedExecutionException e) {
         // closed
       }
     }
     informers.start();
   }
 
-  private void probed(String node, long seq, ProbeResult result) {
-    boolean changed;
-    boolean unreachable;
-    Optional<HostHealth.Suspicion> judged = Optional.empty();
-    long now = System.nanoTime();
-    synchronized (health) {
-      changed = health.record(node, seq, result, now);
-      unreachable = health.isUnreachable(node);
-      if (changed && unreachable) {
-        lostAtNanos.put(node, health.lastAnswerNanos(node));
-      } else if (changed) {
-        lostAtNanos.remove(node);
-      }
-      // Judged only when it can change: on a miss, or while suspected (to see it end). A healthy cluster costs
-      // nothing here.
-      if (result == ProbeResult.NO_ANSWER || selfSuspected.get()) {
-        HostHealth.Suspicion s = health.suspicion(now);
-        if (s.suspected()) {
-          lastSuspectedNanos = now;
-        }
-        judged = Optional.of(s);
-      }
-    }
-    judged.ifPresent(s -> judgeSelf(s, now));
-    if (changed) {
-      if (unreachable) {
-        LOG.warn("{}: node {} is unreachable ({}): drained, its services move", identity, node,
-            result == ProbeResult.NO_ANSWER ? "its agent's health port does not answer"
-                : "its agent has not been healthy for " + config.probes().health().agentDownGrace().toSeconds() + " s");
-      } else {
-        LOG.info("{}: node {} answers its health probes again: it may host services", identity, node);
-      }
-      nodesChanged.set(true);
-      requestPass();
-    }
-  }
-
-  /**
-   * Begins an episode of self-suspicion when the judgment says so; ends it once the judgment has been clear for the
-   * suspicion window (so one episode is one log line, one Event, not one per flicker).
-   */
-  private void judgeSelf(HostHealth.Suspicion s, long now) {
-    if (s.suspected()) {
-      if (selfSuspected.compareAndSet(false, true)) {
-        LOG.warn("{}: {} of {} probed nodes fail at once ({}): suspecting this allocator's own path to the nodes, "
-            + "keeping every host and draining nothing until most of them answer again", identity,
-            s.failing().size(), s.judged(), String.join(", ", s.failing()));
-        metrics.selfSuspected(true);
-        for (Listener l : listeners) {
-          l.selfSuspected(true, s);
-        }
-      }
-      return;
-    }
-    long since;
-    synchronized (health) {
-      since = lastSuspectedNanos;
-    }
-    if (now - since >= config.probes().health().suspicionWindow().toNanos()
-        && selfSuspected.compareAndSet(true, false)) {
-      LOG.info("{}: most probed nodes answer again ({} of {} failing): no longer suspecting this allocator's own "
-          + "path; silent nodes are drained again", identity, s.failing().size(), s.judged());
-      metrics.selfSuspected(false);
-      for (Listener l : listeners) {
-        l.selfSuspected(false, s);
-      }
-    }
+  /** A node became unreachable or answers again (a probe thread): the next pass reads the nodes again. */
+  private void nodeVerdictChanged() {
+    intake.nodeVerdictChanged();
   }
 
   /** The nodes this replica probes now (hosts, candidates, unreachable nodes). */
   public Set<String> probedNodes() {
-    synchronized (health) {
-      return health.tracked();
-    }
+    return hostWatch.probedNodes();
   }
 
   /** Whether this replica suspects its own path to the nodes now (and so drains nothing new). */
   public boolean selfSuspected() {
-    return selfSuspected.get();
+    return hostWatch.selfSuspected();
   }
 
   /** Nodes the health probes hold unreachable now. */
   public Set<String> unreachableNodes() {
-    synchronized (health) {
-      return health.unreachable();
-    }
+    return hostWatch.unreachableNodes();
   }
 
   /** Told about every failover and every host change this instance writes. */
@@ -311,159 +194,25 @@ public final class Allocator implements AutoCloseable {
     default void selfSuspected(boolean suspected, HostHealth.Suspicion judgment) {}
   }
 
-  private final List<Listener> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
-
   public void addListener(Listener l) {
     listeners.add(Objects.requireNonNull(l));
   }
 
   /** Seconds from an unreachable host's last answer to each of its services' new status.host written, in order. */
   public List<Double> failoverSeconds() {
-    return List.copyOf(failoverSeconds);
+    return decisions.failoverSeconds();
   }
 
   /** When this instance last wrote a different status.host of each service (epoch seconds). */
   public Map<ObjectRef, Long> lastHostChange() {
-    return Map.copyOf(lastHostChangeEpochSeconds);
-  }
-
-  /** Where every handler is registered: the informers' own registration, which also delivers backfilled objects. */
-  private <T extends HasMetadata> void listen(Class<T> kind, ResourceEventHandler<T> handler) {
-    informers.addEventHandler(kind, handler);
-  }
-
-  /**
-   * A resync delivers every cached object again as an update of itself: the allocator's own periodic full pass
-   * stands for it, so those updates are ignored.
-   */
-  private static boolean resync(Object before, Object after) {
-    return before == after;
-  }
-
-  private ResourceEventHandler<EgressService> egressServiceEvents() {
-    return new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(EgressService es) {
-        touch(PlanInputs.ref(es));
-      }
-
-      @Override
-      public void onUpdate(EgressService before, EgressService after) {
-        if (!resync(before, after)) {
-          touch(PlanInputs.ref(after));
-        }
-      }
-
-      @Override
-      public void onDelete(EgressService es, boolean finalStateUnknown) {
-        touch(PlanInputs.ref(es));
-      }
-
-      @Override
-      public void onNothing() {
-        requestFullPass();
-      }
-    };
-  }
-
-  private ResourceEventHandler<Service> serviceEvents() {
-    return new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(Service svc) {
-        touchIfOptedIn(PlanInputs.ref(svc));
-      }
-
-      @Override
-      public void onUpdate(Service before, Service after) {
-        if (!resync(before, after)) {
-          touchIfOptedIn(PlanInputs.ref(after));
-        }
-      }
-
-      @Override
-      public void onDelete(Service svc, boolean finalStateUnknown) {
-        touchIfOptedIn(PlanInputs.ref(svc));
-      }
-    };
-  }
-
-  private ResourceEventHandler<EndpointSlice> sliceEvents() {
-    return new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(EndpointSlice slice) {
-        AllocatorObjects.serviceOf(slice).ifPresent(Allocator.this::touchIfOptedIn);
-      }
-
-      @Override
-      public void onUpdate(EndpointSlice before, EndpointSlice after) {
-        if (resync(before, after)) {
-          return;
-        }
-        Optional<ObjectRef> was = AllocatorObjects.serviceOf(before);
-        Optional<ObjectRef> is = AllocatorObjects.serviceOf(after);
-        is.ifPresent(Allocator.this::touchIfOptedIn);
-        if (!was.equals(is)) {
-          was.ifPresent(Allocator.this::touchIfOptedIn);
-        }
-      }
-
-      @Override
-      public void onDelete(EndpointSlice slice, boolean finalStateUnknown) {
-        AllocatorObjects.serviceOf(slice).ifPresent(Allocator.this::touchIfOptedIn);
-      }
-    };
-  }
-
-  private ResourceEventHandler<Node> nodeEvents() {
-    return new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(Node n) {
-        nodesChanged();
-      }
-
-      @Override
-      public void onUpdate(Node before, Node after) {
-        // Nodes change status every few seconds; only what the allocator reads matters.
-        if (!resync(before, after) && !AllocatorInputs.node(before).equals(AllocatorInputs.node(after))) {
-          nodesChanged();
-        }
-      }
-
-      @Override
-      public void onDelete(Node n, boolean finalStateUnknown) {
-        nodesChanged();
-      }
-    };
-  }
-
-  private void touch(ObjectRef ref) {
-    touched.add(ref);
-    probeTargetsDirty.set(true);
-    requestPass();
-  }
-
-  private void touchIfOptedIn(ObjectRef ref) {
-    if (objects.optedIn(ref)) {
-      touch(ref);
-    }
-  }
-
-  private void nodesChanged() {
-    nodesChanged.set(true);
-    probeTargetsDirty.set(true);
-    requestPass();
-  }
-
-  private void requestFullPass() {
-    fullNeeded.set(true);
-    requestPass();
+    return decisions.lastHostChange();
   }
 
   /** Begins a leadership term: forgets reported outcomes and runs a pass. */
   public void startLeading() {
     LOG.info("{}: leading, allocating egress service hosts", identity);
     term.incrementAndGet();
-    fullNeeded.set(true);
+    intake.needFull();
     leading = true;
     metrics.leading(true);
     submit(this::runPass);
@@ -527,22 +276,22 @@ public final class Allocator implements AutoCloseable {
 
   /** Number of successful {@code status.host} writes by this instance. */
   public long statusWrites() {
-    return statusWrites.get();
+    return writes.statusWrites();
   }
 
   /** Number of successful node label patches by this instance. */
   public long labelPatches() {
-    return labelPatches.get();
+    return writes.labelPatches();
   }
 
   /** Number of 409 Conflict answers to status writes (each retried). */
   public long statusConflicts() {
-    return statusConflicts.get();
+    return writes.statusConflicts();
   }
 
   /** Number of Events written by this instance. */
   public long eventsWritten() {
-    return eventsWritten.get();
+    return writes.eventsWritten();
   }
 
   void requestPass() {
@@ -559,7 +308,7 @@ public final class Allocator implements AutoCloseable {
   private void submit(Runnable r) {
     try {
       worker.execute(r);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
+    } catch (RejectedExecutionException e) {
       // closed
     }
   }
@@ -571,7 +320,7 @@ public final class Allocator implements AutoCloseable {
   private void schedule(Runnable task, long delay, TimeUnit unit) {
     try {
       worker.schedule(task, delay, unit);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
+    } catch (RejectedExecutionException e) {
       // closed
     }
   }
@@ -586,24 +335,20 @@ public final class Allocator implements AutoCloseable {
       schedule(100);
       return;
     }
-    long t = term.get();
-    if (t != reportedTerm) {
-      reported.clear();
-      reportedTerm = t;
-    }
+    decisions.term(term.get());
     try {
-      if (fullNeeded.getAndSet(false)) {
+      if (intake.takeFullNeeded()) {
         fullPass();
       } else {
         incrementalPass();
       }
       failures = 0;
-    } catch (NotLeadingException e) {
-      fullNeeded.set(true);
+    } catch (AllocatorWrites.NotLeadingException e) {
+      intake.needFull();
       LOG.debug("{}: pass abandoned, leadership lost", identity);
     } catch (RuntimeException e) {
       // What was decided may not have been written: the retry decides and checks everything again.
-      fullNeeded.set(true);
+      intake.needFull();
       failures++;
       long delay = Math.min(MAX_BACKOFF_MS, 100L << Math.min(failures, 20));
       LOG.warn("{}: allocation pass failed (attempt {}), retrying in {} ms: {}", identity, failures, delay,
@@ -612,19 +357,9 @@ public final class Allocator implements AutoCloseable {
     }
   }
 
-  /** Drops what the touched set holds now; what handlers add from here on is for the next pass. */
-  private Set<ObjectRef> drainTouched() {
-    Set<ObjectRef> out = new java.util.TreeSet<>();
-    for (java.util.Iterator<ObjectRef> i = touched.iterator(); i.hasNext(); ) {
-      out.add(i.next());
-      i.remove();
-    }
-    return out;
-  }
-
   private void fullPass() {
-    drainTouched();
-    nodesChanged.set(false);
+    intake.drainTouched();
+    intake.takeNodesChanged();
     Set<String> unreachable = unreachableNodes();
     List<NodeState> nodes = objects.nodes(unreachable);
     IncrementalAllocation.Step step = allocation.full(objects.readAll(), nodes);
@@ -633,8 +368,8 @@ public final class Allocator implements AutoCloseable {
   }
 
   private void incrementalPass() {
-    Set<ObjectRef> refs = drainTouched();
-    boolean nodes = nodesChanged.getAndSet(false);
+    Set<ObjectRef> refs = intake.drainTouched();
+    boolean nodes = intake.takeNodesChanged();
     if (refs.isEmpty() && !nodes) {
       return;
     }
@@ -649,270 +384,22 @@ public final class Allocator implements AutoCloseable {
   }
 
   /**
-   * Writes what the step decided: status, Events, metrics, probe targets (when the hosts or the nodes changed),
-   * node labels.
+   * Writes what the step decided: status, Events, metrics ({@link DecisionWriter}), probe targets (when the hosts or
+   * the nodes changed), node labels.
    */
   private void apply(IncrementalAllocation.Step step, boolean full, boolean nodesChanged, Set<String> unreachable) {
     passes.incrementAndGet();
     servicesEvaluated.addAndGet(step.evaluated().size());
     lastPassEvaluated = step.evaluated().size();
     metrics.pass(full, step.evaluated().size());
-    Map<String, NodeState> nodeByName = allocation.nodesByName();
-
-    for (Decision d : step.evaluated()) {
-      EgressService es = objects.egressService(d.ref()).orElseThrow();
-      EgressServiceState state = allocation.inputs(d.ref()).orElseThrow().egressService();
-      String oldHost = es.getStatus() == null || es.getStatus().getHost() == null ? "" : es.getStatus().getHost();
-      // A malformed object's spec was never read: writing it back (the status update sends the whole object)
-      // could only lose it. It is reported, not written.
-      boolean statusOk = d.reason() == Reason.MALFORMED
-          || es.getStatus() != null && d.host().equals(es.getStatus().getHost());
-      if (!statusOk && plannedMoves.isPresent()
-          && !plannedMoves.get().mayWrite(es, oldHost, d.host(), nodeByName, unreachable)) {
-        continue; // a planned move waits for the new host to receive (PlannedMoves); reported once written
-      }
-      plannedMoves.filter(m -> statusOk).ifPresent(m -> m.settled(es));
-      String move = "";
-      if (!statusOk && writeStatus(es, d.host())) {
-        move = plannedMoves.flatMap(m -> m.written(es, oldHost, d.host())).orElse("");
-        HostMoves.reason(state, d.host(), nodeByName).ifPresent(reason -> {
-          metrics.hostMoved(reason);
-          LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), state.statusHost(), d.host(), reason);
-        });
-        long epoch = Instant.now().getEpochSecond();
-        lastHostChangeEpochSeconds.put(d.ref(), epoch);
-        for (Listener l : listeners) {
-          l.hostChanged(d.ref(), oldHost, d.host(), epoch);
-        }
-        if (!oldHost.isEmpty() && !oldHost.equals(io.egressservice.plan.EgressServiceInfo.HOST_ALL)) {
-          move = "moved from node " + oldHost + (unreachable.contains(oldHost)
-              ? " (" + HostChooser.AGENT_UNREACHABLE + ")" : " (no longer a candidate)") + ": " + move;
-          Long lost;
-          synchronized (health) {
-            lost = lostAtNanos.get(oldHost);
-          }
-          if (lost != null && d.reason() == Reason.HOST_ALLOCATED) {
-            double seconds = (System.nanoTime() - lost) / 1e9;
-            failoverSeconds.add(seconds);
-            for (Listener l : listeners) {
-              l.failover(d.ref(), oldHost, d.host(), seconds);
-            }
-          }
-        }
-      }
-      Outcome now = new Outcome(es.getMetadata().getUid(), d.host(), d.reason());
-      Outcome before = reported.put(d.ref(), now);
-      boolean report = before == null || !Objects.equals(before.uid(), now.uid())
-          ? !statusOk || d.reason() == Reason.MALFORMED : !before.equals(now);
-      if (report) {
-        LOG.info("{}: {} host \"{}\" ({}): {}{}", identity, d.ref(), d.host(), d.reason().eventReason(), move,
-            d.message());
-        event(es, d.reason().allocated() ? "Normal" : "Warning", d.reason().eventReason(), move + d.message());
-        d.labelProblem().ifPresent(p -> event(es, "Warning", Reason.LABEL_NOT_SET,
-            "node " + d.host() + " is the host but cannot carry the host label: " + p));
-      }
-      if (!full) {
-        metrics.allocation(d.ref().namespace(), d.ref().name(), Optional.of(allocation(d)));
-      }
-    }
-    for (ObjectRef gone : step.removed()) {
-      reported.remove(gone);
-      lastHostChangeEpochSeconds.remove(gone);
-      metrics.allocation(gone.namespace(), gone.name(), Optional.empty());
-    }
-    if (full) {
-      Set<ObjectRef> present = new java.util.HashSet<>();
-      step.evaluated().forEach(d -> present.add(d.ref()));
-      reported.keySet().retainAll(present);
-      lastHostChangeEpochSeconds.keySet().retainAll(present);
-      metrics.allocations(step.evaluated().stream().map(Allocator::allocation).toList());
-    }
-    if (prober != null && (full || nodesChanged || step.hostsChanged())) {
-      probeTargetsDirty.set(false);
-      probeHosts(allocation.hostedNodes(), objects.nodes(unreachable), objects.nodeObjects(), unreachable);
+    decisions.write(step, full, unreachable, objects, allocation);
+    if (hostWatch.probing() && (full || nodesChanged || step.hostsChanged())) {
+      hostWatch.probeAfterPass(allocation.hostedNodes(), objects.nodes(unreachable), objects.nodeObjects(),
+          unreachable);
     }
 
     for (Map.Entry<String, Map<String, Boolean>> e : step.labelChanges().entrySet()) {
-      patchLabels(e.getKey(), e.getValue());
-    }
-  }
-
-  private static AllocatorMetrics.Allocation allocation(Decision d) {
-    return new AllocatorMetrics.Allocation(d.ref().namespace(), d.ref().name(), d.host(), d.reason().eventReason());
-  }
-
-  /**
-   * Every replica, leader or not, every probe interval: when a Node or an EgressService changed, the probe targets
-   * from the caches (the hosts in {@code status.host}; the leader adds the hosts it just chose).
-   */
-  private void refreshProbeTargets() {
-    if (prober == null || closed || !probeTargetsDirty.get() || !informers.hasSynced()) {
-      return;
-    }
-    probeTargetsDirty.set(false);
-    try {
-      Set<String> hosts = new java.util.TreeSet<>();
-      for (EgressService es : informers.egressServices().getStore().list()) {
-        String h = es.getStatus() == null ? null : es.getStatus().getHost();
-        if (h != null && !h.isEmpty() && !h.equals(io.egressservice.plan.EgressServiceInfo.HOST_ALL)) {
-          hosts.add(h);
-        }
-      }
-      if (leading) {
-        hosts.addAll(allocation.hostedNodes());
-      }
-      Set<String> unreachable = unreachableNodes();
-      probeHosts(hosts, objects.nodes(unreachable), objects.nodeObjects(), unreachable);
-    } catch (RuntimeException e) {
-      probeTargetsDirty.set(true);
-      LOG.warn("{}: could not update the host probes' targets: {}", identity, e.toString());
-    }
-  }
-
-  /**
-   * Probes the nodes that host a LoadBalancerIP service, the unreachable ones (to see them return), and up to
-   * {@link HostProbes#candidates()} other nodes that could host (Ready, schedulable, not being deleted; by name):
-   * O(hosts) TCP connections, no API request.
-   */
-  private void probeHosts(Set<String> hosts, List<NodeState> nodeStates,
-      List<io.fabric8.kubernetes.api.model.Node> nodeObjects, Set<String> unreachable) {
-    Set<String> wanted = ProbeTargets.select(hosts, unreachable, nodeStates, config.probes().candidates());
-    Map<String, java.net.InetSocketAddress> targets = new HashMap<>();
-    for (io.fabric8.kubernetes.api.model.Node n : nodeObjects) {
-      String name = n.getMetadata().getName();
-      if (wanted.contains(name)) {
-        internalIp(n).ifPresent(ip -> targets.put(name, new java.net.InetSocketAddress(ip, config.probes().port())));
-      }
-    }
-    synchronized (health) {
-      health.retain(targets.keySet());
-      long now = System.nanoTime();
-      targets.keySet().forEach(n -> health.track(n, now));
-      lostAtNanos.keySet().retainAll(health.unreachable());
-    }
-    prober.probe(targets);
-  }
-
-  /** The node's first InternalIP (where its hostNetwork agent listens). */
-  private static java.util.Optional<java.net.InetAddress> internalIp(io.fabric8.kubernetes.api.model.Node n) {
-    if (n.getStatus() == null || n.getStatus().getAddresses() == null) {
-      return java.util.Optional.empty();
-    }
-    return n.getStatus().getAddresses().stream()
-        .filter(a -> "InternalIP".equals(a.getType()) && a.getAddress() != null)
-        .map(a -> io.egressservice.ip.IpPrefix.tryParse(a.getAddress()))
-        .flatMap(java.util.Optional::stream)
-        .filter(io.egressservice.ip.IpPrefix::isHost)
-        .findFirst()
-        .map(p -> {
-          try {
-            return java.net.InetAddress.getByAddress(p.addressBytes());
-          } catch (java.net.UnknownHostException e) {
-            throw new IllegalStateException(e);
-          }
-        });
-  }
-
-  private void ensureLeading() {
-    if (!leading || closed) {
-      throw new NotLeadingException();
-    }
-  }
-
-  /** True when this call wrote {@code host}; false when the object is gone or already had it. */
-  private boolean writeStatus(EgressService cached, String host) {
-    EgressService copy = client.getKubernetesSerialization().clone(cached);
-    String ns = cached.getMetadata().getNamespace();
-    String name = cached.getMetadata().getName();
-    for (int attempt = 1; ; attempt++) {
-      ensureLeading();
-      EgressServiceStatus status = new EgressServiceStatus();
-      status.setHost(host);
-      copy.setStatus(status);
-      try {
-        client.resource(copy).updateStatus();
-        statusWrites.incrementAndGet();
-        return true;
-      } catch (KubernetesClientException e) {
-        if (e.getCode() == 404) {
-          return false; // deleted meanwhile; its informer event requests a new pass
-        }
-        if (e.getCode() != 409 || attempt == STATUS_ATTEMPTS) {
-          throw e;
-        }
-        statusConflicts.incrementAndGet();
-        LOG.debug("{}: conflict writing status of {}/{}, retrying", identity, ns, name);
-        copy = client.resources(EgressService.class).inNamespace(ns).withName(name).get();
-        if (copy == null) {
-          return false;
-        }
-        if (copy.getStatus() != null && host.equals(copy.getStatus().getHost())) {
-          return false;
-        }
-      }
-    }
-  }
-
-  private void patchLabels(String node, Map<String, Boolean> changes) {
-    ensureLeading();
-    ObjectNode root = JsonNodeFactory.instance.objectNode();
-    ObjectNode labels = root.putObject("metadata").putObject("labels");
-    changes.forEach((key, set) -> {
-      if (set) {
-        labels.put(key, "");
-      } else {
-        labels.putNull(key);
-      }
-    });
-    try {
-      client.nodes().withName(node).patch(PatchContext.of(PatchType.JSON_MERGE), root.toString());
-      labelPatches.incrementAndGet();
-      LOG.info("{}: node {} labels {}", identity, node, changes);
-    } catch (KubernetesClientException e) {
-      if (e.getCode() != 404) {
-        throw e;
-      }
-    }
-  }
-
-  private void event(EgressService es, String type, String reason, String message) {
-    if (!leading || closed) {
-      return;
-    }
-    Instant now = Instant.now();
-    String ts = DateTimeFormatter.ISO_INSTANT.format(now.truncatedTo(ChronoUnit.SECONDS));
-    String base = es.getMetadata().getName();
-    if (base.length() > 200) {
-      base = base.substring(0, 200);
-    }
-    Event ev = new EventBuilder()
-        .withNewMetadata()
-            .withNamespace(es.getMetadata().getNamespace())
-            .withName(base + "." + UUID.randomUUID().toString().replace("-", "").substring(0, 16))
-        .endMetadata()
-        .withNewInvolvedObject()
-            .withApiVersion(es.getApiVersion())
-            .withKind(es.getKind())
-            .withNamespace(es.getMetadata().getNamespace())
-            .withName(es.getMetadata().getName())
-            .withUid(es.getMetadata().getUid())
-            .withResourceVersion(es.getMetadata().getResourceVersion())
-        .endInvolvedObject()
-        .withType(type)
-        .withReason(reason)
-        .withMessage(message.length() > 1024 ? message.substring(0, 1024) : message)
-        .withFirstTimestamp(ts)
-        .withLastTimestamp(ts)
-        .withCount(1)
-        .withNewSource().withComponent(COMPONENT).endSource()
-        .withReportingComponent(COMPONENT)
-        .withReportingInstance(identity)
-        .build();
-    try {
-      client.v1().events().inNamespace(es.getMetadata().getNamespace()).resource(ev).create();
-      eventsWritten.incrementAndGet();
-    } catch (KubernetesClientException e) {
-      LOG.warn("{}: could not write Event {} for {}: {}", identity, reason, PlanInputs.ref(es), e.getMessage());
+      writes.patchLabels(e.getKey(), e.getValue());
     }
   }
 
@@ -920,9 +407,7 @@ public final class Allocator implements AutoCloseable {
   public void close() {
     closed = true;
     leading = false;
-    if (prober != null) {
-      prober.close();
-    }
+    hostWatch.close();
     plannedMoves.ifPresent(PlannedMoves::close);
     if (ownsInformers) {
       informers.close();
@@ -934,5 +419,4 @@ public final class Allocator implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
   }
-
 }

@@ -24,7 +24,7 @@ import java.util.Set;
 record ServicePlan(
     ObjectRef service,
     ServiceOrder order,
-    PlanContext.Evaluation evaluation,
+    ServiceEvaluation evaluation,
     List<IpPrefix> claimAttempts,
     ServiceOutcome sourceOutcome,
     List<RuleSpec> sourceRules,
@@ -52,7 +52,7 @@ record ServicePlan(
     steeredFinal = List.copyOf(steeredFinal);
   }
 
-  static ServicePlan sourceMode(ObjectRef service, ServiceOrder order, PlanContext.Evaluation evaluation,
+  static ServicePlan sourceMode(ObjectRef service, ServiceOrder order, ServiceEvaluation evaluation,
       List<IpPrefix> claimAttempts, ServiceOutcome outcome, List<RuleSpec> rules, List<SnatEntry> snat,
       List<SteeredEndpoint> steered, List<HeldEndpoint> held, boolean receivesSteered, Set<String> steerHosts) {
     List<RuleSpec> r = List.copyOf(rules);
