@@ -9,9 +9,6 @@ import io.egressservice.health.Hosting;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.netlink.ChangeEvent;
-import io.egressservice.netlink.ChangeKind;
-import io.egressservice.netlink.Route;
-import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
@@ -25,20 +22,14 @@ import io.egressservice.plan.NodeObservations;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.PlanDelta;
-import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
-import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.BiConsumer;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
@@ -46,8 +37,6 @@ import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
-import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,6 +47,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Nothing reconciles before every informer has synced, so an empty cache never prunes the kernel.
  * Stopping leaves the kernel as it is: a restart or an upgrade does not disturb traffic.
+ *
+ * <p>The parts: {@link RelevantChangeHandler} turns informer events into triggers, {@link DriftFilter} kernel
+ * notifications, {@link ReconcileTriggers} decides when the next reconcile starts, {@link ReconcileLog} logs it, and
+ * {@link OutcomeReporter} writes its outcomes as Events.
  */
 public final class NodeAgent implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
@@ -106,30 +99,15 @@ public final class NodeAgent implements AutoCloseable {
   private final OutcomeReporter reporter;
   private final Clock clock;
 
-  private final Object lock = new Object();
-  private boolean dirty;
-  private boolean apiDirty;
-  private int apiEventsSinceStart;
-  private final Pacing pacing = new Pacing();
-  private final BurstLog burst = new BurstLog();
-  private long lastReconcileStartNanos = System.nanoTime() - Pacing.MIN_INTERVAL_NANOS;
-  private String pendingTrigger = TRIGGER_STARTUP;
-  private volatile boolean running;
+  private final ReconcileTriggers triggers;
+  private final DriftFilter drift;
   private volatile boolean synced;
   private volatile boolean firstReconcileDone;
   private volatile Runnable afterFirstReconcile = () -> { };
   private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
   private OptionalLong lastNftGeneration = OptionalLong.empty();
-  /**
-   * The rules of the last plan, each with how many services want it: kernel notifications about them are the echo
-   * of our own changes. A full plan replaces the map; an incremental one updates it for the changed services.
-   */
-  private volatile Map<Rule, Integer> expectedRules = new ConcurrentHashMap<>();
-  /** The throw routes of the last plan, as (family, table, destination): the same for route notifications. */
-  private volatile java.util.Set<String> expectedRoutes = java.util.Set.of();
-  private java.util.List<String> lastRefusedInputs = java.util.List.of();
-  private List<RouteSpec> lastRoutes = List.of();
+  private List<String> lastRefusedInputs = List.of();
   /** The objects changed since the last reconcile, and the plan kept up to date from them (worker thread). */
   private final ChangeFeed changes = new ChangeFeed();
   private IncrementalPlanner planner;
@@ -174,20 +152,30 @@ public final class NodeAgent implements AutoCloseable {
     this.eventRecorder = new EventRecorder(events, metrics, settings.events(), clock, "events-" + settings.nodeName());
     this.reporter = new OutcomeReporter(eventRecorder, settings.nodeName());
     this.clock = clock;
+    this.drift = new DriftFilter(settings.config());
+    this.triggers = new ReconcileTriggers(() -> {
+      if (nftChangedSinceLastReconcile()) {
+        doubtKernel();
+        return true;
+      }
+      return false;
+    }, () -> lastLoopNanos = System.nanoTime(), metrics::reconcileInterval);
   }
 
   /** Starts the informers, the kernel subscription and the worker; returns at once. */
   public void start() {
-    running = true;
+    triggers.start();
     informers.addEventHandler(org.ovn.k8s.v1.EgressService.class,
-        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true, changes::egressService));
+        new RelevantChangeHandler<>(PlanInputs::egressService, es -> true, changes::egressService, this::apiEvent));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.Service.class, new RelevantChangeHandler<>(PlanInputs::service,
-        s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName()), changes::service));
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), s.getMetadata().getName()), changes::service,
+        this::apiEvent));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice.class,
         new RelevantChangeHandler<>(PlanInputs::slice,
-        s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s)), changes::slice));
+        s -> informers.hasEgressService(s.getMetadata().getNamespace(), PlanInputs.serviceName(s)), changes::slice,
+        this::apiEvent));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.Node.class,
-        new RelevantChangeHandler<>(PlanInputs::node, n -> true, changes::node));
+        new RelevantChangeHandler<>(PlanInputs::node, n -> true, changes::node, this::apiEvent));
     informers.start();
     metrics.apiConnectivity(informers.connectivity());
     eventRecorder.start(reporter::seeded);
@@ -209,50 +197,6 @@ public final class NodeAgent implements AutoCloseable {
     worker.start();
   }
 
-  /**
-   * Records every change of plan input in the {@link ChangeFeed} (a Service may come before its EgressService),
-   * and triggers a reconcile only for a change the plan can see: the object's plan input (its projection
-   * to {@link PlanInputs}) changed, and the object concerns an EgressService. A cluster's churn of
-   * unrelated EndpointSlices, or Node status heartbeats, then costs no reconcile.
-   */
-  private final class RelevantChangeHandler<T extends HasMetadata> implements ResourceEventHandler<T> {
-    private final Function<T, ?> planInput;
-    private final Predicate<T> concernsEgressService;
-    private final BiConsumer<T, Boolean> record;
-
-    RelevantChangeHandler(Function<T, ?> planInput, Predicate<T> concernsEgressService, BiConsumer<T, Boolean> record) {
-      this.planInput = planInput;
-      this.concernsEgressService = concernsEgressService;
-      this.record = record;
-    }
-
-    @Override
-    public void onAdd(T obj) {
-      record.accept(obj, false);
-      apiEvent(concernsEgressService.test(obj));
-    }
-
-    @Override
-    public void onUpdate(T oldObj, T newObj) {
-      boolean concerns = concernsEgressService.test(newObj) || concernsEgressService.test(oldObj);
-      if (oldObj == newObj) {
-        apiEvent(false); // an informer's resync: nothing changed
-        return;
-      }
-      boolean changed = !planInput.apply(oldObj).equals(planInput.apply(newObj));
-      if (changed) {
-        record.accept(newObj, false);
-      }
-      apiEvent(concerns && changed);
-    }
-
-    @Override
-    public void onDelete(T obj, boolean deletedFinalStateUnknown) {
-      record.accept(obj, true);
-      apiEvent(concernsEgressService.test(obj));
-    }
-  }
-
   private void apiEvent(boolean relevant) {
     metrics.apiEvent(relevant);
     if (relevant) {
@@ -260,19 +204,9 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
-  /**
-   * A rule change at our priorities, or a throw route with our protocol, that the last plan did not ask
-   * for (one of ours deleted, a stray one added) means drift; the echo of our own changes does not, so it
-   * triggers nothing. An address added to or removed from the node changes the plan's inputs.
-   */
+  /** Drift, or a change of the plan's inputs, triggers a reconcile ({@link DriftFilter}); our own echo does not. */
   private void onKernelEvent(ChangeEvent e) {
-    boolean relevant = e.rule().map(r -> isDrift(e.kind(), r)).orElse(false)
-        || e.route().map(r -> isDrift(e.kind(), r)).orElse(false)
-        || e.address().isPresent()
-        || e.link().flatMap(l -> l.kind()).filter("vrf"::equals).isPresent()
-        // the steering device removed by someone else: re-create it now, not at the next resync
-        || (e.kind() == ChangeKind.DELETED
-            && e.link().filter(l -> l.name().equals(io.egressservice.plan.SteeringPlan.DEVICE)).isPresent());
+    boolean relevant = drift.relevant(e);
     if (e.address().isPresent() || e.link().isPresent()) {
       dataplane.invalidateFacts();
     }
@@ -287,38 +221,9 @@ public final class NodeAgent implements AutoCloseable {
     kernelDoubts.incrementAndGet();
   }
 
-  private boolean isDrift(ChangeKind kind, Rule r) {
-    int p = settings.config().priority();
-    if (r.protocol() != settings.config().ruleProtocol() || (r.priority() != p && r.priority() != p - 1)) {
-      return false;
-    }
-    boolean expected = expectedRules.containsKey(r);
-    return kind == ChangeKind.DELETED ? expected : !expected;
-  }
-
-  private boolean isDrift(ChangeKind kind, Route r) {
-    if (r.protocol() != settings.config().ruleProtocol() || r.type() != RouteType.THROW) {
-      return false;
-    }
-    boolean expected = expectedRoutes.contains(routeKey(r));
-    return kind == ChangeKind.DELETED ? expected : !expected;
-  }
-
-  private static String routeKey(Route r) {
-    return r.family() + " " + Integer.toUnsignedString(r.table()) + " " + r.destination().map(Object::toString).orElse("default");
-  }
-
   /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
   public void trigger(String cause) {
-    synchronized (lock) {
-      dirty = true;
-      if (TRIGGER_API.equals(cause)) {
-        apiDirty = true;
-        apiEventsSinceStart++;
-      }
-      pendingTrigger = cause;
-      lock.notifyAll();
-    }
+    triggers.trigger(cause);
   }
 
   private void loop() {
@@ -327,54 +232,14 @@ public final class NodeAgent implements AutoCloseable {
       long nextResync = System.nanoTime() + settings.resync().toNanos();
       long notBefore = 0;
       int failures = 0;
-      while (running) {
+      while (triggers.running()) {
         lastLoopNanos = System.nanoTime();
-        String cause;
-        boolean api;
-        synchronized (lock) {
-          while (running) {
-            long now = System.nanoTime();
-            long settledAt = lastReconcileStartNanos + pacing.intervalNanos();
-            // The backoff holds retries of the same inputs; an API change may be what fixes the failure (the
-            // offending object deleted), so it is reconciled at the normal pace.
-            long retryAt = apiDirty ? 0 : notBefore;
-            if (dirty && now >= retryAt && now >= settledAt) {
-              break;
-            }
-            if (now >= nextResync) {
-              dirty = true;
-              pendingTrigger = TRIGGER_RESYNC;
-              break;
-            }
-            long until = dirty ? Math.min(Math.max(retryAt, settledAt), nextResync) : nextResync;
-            // Wake at least every second: /healthz sees a live loop, and a changed nftables generation
-            // (someone edited nft; there is no rtnetlink notification for that) triggers a repair.
-            long waitMillis = Math.max(1, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(until - now)));
-            lock.wait(waitMillis);
-            lastLoopNanos = System.nanoTime();
-            if (!dirty && nftChangedSinceLastReconcile()) {
-              doubtKernel();
-              dirty = true;
-              pendingTrigger = TRIGGER_KERNEL;
-            }
-          }
-          if (!running) {
-            break;
-          }
-          long now = System.nanoTime();
-          long elapsed = now - lastReconcileStartNanos;
-          long current = pacing.intervalNanos();
-          long next = pacing.reconcileStarts(apiEventsSinceStart, elapsed);
-          burst.observe(now, apiEventsSinceStart, elapsed, current, next);
-          lastReconcileStartNanos = now;
-          apiEventsSinceStart = 0;
-          metrics.reconcileInterval(next / 1e9);
-          cause = failures > 0 && !apiDirty && !TRIGGER_KERNEL.equals(pendingTrigger) ? TRIGGER_RETRY : pendingTrigger;
-          api = apiDirty;
-          dirty = false;
-          apiDirty = false;
+        Optional<ReconcileTriggers.Due> due = triggers.awaitDue(nextResync, notBefore, failures > 0);
+        if (due.isEmpty()) {
+          break;
         }
-        if (reconcileOnce(cause, api)) {
+        String cause = due.get().cause();
+        if (reconcileOnce(cause, due.get().api())) {
           failures = 0;
           notBefore = 0;
         } else {
@@ -382,9 +247,7 @@ public final class NodeAgent implements AutoCloseable {
           long delay = Math.min(settings.maxBackoff().toMillis(), 100L << Math.min(failures - 1, 20));
           notBefore = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
           LOG.info("retrying in {} ms (attempt {})", delay, failures + 1);
-          synchronized (lock) {
-            dirty = true;
-          }
+          triggers.retry();
         }
         if (TRIGGER_RESYNC.equals(cause) || System.nanoTime() >= nextResync) {
           nextResync = System.nanoTime() + settings.resync().toNanos();
@@ -394,32 +257,6 @@ public final class NodeAgent implements AutoCloseable {
       Thread.currentThread().interrupt();
     } finally {
       stopped.countDown();
-    }
-  }
-
-  /** Tells the log when a burst starts being batched and what it cost when it is over. */
-  private static final class BurstLog {
-    private long startNanos;
-    private long events;
-    private int reconciles;
-
-    void observe(long now, int coalesced, long elapsedNanos, long current, long next) {
-      if (current == Pacing.MIN_INTERVAL_NANOS && next > Pacing.MIN_INTERVAL_NANOS) {
-        startNanos = now;
-        events = 0;
-        reconciles = 0;
-        LOG.info("API events arrive in a burst ({} in the last {} ms): reconciling at most every {} ms while it lasts"
-            + " (up to {} ms)", coalesced, TimeUnit.NANOSECONDS.toMillis(elapsedNanos),
-            TimeUnit.NANOSECONDS.toMillis(next), TimeUnit.NANOSECONDS.toMillis(Pacing.MAX_INTERVAL_NANOS));
-      }
-      if (current > Pacing.MIN_INTERVAL_NANOS || next > Pacing.MIN_INTERVAL_NANOS) {
-        events += coalesced;
-        reconciles++;
-      }
-      if (current > Pacing.MIN_INTERVAL_NANOS && next == Pacing.MIN_INTERVAL_NANOS) {
-        LOG.info("burst over: {} API events in {} reconciles over {} ms", events, reconciles,
-            TimeUnit.NANOSECONDS.toMillis(now - startNanos));
-      }
     }
   }
 
@@ -433,14 +270,10 @@ public final class NodeAgent implements AutoCloseable {
 
   private void awaitSync() throws InterruptedException {
     long lastLog = 0;
-    while (running) {
+    while (triggers.running()) {
       if (informers.hasSynced()) {
         synced = true;
-        synchronized (lock) {
-          dirty = true;
-          pendingTrigger = TRIGGER_STARTUP;
-          apiEventsSinceStart = 0; // the initial listing is not a burst
-        }
+        triggers.synced();
         LOG.info("informers synced: {} EgressService(s), {} Service(s), {} EndpointSlice(s), {} Node(s)",
             informers.egressServices().getStore().list().size(), informers.services().getStore().list().size(),
             informers.endpointSlices().getStore().list().size(), informers.nodes().getStore().list().size());
@@ -451,9 +284,7 @@ public final class NodeAgent implements AutoCloseable {
         lastLog = System.nanoTime();
       }
       lastLoopNanos = System.nanoTime();
-      synchronized (lock) {
-        lock.wait(50);
-      }
+      triggers.pause(50);
     }
   }
 
@@ -493,10 +324,10 @@ public final class NodeAgent implements AutoCloseable {
       if (fast) {
         delta = planner.plan(observations(dataplane.currentFacts(planner.networks())));
         if (delta.full()) {
-          expectedRules = ruleCounts(delta.desired());
+          drift.expectRules(delta.desired());
           report = dataplane.reconcile(delta.desired());
         } else {
-          updateExpectedRules(delta);
+          drift.expectRuleChanges(delta);
           report = dataplane.reconcileChanged(applied, delta.desired(), delta.changedServices());
         }
       } else {
@@ -506,19 +337,14 @@ public final class NodeAgent implements AutoCloseable {
         delta = planner.planFull(observations(dataplane.facts(planner.networks(), observed)));
         DesiredState desired = delta.desired();
         Map<Rule, RuleSpec> wanted = Differ.wantedRules(desired);
-        expectedRules = ruleCounts(desired);
+        drift.expectRules(desired);
         // Mark mode's reverse-path facts are the dataplane's to observe: it observes again for them.
         report = desired.ruleMode() == RuleMode.MARK && !desired.networkMarks().isEmpty()
             ? dataplane.reconcile(desired)
             : dataplane.reconcile(new NodePlan(desired, wanted, observed, observeNanos, dataplane.steeringMtu(desired)));
       }
       DesiredState desired = delta.desired();
-      if (desired.routes() != lastRoutes) {
-        expectedRoutes = desired.routes().stream()
-            .map(spec -> routeKey(Differ.toRoute(spec, desired.ruleProtocol())))
-            .collect(java.util.stream.Collectors.toUnmodifiableSet());
-        lastRoutes = desired.routes();
-      }
+      drift.expectRoutes(desired);
       if (desired.refusedInputs() != lastRefusedInputs && !desired.refusedInputs().equals(lastRefusedInputs)) {
         desired.refusedInputs().forEach(r -> LOG.warn("refused input: {}", r));
       }
@@ -542,7 +368,7 @@ public final class NodeAgent implements AutoCloseable {
       lastReconcile = Optional.of(new ReconcileSummary(trigger, report.applied().size(), report.failures().size(),
           delta.full(), delta.servicesPlanned()));
       reconciles.incrementAndGet();
-      log(trigger, seconds, report);
+      ReconcileLog.log(trigger, seconds, report);
       boolean first = !firstReconcileDone && succeeded;
       firstReconcileDone = firstReconcileDone || succeeded;
       if (first) {
@@ -581,46 +407,6 @@ public final class NodeAgent implements AutoCloseable {
   private static NodeObservations observations(NodeFacts facts) {
     return new NodeObservations(facts.localAddresses(), facts.networks(), facts.existingMarks(),
         facts.existingSteerTables());
-  }
-
-  private static Map<Rule, Integer> ruleCounts(DesiredState desired) {
-    Map<Rule, Integer> counts = new ConcurrentHashMap<>(Math.max(16, desired.rules().size() * 2));
-    for (RuleSpec r : desired.rules()) {
-      counts.merge(Differ.toRule(r, desired.ruleProtocol(), desired.markMask()), 1, Integer::sum);
-    }
-    return counts;
-  }
-
-  /** The drift filter follows the changed services' rules: added first, so a rule that stays is never absent. */
-  private void updateExpectedRules(PlanDelta delta) {
-    DesiredState d = delta.desired();
-    Map<Rule, Integer> counts = expectedRules;
-    for (RuleSpec r : delta.rulesAdded()) {
-      counts.merge(Differ.toRule(r, d.ruleProtocol(), d.markMask()), 1, Integer::sum);
-    }
-    for (RuleSpec r : delta.rulesRemoved()) {
-      counts.computeIfPresent(Differ.toRule(r, d.ruleProtocol(), d.markMask()), (k, n) -> n == 1 ? null : n - 1);
-    }
-  }
-
-  private void log(String trigger, double seconds, ApplyReport report) {
-    if (report.applied().isEmpty() && report.succeeded()) {
-      if (LOG.isDebugEnabled()) { // the arguments are formatted before the call: only when the line is logged
-        LOG.debug("reconcile ({}): in sync, {} ms", trigger, String.format("%.1f", seconds * 1000));
-      }
-      return;
-    }
-    if (!LOG.isInfoEnabled()) {
-      report.failures().forEach(f -> LOG.warn("  refused by the kernel: {}", f));
-      return;
-    }
-    LOG.info("reconcile ({}): {} change(s) in {} ms (kernel {} ms)", trigger, report.applied().size(),
-        String.format("%.1f", seconds * 1000), String.format("%.1f", report.kernelNanos() / 1e6));
-    report.applied().stream().limit(50).forEach(c -> LOG.info("  {} [{}]", c, c.service()));
-    if (report.applied().size() > 50) {
-      LOG.info("  ... and {} more", report.applied().size() - 50);
-    }
-    report.failures().forEach(f -> LOG.warn("  refused by the kernel: {}", f));
   }
 
   /** /healthz: the loop is alive (it wakes at least once a second). */
@@ -691,10 +477,7 @@ public final class NodeAgent implements AutoCloseable {
   /** Stops after the current reconcile; leaves the kernel as it is. */
   @Override
   public void close() {
-    running = false;
-    synchronized (lock) {
-      lock.notifyAll();
-    }
+    triggers.stop();
     try {
       if (worker != null && !stopped.await(30, TimeUnit.SECONDS)) {
         LOG.warn("the reconcile worker did not stop within 30 s");

@@ -62,7 +62,7 @@ public final class ClusterInformers implements AutoCloseable {
   private final ApiConnectivity connectivity;
   private final CacheEvents events = new CacheEvents("informer-events");
   private final OptInCaches caches;
-  private final Map<Class<?>, OptInCaches.Store<?>> stores;
+  private final Map<Class<?>, OptInStore<?>> stores;
 
   private ClusterInformers(KubernetesClient client, long resyncMillis, ApiConnectivity.Probing probing) {
     // runnableInformer + start() does not block on the initial list, so an unreachable API server
@@ -117,7 +117,7 @@ public final class ClusterInformers implements AutoCloseable {
     };
   }
 
-  private static <T extends HasMetadata> void bind(SharedIndexInformer<T> informer, OptInCaches.Store<T> store) {
+  private static <T extends HasMetadata> void bind(SharedIndexInformer<T> informer, OptInStore<T> store) {
     informer.removeIndexer(Cache.NAMESPACE_INDEX);
     informer.itemStore(store);
     informer.addEventHandler(store.resyncs());
@@ -146,7 +146,7 @@ public final class ClusterInformers implements AutoCloseable {
    */
   @SuppressWarnings("unchecked")
   public <T extends HasMetadata> void addEventHandler(Class<T> kind, ResourceEventHandler<T> handler) {
-    OptInCaches.Store<T> store = (OptInCaches.Store<T>) stores.get(kind);
+    OptInStore<T> store = (OptInStore<T>) stores.get(kind);
     if (store == null) {
       throw new IllegalArgumentException("no informer for " + kind.getName() + "; the kinds are " + KINDS);
     }

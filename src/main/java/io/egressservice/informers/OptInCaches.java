@@ -12,8 +12,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -21,8 +21,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import java.util.function.Function;
-import java.util.function.UnaryOperator;
 import org.ovn.k8s.v1.EgressService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * hundreds at a time) would cost a backfill each, one after another: under such a churn the backfills fall
  * behind the re-creates and the kernel loses the rules of nearly every service the API holds. So when an
  * EgressService leaves, its Service and slices are <em>parked</em> for {@link #PARKING}: hidden from readers
- * (no events, absent from {@code get}, {@code owned} and {@link Store#visible()}) but still kept current by the
+ * (no events, absent from {@code get}, {@code owned} and {@link OptInStore#visible()}) but still kept current by the
  * watches, which deliver every change of them. An EgressService that comes back within the grace finds them
  * there, announced as adds, without a request. Parked objects are part of what the informer sees of its store
  * ({@code values()}, {@code keySet()}), so a relist after a watch gap removes those deleted meanwhile. Memory:
@@ -102,11 +100,37 @@ final class OptInCaches implements AutoCloseable {
   private long sequence;
   private boolean dependentsListing;
   private boolean closed;
+  private final OptInStore.Shared shared = new OptInStore.Shared() {
+    @Override
+    public Object lock() {
+      return lock;
+    }
 
-  final Store<EgressService> egressServices;
-  final Store<Service> services;
-  final Store<EndpointSlice> slices;
-  final Store<Node> nodes;
+    @Override
+    public CacheEvents events() {
+      return events;
+    }
+
+    @Override
+    public boolean wanted(String ownerKey) {
+      return wanted.contains(ownerKey);
+    }
+
+    @Override
+    public boolean parked(String ownerKey) {
+      return parked.containsKey(ownerKey);
+    }
+
+    @Override
+    public OptionalLong nextChange() {
+      return pending.isEmpty() ? OptionalLong.empty() : OptionalLong.of(++sequence);
+    }
+  };
+
+  final OptInStore<EgressService> egressServices;
+  final OptInStore<Service> services;
+  final OptInStore<EndpointSlice> slices;
+  final OptInStore<Node> nodes;
 
   OptInCaches(CacheEvents events, Fetcher fetcher, Consumer<RuntimeException> fetchFailed) {
     this(events, fetcher, fetchFailed, System::nanoTime);
@@ -123,15 +147,15 @@ final class OptInCaches implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    egressServices = new Store<>(EgressService.class, LeanObjects::egressService, null, this::want, this::unwant);
-    services = new Store<>(Service.class, LeanObjects::service, Cache::metaNamespaceKeyFunc, o -> { }, o -> { });
-    slices = new Store<>(EndpointSlice.class, LeanObjects::endpointSlice, OptInCaches::serviceKey, o -> { }, o -> { });
-    nodes = new Store<>(Node.class, LeanObjects::node, null, o -> { }, o -> { });
+    egressServices = new OptInStore<>(shared, EgressService.class, LeanObjects::egressService, null, this::want, this::unwant);
+    services = new OptInStore<>(shared, Service.class, LeanObjects::service, Cache::metaNamespaceKeyFunc, o -> { }, o -> { });
+    slices = new OptInStore<>(shared, EndpointSlice.class, LeanObjects::endpointSlice, OptInCaches::serviceKey, o -> { }, o -> { });
+    nodes = new OptInStore<>(shared, Node.class, LeanObjects::node, null, o -> { }, o -> { });
     backfills.scheduleWithFixedDelay(this::sweep, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
   }
 
   /** The key of the Service (and so of the EgressService) a slice belongs to; "" without the label. */
-  private static String serviceKey(EndpointSlice slice) {
+  static String serviceKey(EndpointSlice slice) {
     String name = PlanInputs.serviceName(slice);
     return name == null || name.isEmpty() ? "" : Cache.namespaceKeyFunc(slice.getMetadata().getNamespace(), name);
   }
@@ -254,7 +278,7 @@ final class OptInCaches implements AutoCloseable {
 
   private void forgetChangesIfIdle() {
     if (pending.isEmpty()) {
-      List.of(egressServices, services, slices, nodes).forEach(s -> s.changedAt.clear());
+      List.of(egressServices, services, slices, nodes).forEach(OptInStore::forgetChanges);
     }
   }
 
@@ -262,7 +286,7 @@ final class OptInCaches implements AutoCloseable {
    * Registers a handler for a kind: it gets an add for each object cached now, then every change, through
    * {@link CacheEvents}.
    */
-  <T extends HasMetadata> void register(Store<T> store, ResourceEventHandler<T> handler) {
+  <T extends HasMetadata> void register(OptInStore<T> store, ResourceEventHandler<T> handler) {
     synchronized (lock) {
       events.register(store.kind, handler, store.values().toList());
     }
@@ -276,241 +300,5 @@ final class OptInCaches implements AutoCloseable {
       parked.clear();
     }
     backfills.shutdownNow();
-  }
-
-  private static boolean newer(String candidate, String cached) {
-    try {
-      return Long.parseLong(candidate) > Long.parseLong(cached);
-    } catch (NumberFormatException e) {
-      // resourceVersions are opaque to clients; when they are not numbers, a different one is taken as newer
-      return !Objects.equals(candidate, cached);
-    }
-  }
-
-  /**
-   * One kind's cache: the lean copies of the objects wanted or parked, an index of them by the EgressService that
-   * makes them wanted, and the events of their changes (of the objects wanted only). Its writes take the shared
-   * lock; its reads do not. The {@link ItemStore} methods fabric8 calls ({@code put}, {@code remove},
-   * {@code values}, {@code keySet}, {@code size}) see the parked objects too, so that the informer keeps them
-   * current; {@code get}, {@link #owned} and {@link #visible} are what readers see, without them.
-   */
-  final class Store<T extends HasMetadata> implements ItemStore<T> {
-    final Class<T> kind;
-    private final UnaryOperator<T> lean;
-    /** The EgressService key that makes an object wanted; null: every object of the kind is. */
-    private final Function<T, String> owner;
-    private final Consumer<T> entered;
-    private final Consumer<T> left;
-    private final ConcurrentHashMap<String, T> items = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, Set<String>> byOwner = new ConcurrentHashMap<>();
-    /** While a backfill is pending: the sequence number of the informer's last change of each key. */
-    private final Map<String, Long> changedAt = new HashMap<>();
-
-    private Store(Class<T> kind, UnaryOperator<T> lean, Function<T, String> owner, Consumer<T> entered,
-        Consumer<T> left) {
-      this.kind = kind;
-      this.lean = lean;
-      this.owner = owner;
-      this.entered = entered;
-      this.left = left;
-    }
-
-    /** Kept in the cache: wanted, or parked. */
-    private boolean wanted(T obj) {
-      return owner == null || wanted.contains(owner.apply(obj)) || parked.containsKey(owner.apply(obj));
-    }
-
-    /** Seen by readers and announced: wanted (not parked). */
-    private boolean visible(T obj) {
-      return owner == null || wanted.contains(owner.apply(obj));
-    }
-
-    /** The informer's put (a listed or watched object). Returns what was cached under the key, if kept. */
-    @Override
-    public T put(String key, T obj) {
-      synchronized (lock) {
-        informerChanged(key);
-        if (wanted(obj)) {
-          return keep(key, obj);
-        }
-        drop(key);
-        return null;
-      }
-    }
-
-    /** The informer's remove (a watched delete, or a relist that no longer has the key). */
-    @Override
-    public T remove(String key) {
-      synchronized (lock) {
-        informerChanged(key);
-        return drop(key);
-      }
-    }
-
-    private void informerChanged(String key) {
-      if (!pending.isEmpty()) {
-        changedAt.put(key, ++sequence);
-      }
-    }
-
-    /** An object a backfill read, unless the informer changed its key since the backfill began. */
-    private void backfill(T obj, long since) {
-      String key = getKey(obj);
-      Long changed = changedAt.get(key);
-      if ((changed != null && changed > since) || !visible(obj)) {
-        return;
-      }
-      T cached = items.get(key);
-      if (cached == null || newer(obj.getMetadata().getResourceVersion(), cached.getMetadata().getResourceVersion())) {
-        keep(key, obj);
-      }
-    }
-
-    private T keep(String key, T obj) {
-      T old = items.get(key);
-      if (old != null && Objects.equals(old.getMetadata().getResourceVersion(), obj.getMetadata().getResourceVersion())) {
-        return old; // a relist finding it unchanged: the cached copy stays, and fabric8 announces nothing either
-      }
-      T copy = lean.apply(obj);
-      items.put(key, copy);
-      index(key, old, copy);
-      boolean wasVisible = old != null && visible(old);
-      boolean isVisible = visible(copy);
-      if (!wasVisible && isVisible) {
-        events.added(kind, copy);
-        entered.accept(copy);
-      } else if (wasVisible && isVisible) {
-        events.updated(kind, old, copy);
-      } else if (wasVisible) {
-        // a slice relabelled to a Service whose EgressService is parked: gone, as readers see it
-        events.deleted(kind, old);
-        left.accept(old);
-      }
-      return old;
-    }
-
-    private T drop(String key) {
-      T old = items.remove(key);
-      if (old != null) {
-        index(key, old, null);
-        if (visible(old)) {
-          events.deleted(kind, old);
-          left.accept(old);
-        }
-      }
-      return old;
-    }
-
-    /** Its EgressService left (already out of {@code wanted}): what it owns is hidden, announced as deletes. */
-    private void park(String ownerKey) {
-      ownedKeys(ownerKey).stream().map(items::get).filter(Objects::nonNull).forEach(o -> events.deleted(kind, o));
-    }
-
-    /** Its EgressService came back (already in {@code wanted}): what was parked is announced as adds. */
-    private void unpark(String ownerKey) {
-      ownedKeys(ownerKey).stream().map(items::get).filter(Objects::nonNull).forEach(o -> events.added(kind, o));
-    }
-
-    /** The parking of its EgressService ended: what it owns goes, silently (readers never saw it). */
-    private void forget(String ownerKey) {
-      for (String key : ownedKeys(ownerKey)) {
-        T old = items.get(key);
-        if (old != null && !visible(old)) {
-          items.remove(key);
-          index(key, old, null);
-        }
-      }
-    }
-
-    private void index(String key, T old, T now) {
-      if (owner == null) {
-        return;
-      }
-      String before = old == null ? null : owner.apply(old);
-      String after = now == null ? null : owner.apply(now);
-      if (Objects.equals(before, after)) {
-        return;
-      }
-      if (before != null) {
-        byOwner.computeIfPresent(before, (k, keys) -> {
-          keys.remove(key);
-          return keys.isEmpty() ? null : keys;
-        });
-      }
-      if (after != null) {
-        byOwner.computeIfAbsent(after, k -> ConcurrentHashMap.newKeySet()).add(key);
-      }
-    }
-
-    private List<String> ownedKeys(String ownerKey) {
-      return List.copyOf(byOwner.getOrDefault(ownerKey, Set.of()));
-    }
-
-    /** The cached objects an EgressService key makes wanted (none while it is parked). */
-    List<T> owned(String ownerKey) {
-      return ownedKeys(ownerKey).stream().map(items::get).filter(o -> o != null && visible(o)).toList();
-    }
-
-    /** What readers see: the cached objects, without the parked ones. */
-    java.util.stream.Stream<T> visible() {
-      return items.values().stream().filter(this::visible);
-    }
-
-    /**
-     * Forwards the informer's resyncs of cached objects (fabric8 hands the same object as old and new) and
-     * its "listed nothing"; its adds, updates and deletes are this store's own events.
-     */
-    ResourceEventHandler<T> resyncs() {
-      return new ResourceEventHandler<>() {
-        @Override
-        public void onAdd(T obj) {}
-
-        @Override
-        public void onUpdate(T oldObj, T newObj) {
-          if (oldObj == newObj) {
-            synchronized (lock) {
-              if (items.get(getKey(newObj)) == newObj && visible(newObj)) {
-                events.updated(kind, newObj, newObj);
-              }
-            }
-          }
-        }
-
-        @Override
-        public void onDelete(T obj, boolean deletedFinalStateUnknown) {}
-
-        @Override
-        public void onNothing() {
-          events.nothing(kind);
-        }
-      };
-    }
-
-    @Override
-    public String getKey(T obj) {
-      return Cache.metaNamespaceKeyFunc(obj);
-    }
-
-    @Override
-    public java.util.stream.Stream<String> keySet() {
-      return items.keySet().stream();
-    }
-
-    @Override
-    public java.util.stream.Stream<T> values() {
-      return items.values().stream();
-    }
-
-    @Override
-    public int size() {
-      return items.size();
-    }
-
-    /** Readers' view: null for a parked object. */
-    @Override
-    public T get(String key) {
-      T obj = items.get(key);
-      return obj == null || !visible(obj) ? null : obj;
-    }
   }
 }
