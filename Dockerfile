@@ -14,13 +14,17 @@ FROM --platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 AS build
 WORKDIR /src
 COPY pom.xml ./
 COPY crds ./crds
-COPY src ./src
+COPY netlink ./netlink
+COPY api ./api
+COPY agent ./agent
+# the reactor reads every module's pom; only the agent and what it needs are built
+COPY testbed/pom.xml ./testbed/pom.xml
 # No .git is sent (.dockerignore): the commit that --version and build_info show comes in as a build
 # argument, e.g. --build-arg GIT_COMMIT=$(git rev-parse HEAD); empty shows none.
 ARG GIT_COMMIT=
 # package: target/egress-service-agent-image.jar (the agent, Class-Path: lib/...), target/image/lib/ (its
 # dependencies) and target/egress-service-agent-sbom.json (CycloneDX).
-RUN --mount=type=cache,target=/root/.m2 mvn -B -Psbom -DskipTests package -Dgit.commit="${GIT_COMMIT}"
+RUN --mount=type=cache,target=/root/.m2 mvn -B -Psbom -DskipTests -pl agent -am package -Dgit.commit="${GIT_COMMIT}"
 
 # --- 2. the runtime, the base and the application tree, from Debian bookworm's packages ---
 FROM debian:bookworm-slim AS assemble
@@ -28,7 +32,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless libnftables1 gcc libc6-dev binutils python3
 WORKDIR /src
 COPY scripts/image ./scripts/image
-COPY src/main/image ./src/main/image
+COPY agent/src/main/image ./agent/src/main/image
 COPY --from=build /src/target/egress-service-agent-image.jar /src/target/egress-service-agent-sbom.json ./target/
 COPY --from=build /src/target/image/lib ./target/image/lib
 # The same steps as scripts/build-image.sh: the JRE (jre.sh), the launcher on PATH, the base (base-rootfs.sh:
@@ -36,7 +40,7 @@ COPY --from=build /src/target/image/lib ./target/image/lib
 # the jars the image holds (image-sbom.py).
 RUN scripts/image/jre.sh target/egress-service-agent-image.jar target/image/lib /out/runtime/opt/egress-service-agent/jre \
  && mkdir -p /out/application/usr/local/bin /out/application/opt/egress-service-agent /out/application/usr/share/doc/egress-service-agent \
- && gcc -Os -Wall -Wextra -Werror -o /out/application/usr/local/bin/egress-service-agent src/main/image/launcher.c \
+ && gcc -Os -Wall -Wextra -Werror -o /out/application/usr/local/bin/egress-service-agent agent/src/main/image/launcher.c \
  && strip /out/application/usr/local/bin/egress-service-agent \
  && scripts/image/base-rootfs.sh /out/runtime/opt/egress-service-agent/jre /out/base /out/application/usr/local/bin/egress-service-agent \
  && cp target/egress-service-agent-image.jar /out/application/opt/egress-service-agent/egress-service-agent.jar \
@@ -52,14 +56,14 @@ COPY --from=assemble /out/base/ /
 COPY --from=assemble /out/runtime/ /
 COPY --from=build /src/target/image/lib/ /opt/egress-service-agent/lib/
 COPY --from=assemble /out/application/ /
-# AppCDS: the classes the agent loads (src/main/appcds/agent.classlist, from a training run of the real
+# AppCDS: the classes the agent loads (agent/src/main/appcds/agent.classlist, from a training run of the real
 # process: bench/agent-latency.sh classlist) are parsed once, here, into an archive that every start maps
 # instead of parsing them into metaspace: 4.4 MiB less RSS with 1,000 services, a faster start (bench/README.md,
 # "Memory"). The dump must run against these very jars at these very paths (the JVM checks their paths, sizes
 # and mtimes); a list that has gone stale only archives fewer classes, and a missing or unusable archive only
 # costs that memory back (-Xshare:auto, the default: the JVM then starts without it and says so). Exec form: the
 # image has no shell. The class list is bind-mounted, so it stays in no layer.
-RUN --mount=type=bind,source=src/main/appcds/agent.classlist,target=/tmp/agent.classlist \
+RUN --mount=type=bind,source=agent/src/main/appcds/agent.classlist,target=/tmp/agent.classlist \
     ["/opt/egress-service-agent/jre/bin/java", "-Xshare:dump", "-Xlog:cds=error", "-XX:SharedClassListFile=/tmp/agent.classlist", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-cp", "/opt/egress-service-agent/egress-service-agent.jar"]
 
 ARG VERSION=dev
@@ -77,7 +81,7 @@ LABEL org.opencontainers.image.title="egress-service-agent" \
       org.opencontainers.image.vendor="egress-service-agent" \
       org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
 
-# /usr/local/bin/egress-service-agent is a small binary (src/main/image/launcher.c) that execs ENTRYPOINT with
+# /usr/local/bin/egress-service-agent is a small binary (agent/src/main/image/launcher.c) that execs ENTRYPOINT with
 # its arguments appended: `kubectl exec POD -- egress-service-agent status` runs the same JVM, flags and jar.
 ENV PATH=/usr/local/bin:/opt/egress-service-agent/jre/bin
 

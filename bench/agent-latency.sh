@@ -9,20 +9,20 @@
 #       child JVM; the same with agent and API server in one JVM (default JVM flags); then the real
 #       process's memory with 1,000 services.
 #   bench/agent-latency.sh classlist
-#       a training run of the real process that rewrites src/main/appcds/agent.classlist, the list the
+#       a training run of the real process that rewrites agent/src/main/appcds/agent.classlist, the list the
 #       image's AppCDS archive is dumped from (Dockerfile). Commit the result.
 #
 # Not part of `mvn verify`: the main class lives in the test sources and is not named *Test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates network namespaces)" >&2; exit 2; fi
-if [ ! -f target/egress-service-agent-node.jar ] || [ ! -f target/test-classes/io/egressservice/bench/AgentLatencyBench.class ]; then
+if [ ! -f target/egress-service-agent-node.jar ] || [ ! -f testbed/target/test-classes/io/egressservice/bench/AgentLatencyBench.class ]; then
   echo "build first: mvn -B -q -DskipTests package && mvn -B -q test-compile" >&2; exit 2
 fi
-CP=target/egress-service-agent.jar:target/test-classes
+CP=target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes
 MAIN=io.egressservice.bench.AgentLatencyBench
 if [ "${1:-}" = "classlist" ]; then
-  list=src/main/appcds/agent.classlist
+  list=agent/src/main/appcds/agent.classlist
   tmp=$(mktemp)
   # Start, convergence, churn, /metrics scrapes, the allocator's leadership and status writes, SIGTERM.
   timeout 600 java -Dbench.dumpClassList="$tmp" -cp "$CP" "$MAIN" latency-process 100 100 30 100 50

@@ -11,11 +11,11 @@
 # Not part of `mvn verify`: the main class lives in the test sources and is not named *Test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -f target/egress-service-agent.jar ] || [ ! -f target/test-classes/io/egressservice/bench/AllocatorBench.class ]; then
+if [ ! -f target/egress-service-agent.jar ] || [ ! -f testbed/target/test-classes/io/egressservice/bench/AllocatorBench.class ]; then
   echo "build first: mvn -B -q -DskipTests package && mvn -B -q test-compile" >&2; exit 2
 fi
 # The heap is for the mock API server's copies of the objects; the JIT and GC flags are the DaemonSet's.
-JAVA=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx1g -cp target/egress-service-agent.jar:target/test-classes
+JAVA=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx1g -cp target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes
   io.egressservice.bench.AllocatorBench)
 mkdir -p bench/results
 out="bench/results/allocator-$(date -u +%Y%m%dT%H%M%SZ).txt"

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates network namespaces)" >&2; exit 2; fi
 if [ ! -f target/egress-service-agent.jar ] \
-   || [ -n "$(find src/main -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
+   || [ -n "$(find netlink/src/main agent/src/main testbed/src/main -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
   mvn -B -q -DskipTests package
 fi
 mkdir -p bench/results

@@ -15,12 +15,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates network namespaces)" >&2; exit 2; fi
-if [ ! -f target/egress-service-agent.jar ] || [ ! -f target/test-classes/io/egressservice/bench/FailoverBench.class ] \
+if [ ! -f target/egress-service-agent.jar ] || [ ! -f testbed/target/test-classes/io/egressservice/bench/FailoverBench.class ] \
    || [ -n "$(find src -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
   mvn -B -q -DskipTests package
 fi
 m2="${HOME}/.m2/repository"
-cp="target/egress-service-agent.jar:target/test-classes"
+cp="target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes"
 cp="$cp:$(ls "$m2"/org/awaitility/awaitility/*/awaitility-*.jar | tail -1):$(ls "$m2"/org/hamcrest/hamcrest/*/hamcrest-*.jar | tail -1)"
 mkdir -p bench/results
 out="bench/results/failover-$(date -u +%Y%m%dT%H%M%SZ).txt"

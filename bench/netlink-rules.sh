@@ -5,11 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates network namespaces)" >&2; exit 2; fi
-if [ ! -f target/egress-service-agent.jar ] || [ ! -d target/test-classes/io/egressservice/bench ] \
+if [ ! -f target/egress-service-agent.jar ] || [ ! -d testbed/target/test-classes/io/egressservice/bench ] \
    || [ -n "$(find src -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
   mvn -B -q -DskipTests package
 fi
 mkdir -p bench/results
 out="bench/results/netlink-rules-$(date -u +%Y%m%dT%H%M%SZ).txt"
-java -cp target/egress-service-agent.jar:target/test-classes io.egressservice.bench.NetlinkRulesBench "$@" | tee "$out"
+java -cp target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes io.egressservice.bench.NetlinkRulesBench "$@" | tee "$out"
 echo "saved to $out"

@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates a network namespace)" >&2; exit 2; fi
-if [ ! -f target/egress-service-agent.jar ] || [ ! -f target/test-classes/io/egressservice/bench/ReconcileCpuBench.class ]; then
+if [ ! -f target/egress-service-agent.jar ] || [ ! -f testbed/target/test-classes/io/egressservice/bench/ReconcileCpuBench.class ]; then
   echo "build first: mvn -B -q -DskipTests package && mvn -B -q test-compile" >&2; exit 2
 fi
 exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx96m -Xmn12m -XX:ReservedCodeCacheSize=32m \
-  -cp target/egress-service-agent.jar:target/test-classes io.egressservice.bench.ReconcileCpuBench "${1:-100}" "${2:-3000}" "${3:-incremental}"
+  -cp target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes io.egressservice.bench.ReconcileCpuBench "${1:-100}" "${2:-3000}" "${3:-incremental}"

@@ -13,10 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (network namespaces, a memory cgroup)" >&2; exit 2; fi
-if [ ! -f target/egress-service-agent-node.jar ] || [ ! -f target/test-classes/io/egressservice/bench/ScaleBench.class ]; then
+if [ ! -f target/egress-service-agent-node.jar ] || [ ! -f testbed/target/test-classes/io/egressservice/bench/ScaleBench.class ]; then
   echo "build first: mvn -B -q -DskipTests package && mvn -B -q test-compile" >&2; exit 2
 fi
-CP=target/egress-service-agent.jar:target/test-classes
+CP=target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes
 MAIN=io.egressservice.bench.ScaleBench
 prefix="esa-scale-$$"
 # Whatever ended the bench (its own end, timeout, ^C): stop what is left in our cgroups (only our agents run

@@ -7,11 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates network namespaces)" >&2; exit 2; fi
-if [ ! -f target/egress-service-agent.jar ] || [ ! -f target/test-classes/io/egressservice/bench/SteeringBench.class ] \
+if [ ! -f target/egress-service-agent.jar ] || [ ! -f testbed/target/test-classes/io/egressservice/bench/SteeringBench.class ] \
    || [ -n "$(find src -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
   mvn -B -q -DskipTests package
 fi
 mkdir -p bench/results
 out="bench/results/steering-$(date -u +%Y%m%dT%H%M%SZ).txt"
-timeout 900 java -cp target/egress-service-agent.jar:target/test-classes io.egressservice.bench.SteeringBench "$@" | tee "$out"
+timeout 900 java -cp target/egress-service-agent.jar:testbed/target/test-classes:agent/target/test-classes:netlink/target/test-classes io.egressservice.bench.SteeringBench "$@" | tee "$out"
 echo "saved to $out"

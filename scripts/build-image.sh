@@ -66,7 +66,7 @@ mkdir -p "$WORK"
 # --- 1. the jars (the Dockerfile's build stage) ---
 JAR=target/egress-service-agent-image.jar
 if [ ! -f "$JAR" ] || [ ! -d target/image/lib ] || [ ! -f target/egress-service-agent-sbom.json ] \
-   || [ -n "$(find src/main pom.xml -newer "$JAR" -print -quit)" ] \
+   || [ -n "$(find netlink/src/main agent/src/main api crds pom.xml */pom.xml -newer "$JAR" -print -quit)" ] \
    || [ pom.xml -nt target/egress-service-agent-sbom.json ]; then
   command -v mvn >/dev/null 2>&1 || skip "no $JAR and no mvn to build it"
   step "building the jars: mvn -B -q ${MVN_ARGS:-} -Psbom -DskipTests package"
@@ -89,7 +89,7 @@ mkdir -p "$L/runtime$APP" "$L/dependencies$APP/lib" "$L/application$APP" "$L/app
   "$L/application/usr/share/doc/egress-service-agent"
 step "runtime: scripts/image/jre.sh"
 scripts/image/jre.sh "$JAR" target/image/lib "$L/runtime$APP/jre"
-gcc -Os -Wall -Wextra -Werror -o "$L/application/usr/local/bin/egress-service-agent" src/main/image/launcher.c
+gcc -Os -Wall -Wextra -Werror -o "$L/application/usr/local/bin/egress-service-agent" agent/src/main/image/launcher.c
 strip "$L/application/usr/local/bin/egress-service-agent"
 step "base: scripts/image/base-rootfs.sh"
 scripts/image/base-rootfs.sh "$L/runtime$APP/jre" "$L/base" "$L/application/usr/local/bin/egress-service-agent"
@@ -135,7 +135,7 @@ in_root() {
 assembled=$WORK/assembled
 mkdir -p "$assembled"
 for layer in base runtime dependencies application; do cp -a "$L/$layer/." "$assembled/"; done
-cp src/main/appcds/agent.classlist "$assembled/tmp/agent.classlist"
+cp agent/src/main/appcds/agent.classlist "$assembled/tmp/agent.classlist"
 step "AppCDS archive: java -Xshare:dump in the assembled image"
 in_root "$assembled" 0:0 -- "$APP/jre/bin/java" -Xshare:dump -Xlog:cds=error \
   -XX:SharedClassListFile=/tmp/agent.classlist -XX:SharedArchiveFile="$APP/agent.jsa" -cp "$APP/egress-service-agent.jar"

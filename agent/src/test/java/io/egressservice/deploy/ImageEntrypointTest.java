@@ -1,0 +1,138 @@
+package io.egressservice.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The image's two builds, the {@code Dockerfile} (CI, the release) and {@code scripts/build-image.sh} (no
+ * container engine), must give the same image config: the entrypoint (with -XX:+ExitOnOutOfMemoryError, which a
+ * JAVA_TOOL_OPTIONS of one's own cannot lose), the PATH on which {@code egress-service-agent} is found, the user and
+ * the OCI annotations. The Dockerfile is their one definition; the script reads it, and the launcher on PATH
+ * ({@code src/main/image/launcher.c}) repeats the entrypoint. The image build itself is not run here (it needs
+ * root and minutes): these compare the definitions, the script's through its own {@code --print-config}.
+ */
+class ImageEntrypointTest {
+  private static final Path ROOT = Path.of("").toAbsolutePath();
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final List<String> ENTRYPOINT = List.of(
+      "/opt/egress-service-agent/jre/bin/java", "-XX:+ExitOnOutOfMemoryError",
+      "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa",
+      "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
+
+  @Test
+  void dockerfileEntrypointRunsTheAgentJarOnTheJlinkedRuntimeAndExitsOnOutOfMemory() throws IOException {
+    assertThat(dockerfileEntrypoint()).as("exec form, no shell").isEqualTo(ENTRYPOINT);
+  }
+
+  @Test
+  void launcherOnPathExecsTheDockerfileEntrypoint() throws IOException {
+    String launcher = Files.readString(ROOT.resolve("agent/src/main/image/launcher.c"));
+    Matcher array = Pattern.compile("ENTRYPOINT\\[\\] = \\{(.*?)\\};", Pattern.DOTALL).matcher(launcher);
+    assertThat(array.find()).as("launcher.c declares ENTRYPOINT[]").isTrue();
+    List<String> words = new ArrayList<>();
+    Matcher literal = Pattern.compile("\"([^\"\\\\]*)\"").matcher(array.group(1));
+    while (literal.find()) {
+      words.add(literal.group(1));
+    }
+    assertThat(words).isEqualTo(dockerfileEntrypoint());
+    assertThat(launcher).as("it replaces itself, so signals reach the JVM").contains("execv(ENTRYPOINT[0], args)");
+  }
+
+  @Test
+  void buildImageScriptWritesTheDockerfilesEntrypointPathUserAndAnnotations() throws Exception {
+    JsonNode config = buildImageConfig();
+    List<String> entrypoint = new ArrayList<>();
+    config.path("Entrypoint").forEach(word -> entrypoint.add(word.asText()));
+    assertThat(entrypoint).isEqualTo(dockerfileEntrypoint());
+
+    String dockerfile = lastStage();
+    assertThat(config.path("User").asText()).isEqualTo(instruction(dockerfile, "USER")).isEqualTo("65532:65532");
+    String path = instruction(dockerfile, "ENV");
+    assertThat(path).as("the launcher's directory is on PATH").startsWith("PATH=/usr/local/bin:");
+    assertThat(config.path("Env").get(0).asText()).isEqualTo(path);
+
+    JsonNode labels = config.path("Labels");
+    for (String key : List.of("version", "revision", "created", "source", "url", "licenses", "base.name")) {
+      assertThat(labels.path("org.opencontainers.image." + key).asText()).as(key).isNotBlank();
+    }
+    assertThat(labels.path("org.opencontainers.image.version").asText()).isEqualTo(pomVersion());
+    assertThat(labels.path("org.opencontainers.image.licenses").asText()).isEqualTo("Apache-2.0");
+    assertThat(labels.path("org.opencontainers.image.created").asText())
+        .matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ");
+  }
+
+  @Test
+  void imageLayersGoFromBaseToApplicationWithoutShellOrPackageManager() throws IOException {
+    String dockerfile = Files.readString(ROOT.resolve("Dockerfile"));
+    List<String> stages = List.of(dockerfile.split("(?m)^FROM "));
+    assertThat(stages.get(1)).startsWith("--platform=$BUILDPLATFORM maven:3-eclipse-temurin-17 ")
+        .containsPattern("mvn -B -Psbom -DskipTests [^\\n]*package");
+    String image = lastStage();
+    assertThat(image).as("nothing of a distribution but the libraries the base layer takes").startsWith("scratch");
+    assertThat(image.lines().filter(l -> l.startsWith("COPY ")).toList()).as("least to most often changed")
+        .containsExactly(
+            "COPY --from=assemble /out/base/ /",
+            "COPY --from=assemble /out/runtime/ /",
+            "COPY --from=build /src/target/image/lib/ /opt/egress-service-agent/lib/",
+            "COPY --from=assemble /out/application/ /");
+    assertThat(image).as("the AppCDS archive is dumped from the committed class list, against the jar at its path")
+        .containsPattern("-Xshare:dump[^\\n]*-XX:SharedClassListFile=/tmp/agent.classlist")
+        .contains("\"-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa\", \"-cp\", "
+            + "\"/opt/egress-service-agent/egress-service-agent.jar\"");
+    assertThat(dockerfile).as("both builds take the runtime and the base from the same scripts")
+        .contains("scripts/image/jre.sh ", "scripts/image/base-rootfs.sh ");
+
+    String script = Files.readString(ROOT.resolve("scripts/build-image.sh"));
+    assertThat(script).contains("scripts/image/jre.sh ", "scripts/image/base-rootfs.sh ", "-Xshare:dump");
+    assertThat(List.of(script.indexOf("--layer \"base:"), script.indexOf("--layer \"runtime:"),
+        script.indexOf("--layer \"dependencies:"), script.indexOf("--layer \"application:")))
+        .as("the script's layers in the Dockerfile's order").doesNotContain(-1).isSorted();
+
+    assertThat(Files.readAllLines(ROOT.resolve(".dockerignore"))).contains("target/", ".git");
+  }
+
+  private static List<String> dockerfileEntrypoint() throws IOException {
+    return List.of(JSON.readValue(instruction(lastStage(), "ENTRYPOINT"), String[].class));
+  }
+
+  private static String lastStage() throws IOException {
+    String[] stages = Files.readString(ROOT.resolve("Dockerfile")).split("(?m)^FROM ");
+    return stages[stages.length - 1];
+  }
+
+  /** The arguments of the stage's one instruction KEYWORD (a single line). */
+  private static String instruction(String stage, String keyword) {
+    List<String> lines = stage.lines().filter(l -> l.startsWith(keyword + " ")).toList();
+    assertThat(lines).as(keyword).hasSize(1);
+    return lines.get(0).substring(keyword.length() + 1).strip();
+  }
+
+  private static String pomVersion() throws IOException {
+    Matcher version = Pattern.compile("(?m)^  <version>(.*)</version>$")
+        .matcher(Files.readString(ROOT.resolve("pom.xml")));
+    assertThat(version.find()).isTrue();
+    return version.group(1);
+  }
+
+  private static JsonNode buildImageConfig() throws IOException, InterruptedException {
+    Process script = new ProcessBuilder("bash", "scripts/build-image.sh", "--print-config")
+        .directory(ROOT.toFile()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    byte[] out = script.getInputStream().readAllBytes();
+    assertThat(script.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(script.exitValue()).as("build-image.sh --print-config: %s", new String(out, StandardCharsets.UTF_8))
+        .isZero();
+    return JSON.readTree(out);
+  }
+}
