@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then echo "needs root (creates network namespaces)" >&2; exit 2; fi
 if [ ! -f target/egress-service-agent.jar ] || [ ! -d testbed/target/test-classes/io/egressservice/bench ] \
-   || [ -n "$(find src -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
+   || [ -n "$(find netlink/src api agent/src testbed/src -newer target/egress-service-agent.jar -name '*.java' -print -quit)" ]; then
   mvn -B -q -DskipTests package
 fi
 mkdir -p bench/results
