@@ -6,6 +6,7 @@ reading an SBOM that lists them would report their advisories against the image.
 
   image-sbom.py SBOM.json LIB_DIR > IMAGE-SBOM.json
 
+The project's own modules (group io.egressservice: netlink, api) are kept too: the image jar carries their classes.
 Fails when a jar of LIB_DIR has no component in the SBOM: the SBOM must describe every jar the image holds.
 """
 import json
@@ -20,7 +21,8 @@ def main():
     jars = {name for name in os.listdir(lib) if name.endswith(".jar")}
     # copy-dependencies names each jar artifactId-version[-classifier].jar, as the SBOM's name and version do.
     kept = [c for c in sbom["components"] if f"{c['name']}-{c['version']}.jar" in jars
-            or any(j.startswith(f"{c['name']}-{c['version']}-") for j in jars)]
+            or any(j.startswith(f"{c['name']}-{c['version']}-") for j in jars)
+            or c.get("group") == "io.egressservice"]
     described = {f"{c['name']}-{c['version']}" for c in kept}
     missing = sorted(j for j in jars if not any(j == d + ".jar" or j.startswith(d + "-") for d in described))
     if missing:
