@@ -74,6 +74,9 @@ abstract class NamespaceTopology implements AutoCloseable {
   private final List<Netns> all = new ArrayList<>();
   private final Map<String, Netns> byRole = new LinkedHashMap<>();
   private final Map<String, NetnsThread> threads = new LinkedHashMap<>();
+  /** Wiring not yet applied, per namespace: the links to create, then the rest (see {@link #flush()}). */
+  private final Map<String, List<String>> toCreate = new LinkedHashMap<>();
+  private final Map<String, List<String>> toSetUp = new LinkedHashMap<>();
   private final List<AutoCloseable> servers = new ArrayList<>();
   private final ConcurrentLinkedQueue<Sighting> log = new ConcurrentLinkedQueue<>();
 
@@ -88,6 +91,7 @@ abstract class NamespaceTopology implements AutoCloseable {
   static <T extends NamespaceTopology> T built(T topology, Consumer<T> build) {
     try {
       build.accept(topology);
+      topology.flush();
       return topology;
     } catch (RuntimeException | Error e) {
       topology.close();
@@ -95,7 +99,13 @@ abstract class NamespaceTopology implements AutoCloseable {
     }
   }
 
+  /** The namespace of {@code role}, with all wiring asked for so far applied. */
   public Netns ns(String role) {
+    flush();
+    return netns(role);
+  }
+
+  private Netns netns(String role) {
     Netns ns = byRole.get(role);
     if (ns == null) {
       throw new IllegalArgumentException("no namespace " + role);
@@ -104,9 +114,15 @@ abstract class NamespaceTopology implements AutoCloseable {
   }
 
   // ---- wiring ---------------------------------------------------------------------------------
+  //
+  // Wiring is collected and applied in one `ip -batch` per namespace and phase: an `ip` process costs
+  // more than the commands it runs, and a topology per case adds up. Only creating a veth reaches into
+  // another namespace, so all links are created first; every other command needs only its own
+  // namespace's earlier ones, which its batch keeps in order.
 
   /** A new namespace for {@code role} (named without the role's dashes), with {@code sysctls} set before any link exists. */
   void add(String role, String... sysctls) {
+    flush();
     Netns ns = Netns.create(role.replace("-", ""));
     all.add(ns);
     byRole.put(role, ns);
@@ -125,9 +141,24 @@ abstract class NamespaceTopology implements AutoCloseable {
     ns(role).execWithInput(script.toString(), "sh");
   }
 
-  /** {@code ip -batch} in the namespace: one command a line. */
+  /** iproute2 commands for the namespace, applied in order with the rest of the wiring (one {@code ip -batch}). */
   void batch(String role, String... commands) {
-    ns(role).execWithInput(String.join("\n", commands) + "\n", "ip", "-batch", "-");
+    toSetUp.computeIfAbsent(role, r -> new ArrayList<>()).addAll(List.of(commands));
+  }
+
+  /** An iproute2 command that creates a device, applied before the wiring that uses it (in any namespace). */
+  void create(String role, String command) {
+    toCreate.computeIfAbsent(role, r -> new ArrayList<>()).add(command);
+  }
+
+  /** Applies the wiring asked for so far: every namespace's links, then every namespace's addresses and routes. */
+  synchronized void flush() {
+    for (Map<String, List<String>> phase : List.of(toCreate, toSetUp)) {
+      for (Map.Entry<String, List<String>> e : phase.entrySet()) {
+        netns(e.getKey()).execWithInput(String.join("\n", e.getValue()) + "\n", "ip", "-batch", "-");
+      }
+      phase.clear();
+    }
   }
 
   /**
@@ -149,8 +180,8 @@ abstract class NamespaceTopology implements AutoCloseable {
    * {@code bAddresses}), both ends up. Addresses carry their prefix length; IPv6 ones skip duplicate detection.
    */
   void link(String a, String aDev, List<String> aAddresses, String b, String bDev, List<String> bAddresses) {
-    List<String> inA = new ArrayList<>(List.of("link add " + aDev + " type veth peer name " + bDev + " netns " + ns(b).name()));
-    inA.addAll(addresses(aDev, aAddresses));
+    create(a, "link add " + aDev + " type veth peer name " + bDev + " netns " + netns(b).name());
+    List<String> inA = new ArrayList<>(addresses(aDev, aAddresses));
     inA.add("link set " + aDev + " up");
     batch(a, inA.toArray(String[]::new));
     List<String> inB = new ArrayList<>(addresses(bDev, bAddresses));
@@ -366,9 +397,10 @@ abstract class NamespaceTopology implements AutoCloseable {
     return log.stream().filter(s -> s.token().equals(token)).map(Sighting::seen).toList();
   }
 
-  /** The namespace's own thread for sockets, entered on first use. */
+  /** The namespace's own thread for sockets (entered on first use), with all wiring asked for so far applied. */
   private synchronized NetnsThread thread(String role) {
-    return threads.computeIfAbsent(role, r -> NetnsThread.enter(Optional.of(ns(r).name())));
+    flush();
+    return threads.computeIfAbsent(role, r -> NetnsThread.enter(Optional.of(netns(r).name())));
   }
 
   private static void daemon(String name, Runnable r) {

@@ -73,7 +73,8 @@ public final class SteeringTopology extends NamespaceTopology {
       add(ext, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0");
     }
 
-    batch("lan", "link add br0 type bridge", "link set br0 up");
+    create("lan", "link add br0 type bridge");
+    batch("lan", "link set br0 up");
     link(NODE_A, "eth0", List.of(NODE_A_IP + "/24", NODE_A_IP6 + "/64"), "lan", "pa", List.of());
     link(NODE_B, "eth0", List.of(NODE_B_IP + "/24", NODE_B_IP6 + "/64"), "lan", "pb", List.of());
     batch("lan", "link set pa master br0", "link set pb master br0");
