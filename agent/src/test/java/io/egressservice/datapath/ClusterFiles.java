@@ -38,6 +38,11 @@ final class ClusterFiles {
       docs.add(loadBalancer(s));
       docs.add(endpointSlice(s));
     }
+    return writeDocuments(dir, docs);
+  }
+
+  /** Writes {@code docs} as one multi-document {@code dir/objects.yaml}; returns the file. */
+  static Path writeDocuments(Path dir, List<String> docs) {
     try {
       Files.createDirectories(dir);
       Path file = dir.resolve("objects.yaml");

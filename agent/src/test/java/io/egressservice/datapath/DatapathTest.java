@@ -4,7 +4,6 @@ import static io.egressservice.datapath.Topology.CLIENT;
 import static io.egressservice.datapath.Topology.EXTERNAL;
 import static io.egressservice.datapath.Topology.LB_IP;
 import static io.egressservice.datapath.Topology.LB_IP_2;
-import static io.egressservice.datapath.Topology.LB_PORT;
 import static io.egressservice.datapath.Topology.NODE2_IP;
 import static io.egressservice.datapath.Topology.NODE2_POD;
 import static io.egressservice.datapath.Topology.NODE_UPLINK_IP;
@@ -12,22 +11,13 @@ import static io.egressservice.datapath.Topology.POD1;
 import static io.egressservice.datapath.Topology.POD2;
 import static io.egressservice.datapath.Topology.POD3;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import io.egressservice.cli.InProcess;
 import io.egressservice.datapath.ClusterFiles.Service;
-import io.egressservice.datapath.Topology.Probe;
-import io.egressservice.datapath.Topology.Seen;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Real packets through the agent's rules and SNAT (DESIGN.md section 5, "datapath"; the E2E scenarios of
@@ -35,36 +25,14 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code apply --netns <node>} exactly as a user would, and asserts what the external side saw: the
  * source address and which uplink (namespace) received it, before and after.
  *
- * <p>Every case takes the agent's rule mode as its parameter and changes the agent only through
+ * <p>The topology, the probes' patience and the assertions on what was seen are {@link TopologyCase}'s.
+ * Every case takes the agent's rule mode as its parameter and changes the agent only through
  * {@link #apply}, and every case runs in both rule modes ({@link #ruleModes()}).
  *
  * <p>No masquerade is installed on the node (no CNI here): with {@code sourceIPBy: Network} the packet
  * keeps the pod's own address on the chosen uplink.
  */
-class DatapathTest {
-  static final Duration PATIENCE = Duration.ofSeconds(5);
-
-  Topology topo;
-  @TempDir Path tmp;
-  int step;
-
-  static Stream<String> ruleModes() {
-    return Stream.of("source", "mark");
-  }
-
-  @BeforeEach
-  void setUp() {
-    Privileges.assumeNetAdmin();
-    topo = Topology.create();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (topo != null) {
-      topo.close();
-    }
-  }
-
+class DatapathTest extends TopologyCase {
   // ---- the cases --------------------------------------------------------------------------------
 
   @ParameterizedTest(name = "rule mode {0}")
@@ -286,10 +254,9 @@ class DatapathTest {
     Path file = ClusterFiles.write(tmp.resolve("no-pod-cidrs"), false, ClusterFiles.service("web", "LoadBalancerIP",
         null, ClusterFiles.NODE, LB_IP, "172.30.0.10", POD1, NODE_UPLINK_IP));
 
-    InProcess.Result r = InProcess.run("apply", "--objects", file.toString(), "--node", ClusterFiles.NODE,
+    InProcess.Result r = agent("apply", "--objects", file.toString(), "--node", ClusterFiles.NODE,
         "--netns", topo.node().name(), "--service-cidr", "172.30.0.0/16", "--rule-mode", ruleMode);
 
-    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
     expectUdp("pod1", EXTERNAL, "up1", LB_IP);
     expectUdp("node", EXTERNAL, "up1", NODE_UPLINK_IP);
     expectTcp("node", EXTERNAL, "up1", NODE_UPLINK_IP);
@@ -305,30 +272,9 @@ class DatapathTest {
   /** The one way a case changes the agent: {@code apply} in-process, with the Nodes and {@code services}. */
   void apply(String ruleMode, Service... services) {
     Path file = ClusterFiles.write(tmp.resolve("step-" + (++step)), services);
-    InProcess.Result r = InProcess.run("apply", "--objects", file.toString(), "--node", ClusterFiles.NODE,
+    agent("apply", "--objects", file.toString(), "--node", ClusterFiles.NODE,
         "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16", "--service-cidr", "172.30.0.0/16",
         "--rule-mode", ruleMode);
-    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
-  }
-
-  void expectUdp(String from, String dst, String where, String source) {
-    expect("udp", from, dst, where, source);
-  }
-
-  void expectTcp(String from, String dst, String where, String source) {
-    expect("tcp", from, dst, where, source);
-  }
-
-  /** Exactly one server saw the packet, in {@code where}, from {@code source}, and told the client so. */
-  void expect(String protocol, String from, String dst, String where, String source) {
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
-        .untilAsserted(() -> {
-          Probe p = protocol.equals("udp") ? topo.udp(from, dst) : topo.tcp(from, dst);
-          assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst)
-              .containsExactly(new Seen(where, protocol, source));
-          assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
-              .contains("saw " + source + " at " + where);
-        });
   }
 
   /** pod2 never opted in: it leaves by up1 with its own address, whatever the agent does for pod1. */
@@ -338,16 +284,6 @@ class DatapathTest {
 
   /** The client's connection to LB_IP:80 reaches pod1 and the replies cross {@code up} (and not the other). */
   void expectInboundRepliesVia(String up) {
-    String other = up.equals("up1") ? "up2" : "up1";
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
-        .untilAsserted(() -> {
-          long viaUp = topo.replyPackets(up);
-          long viaOther = topo.replyPackets(other);
-          Probe p = topo.tcp("client", LB_IP, LB_PORT);
-          assertThat(p.seen()).as("who accepted the connection").containsExactly(new Seen("pod1", "tcp", CLIENT));
-          assertThat(p.reply()).contains("saw " + CLIENT + " at pod1");
-          assertThat(topo.replyPackets(up)).as("replies through " + up).isGreaterThan(viaUp);
-          assertThat(topo.replyPackets(other)).as("replies through " + other).isEqualTo(viaOther);
-        });
+    expectInboundConnection(LB_IP, "pod1", CLIENT, up, "v4");
   }
 }

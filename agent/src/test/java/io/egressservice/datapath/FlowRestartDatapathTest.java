@@ -20,7 +20,6 @@ import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.RuleMode;
-import io.egressservice.testing.Privileges;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.net.DatagramSocket;
@@ -33,9 +32,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -47,14 +44,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  * to a pod on node2, and a UDP flow to an external host. The external flow must start over (the external host sees
  * the new LB IP); the in-cluster connection must not notice.
  */
-class FlowRestartDatapathTest {
+class FlowRestartDatapathTest extends TopologyCase {
   static final String CLUSTER_IP = "172.30.0.20";
   static final int CLUSTER_PORT = 80;
   static final int BACKEND_PORT = 7100;
 
-  Topology topo;
-  @TempDir Path tmp;
-  int step;
   DesiredState last;
 
   /** Rule mode, and whether the change goes through the fast path (as the agent applies one service's change). */
@@ -65,21 +59,8 @@ class FlowRestartDatapathTest {
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    topo = Topology.create();
-    topo.node().execWithInput("table ip esa_test_cluster_ip {\n"
-        + "  chain prerouting {\n"
-        + "    type nat hook prerouting priority dstnat; policy accept;\n"
-        + "    ip daddr " + CLUSTER_IP + " tcp dport " + CLUSTER_PORT + " dnat to " + NODE2_POD + ":" + BACKEND_PORT + "\n"
-        + "  }\n"
-        + "}\n", "nft", "-f", "-");
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (topo != null) {
-      topo.close();
-    }
+    topo.chain("node", "ip esa_test_cluster_ip", "nat", "prerouting", "dstnat",
+        "ip daddr " + CLUSTER_IP + " tcp dport " + CLUSTER_PORT + " dnat to " + NODE2_POD + ":" + BACKEND_PORT);
   }
 
   @ParameterizedTest(name = "rule mode {0}, fast path {1}")

@@ -6,30 +6,19 @@ import static io.egressservice.datapath.Topology.LB_IP;
 import static io.egressservice.datapath.Topology.LB_IP_V6;
 import static io.egressservice.datapath.Topology.POD1;
 import static io.egressservice.datapath.Topology.POD1_V6;
+import static io.egressservice.testing.LineSockets.ask;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
-import io.egressservice.cli.InProcess;
-import io.egressservice.datapath.Topology.Probe;
-import io.egressservice.datapath.Topology.Seen;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.nft.NoHostNftables;
-import io.egressservice.testing.Privileges;
-import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -39,31 +28,14 @@ import org.junit.jupiter.params.provider.MethodSource;
  * service on network 101 (default via up1), both families; the uplink's router up1 is the host outside the cluster
  * that connects to pod1's own address (it routes the pod network to the node).
  */
-class NoHostGuardDatapathTest {
-  static final Duration PATIENCE = Duration.ofSeconds(5);
+class NoHostGuardDatapathTest extends TopologyCase {
   static final String UP1_V4 = "172.16.1.2";
   static final String UP1_V6 = "fd00:172:16:1::2";
   private static final Pattern PACKETS = Pattern.compile("packets (\\d+)");
 
-  Topology topo;
-  @TempDir Path tmp;
-
-  static Stream<String> ruleModes() {
-    return Stream.of("source", "mark");
-  }
-
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    topo = Topology.create();
     topo.enableIpv6();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (topo != null) {
-      topo.close();
-    }
   }
 
   @ParameterizedTest(name = "rule mode {0}")
@@ -91,8 +63,7 @@ class NoHostGuardDatapathTest {
   void noHostGuardStillDropsAFlowOfOursLeavingWithoutTheLbIp(String ruleMode) {
     // The node tracks connections before the agent comes (as every node with kube-proxy or a CNI does): without
     // that, the flow's first packet after apply would be its first tracked one, and NATed as new.
-    topo.node().execWithInput("table inet esa_test_ct {\n  chain forward {\n"
-        + "    type filter hook forward priority 0; policy accept;\n    ct state new counter\n  }\n}\n", "nft", "-f", "-");
+    topo.chain("node", "inet esa_test_ct", "filter", "forward", "0", "ct state new counter");
     try (NetnsThread pod1 = NetnsThread.enter(Optional.of(topo.ns("pod1").name()));
         DatagramSocket old = pod1.call(DatagramSocket::new)) {
       old.setSoTimeout(300);
@@ -112,19 +83,6 @@ class NoHostGuardDatapathTest {
     }
   }
 
-  private static Optional<String> ask(DatagramSocket s) throws java.io.IOException {
-    byte[] out = "old-flow".getBytes(StandardCharsets.UTF_8);
-    s.send(new DatagramPacket(out, out.length));
-    byte[] in = new byte[512];
-    DatagramPacket p = new DatagramPacket(in, in.length);
-    try {
-      s.receive(p);
-      return Optional.of(new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8));
-    } catch (SocketTimeoutException e) {
-      return Optional.empty();
-    }
-  }
-
   private String guard() {
     return topo.node().exec("nft", "list", "chain", "inet", NoHostNftables.TABLE, "postrouting");
   }
@@ -140,29 +98,8 @@ class NoHostGuardDatapathTest {
     Path file = ParityDatapathTest.write(tmp.resolve("objects"), ParityDatapathTest.service("web", "LoadBalancerIP",
         "101", "node", "Cluster", List.of(LB_IP, LB_IP_V6), List.of("172.30.0.10", "fd02::10"),
         List.of(POD1, POD1_V6)));
-    InProcess.Result r = InProcess.run("apply", "--objects", file.toString(), "--node", "node",
+    agent("apply", "--objects", file.toString(), "--node", "node",
         "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16,fd00:10:128::/48",
         "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", ruleMode);
-    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
-  }
-
-  private void expectUdp(String from, String dst, String where, String source) {
-    expect("udp", from, dst, where, source);
-  }
-
-  private void expectTcp(String from, String dst, String where, String source) {
-    expect("tcp", from, dst, where, source);
-  }
-
-  /** Exactly one server saw it, in {@code where}, from {@code source}, and the answer came back. */
-  private void expect(String protocol, String from, String dst, String where, String source) {
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
-        .untilAsserted(() -> {
-          Probe p = protocol.equals("udp") ? topo.udp(from, dst) : topo.tcp(from, dst);
-          assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst)
-              .containsExactly(new Seen(where, protocol, source));
-          assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
-              .contains("saw " + source + " at " + where);
-        });
   }
 }

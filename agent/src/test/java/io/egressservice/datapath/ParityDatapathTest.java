@@ -12,23 +12,10 @@ import static io.egressservice.datapath.Topology.LGW_POD_V6;
 import static io.egressservice.datapath.Topology.POD1;
 import static io.egressservice.datapath.Topology.POD1_V6;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
-import io.egressservice.cli.InProcess;
-import io.egressservice.datapath.Topology.Probe;
-import io.egressservice.datapath.Topology.Seen;
-import io.egressservice.testing.Privileges;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -38,31 +25,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * 4. dual stack with only an IPv4 LB IP. Like {@link DatapathTest}: a fresh {@link Topology} per case,
  * the agent driven by {@code apply --netns <node>}, the external side says what it saw.
  */
-class ParityDatapathTest {
-  static final Duration PATIENCE = Duration.ofSeconds(5);
+class ParityDatapathTest extends TopologyCase {
   static final int NODE_PORT = 30300;
-
-  Topology topo;
-  @TempDir Path tmp;
-  int step;
-  boolean dualStackCounters;
-
-  static Stream<String> ruleModes() {
-    return Stream.of("source", "mark");
-  }
-
-  @BeforeEach
-  void setUp() {
-    Privileges.assumeNetAdmin();
-    topo = Topology.create();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (topo != null) {
-      topo.close();
-    }
-  }
 
   // ---- strict reverse-path filtering -------------------------------------------------------------
 
@@ -125,7 +89,6 @@ class ParityDatapathTest {
     topo.enableIpv6();
     topo.installOvnLocalGateway(NODE_PORT);
     topo.installDualStackReplyCounters();
-    dualStackCounters = true;
     expectInboundConnection(LB_IP, "lgwpod", CLIENT, "up1", "v4");
     expectInboundConnection(LB_IP_V6, "lgwpod", CLIENT_V6, "up1", "v6");
 
@@ -182,17 +145,14 @@ class ParityDatapathTest {
         "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16,fd00:10:128::/48",
         "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", ruleMode));
     args.addAll(flags);
-    InProcess.Result r = InProcess.run(args.toArray(String[]::new));
-    assertThat(r.exit()).as("apply exit; out:%n%s%nerr:%n%s", r.out(), r.err()).isZero();
+    agent(args.toArray(String[]::new));
   }
 
   /** {@code apply --dry-run} with the last step's objects. */
   String dryRun(String ruleMode) {
-    InProcess.Result r = InProcess.run("apply", "--dry-run", "--objects", tmp.resolve("step-" + step).resolve("objects.yaml")
+    return agent("apply", "--dry-run", "--objects", tmp.resolve("step-" + step).resolve("objects.yaml")
         .toString(), "--node", "node", "--netns", topo.node().name(), "--cluster-cidr", "10.128.0.0/16,fd00:10:128::/48",
-        "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", ruleMode);
-    assertThat(r.exit()).as("dry run; err: %s", r.err()).isZero();
-    return r.out();
+        "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", ruleMode).out();
   }
 
   static Path write(Path dir, Obj... services) {
@@ -226,14 +186,7 @@ class ParityDatapathTest {
             + "ports: [{port: " + Topology.PORT + ", protocol: TCP}]\n");
       }
     }
-    try {
-      Files.createDirectories(dir);
-      Path file = dir.resolve("objects.yaml");
-      Files.writeString(file, String.join("---\n", docs));
-      return file;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return ClusterFiles.writeDocuments(dir, docs);
   }
 
   private static String node(String name, String ip, String... podCidrs) {
@@ -241,47 +194,5 @@ class ParityDatapathTest {
         + "}}\nspec: {podCIDRs: [" + String.join(", ", podCidrs) + "]}\n"
         + "status:\n  addresses: [{type: InternalIP, address: " + ip + "}]\n"
         + "  conditions: [{type: Ready, status: \"True\"}]\n";
-  }
-
-  void expectUdp(String from, String dst, String where, String source) {
-    expect("udp", from, dst, where, source);
-  }
-
-  void expectTcp(String from, String dst, String where, String source) {
-    expect("tcp", from, dst, where, source);
-  }
-
-  void expect(String protocol, String from, String dst, String where, String source) {
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
-        .untilAsserted(() -> {
-          Probe p = protocol.equals("udp") ? topo.udp(from, dst) : topo.tcp(from, dst);
-          assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst)
-              .containsExactly(new Seen(where, protocol, source));
-          assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
-              .contains("saw " + source + " at " + where);
-        });
-  }
-
-  /**
-   * The client connects to {@code lb}:80, {@code pod} accepts it from {@code client}, and the replies
-   * cross {@code up} and not the other uplink (counted per family: the single-stack counters of
-   * {@link Topology#installReplyCounters()} for {@code v4} unless the dual-stack ones are installed).
-   */
-  void expectInboundConnection(String lb, String pod, String client, String up, String family) {
-    String other = up.equals("up1") ? "up2" : "up1";
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
-        .untilAsserted(() -> {
-          long viaUp = replies(up, family);
-          long viaOther = replies(other, family);
-          Probe p = topo.tcp("client", lb, LB_PORT);
-          assertThat(p.seen()).as("who accepted the connection to %s", lb).containsExactly(new Seen(pod, "tcp", client));
-          assertThat(p.reply()).contains("saw " + client + " at " + pod);
-          assertThat(replies(up, family)).as("replies through " + up).isGreaterThan(viaUp);
-          assertThat(replies(other, family)).as("replies through " + other).isEqualTo(viaOther);
-        });
-  }
-
-  private long replies(String up, String family) {
-    return dualStackCounters ? topo.dualStackReplyPackets(up, family) : topo.replyPackets(up);
   }
 }

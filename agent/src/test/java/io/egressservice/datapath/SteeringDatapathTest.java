@@ -2,21 +2,15 @@ package io.egressservice.datapath;
 
 import static io.egressservice.datapath.SteeringTopology.*;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.cli.InProcess;
 import io.egressservice.datapath.SteeringFiles.Cluster;
-import io.egressservice.datapath.SteeringTopology.Probe;
-import io.egressservice.datapath.SteeringTopology.Seen;
-import io.egressservice.testing.Privileges;
+import io.egressservice.datapath.NamespaceTopology.Probe;
+import io.egressservice.datapath.NamespaceTopology.Seen;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -26,28 +20,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  * with a CNI masquerade on node-b and strict reverse-path filtering on node-a. Each node is driven only
  * with {@code apply --objects F --node N --netns <node>}, as a script would.
  */
-class SteeringDatapathTest {
-  static final Duration PATIENCE = Duration.ofSeconds(8);
+class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
   static final int ONE_MB = 1 << 20;
 
-  SteeringTopology topo;
-  @TempDir Path tmp;
-  int step;
-
-  static Stream<String> ruleModes() {
-    return Stream.of("source", "mark");
-  }
-
-  @BeforeEach
-  void setUp() {
-    Privileges.assumeNetAdmin();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (topo != null) {
-      topo.close();
-    }
+  @Override
+  Duration patience() {
+    return Duration.ofSeconds(8);
   }
 
   // ---- the cases --------------------------------------------------------------------------------
@@ -225,10 +203,8 @@ class SteeringDatapathTest {
   }
 
   InProcess.Result apply(String mode, Path file, String node, int expectedExit) {
-    InProcess.Result r = InProcess.run("apply", "--objects", file.toString(), "--node", node,
+    return agent(expectedExit, "apply", "--objects", file.toString(), "--node", node,
         "--netns", topo.ns(node).name(), "--service-cidr", "172.30.0.0/16,fd02::/112", "--rule-mode", mode);
-    assertThat(r.exit()).as("apply %s exit; out:%n%s%nerr:%n%s", node, r.out(), r.err()).isEqualTo(expectedExit);
-    return r;
   }
 
   /** {@code ip [-6] route show table N}; empty when the kernel has no such table (yet or any more). */
@@ -244,24 +220,16 @@ class SteeringDatapathTest {
     return topo.ns(node).exec(cmd);
   }
 
-  void expectUdp(String from, String dst, String where, String source) {
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
-      Probe p = topo.udp(from, dst);
-      assertThat(p.seen()).as("udp %s -> %s: who saw it", from, dst).containsExactly(new Seen(where, "udp", source, 0));
-      assertThat(p.reply()).as("udp %s -> %s: the answer", from, dst).contains("saw " + source + " at " + where);
-    });
-  }
-
   /** A 1 MB transfer completes: full-size segments cross the device (its MTU leaves room for the encapsulation). */
+  @Override
   void expectTcp(String from, String dst, String where, String source) {
-    await().atMost(PATIENCE.multipliedBy(2)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(100))
-        .untilAsserted(() -> {
-          Probe p = topo.tcp(from, dst, ONE_MB);
-          assertThat(p.seen()).as("tcp %s -> %s: who saw it", from, dst)
-              .containsExactly(new Seen(where, "tcp", source, ONE_MB));
-          assertThat(p.reply()).as("tcp %s -> %s: the answer", from, dst)
-              .contains("saw " + source + " at " + where + " bytes " + ONE_MB);
-        });
+    eventually(patience().multipliedBy(2), Duration.ofMillis(100), () -> {
+      Probe p = topo.tcp(from, dst, ONE_MB);
+      assertThat(p.seen()).as("tcp %s -> %s: who saw it", from, dst)
+          .containsExactly(new Seen(where, "tcp", source, ONE_MB));
+      assertThat(p.reply()).as("tcp %s -> %s: the answer", from, dst)
+          .contains("saw " + source + " at " + where + " bytes " + ONE_MB);
+    });
   }
 
   /** pod-b2 is in no service: it leaves by node-b's own uplink, masqueraded by the CNI, whatever the agent does. */

@@ -2,9 +2,6 @@ package io.egressservice.datapath;
 
 import static io.egressservice.datapath.SteeringTopology.*;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,14 +36,7 @@ final class SteeringFiles {
       docs.add(slice("web-v4", "IPv4", POD_A, POD_B));
       docs.add(slice("web-v6", "IPv6", POD_A6, POD_B6));
     }
-    try {
-      Files.createDirectories(dir);
-      Path file = dir.resolve("objects.yaml");
-      Files.writeString(file, String.join("---\n", docs));
-      return file;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return ClusterFiles.writeDocuments(dir, docs);
   }
 
   private static String node(String name, String ip, String ip6, String podCidr, String podCidr6) {

@@ -1,25 +1,8 @@
 package io.egressservice.datapath;
 
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.testing.Netns;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.DatagramPacket;
-import java.net.DatagramSocket;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -45,10 +28,10 @@ import java.util.regex.Pattern;
  * <p>{@link #udp} and {@link #tcp} send from any namespace, the node's own included. Every namespace
  * except {@code node} and {@code client} runs an echo server on UDP and TCP port
  * {@link #PORT}: it records (token, which namespace, source address seen) and answers
- * {@code saw <source> at <namespace>}.
+ * {@code saw <source> at <namespace>} (the namespaces, links, echo servers and probes are
+ * {@link NamespaceTopology}'s; this class is the wiring).
  */
-public final class Topology implements AutoCloseable {
-  public static final int PORT = 7000;
+public final class Topology extends NamespaceTopology {
   public static final String POD1 = "10.128.0.5";
   public static final String POD2 = "10.128.0.6";
   public static final String POD3 = "10.128.0.7";
@@ -74,43 +57,18 @@ public final class Topology implements AutoCloseable {
   public static final String LGW_POD = "10.128.0.8";
   public static final String LGW_POD_V6 = "fd00:10:128::8";
 
-  /** What an echo server saw: which namespace, which protocol, which source address. */
-  public record Seen(String where, String protocol, String source) {
-    @Override
-    public String toString() {
-      return protocol + " from " + source + " at " + where;
-    }
+  private static final List<String> ROLES = List.of("node", "pod1", "pod2", "pod3", "node2", "up1", "up2", "client");
+
+  /** Whether {@link #installDualStackReplyCounters()} ran: which counters {@link #replyPackets} reads. */
+  private boolean dualStackCounters;
+
+  private Topology() {
+    super(TcpTalk.LINE);
   }
-
-  /** One attempt: the reply the client got (empty if none) and what the servers saw of it. */
-  public record Probe(Optional<String> reply, List<Seen> seen) {}
-
-  private final List<Netns> all = new ArrayList<>();
-  private final Map<String, Netns> byRole = new LinkedHashMap<>();
-  private final Map<String, NetnsThread> threads = new LinkedHashMap<>();
-  private final List<AutoCloseable> servers = new ArrayList<>();
-  private final ConcurrentLinkedQueue<String[]> log = new ConcurrentLinkedQueue<>();
-
-  private Topology() {}
 
   /** Builds the whole topology; on any failure, what was built is removed and the failure rethrown. */
   public static Topology create() {
-    Topology t = new Topology();
-    try {
-      t.build();
-      return t;
-    } catch (RuntimeException | Error e) {
-      t.close();
-      throw e;
-    }
-  }
-
-  public Netns ns(String role) {
-    Netns ns = byRole.get(role);
-    if (ns == null) {
-      throw new IllegalArgumentException("no namespace " + role);
-    }
-    return ns;
+    return built(new Topology(), Topology::build);
   }
 
   public Netns node() {
@@ -118,80 +76,42 @@ public final class Topology implements AutoCloseable {
   }
 
   private void build() {
-    for (String role : List.of("node", "pod1", "pod2", "pod3", "node2", "up1", "up2", "client")) {
-      Netns ns = Netns.create(role);
-      all.add(ns);
-      byRole.put(role, ns);
+    for (String role : ROLES) {
       // Before any interface exists, so every interface inherits it: no reverse-path filtering (the
       // node gets replies on up2 for sources it would route via up1; the client gets replies on either link).
-      sysctl(ns, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0");
+      add(role, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0");
     }
     for (String router : List.of("node", "up1", "up2")) {
-      sysctl(ns(router), "net.ipv4.ip_forward=1");
+      sysctl(router, "net.ipv4.ip_forward=1");
     }
 
+    pod("node", "p1", "pod1", List.of("10.128.0.1/32"), POD1);
+    pod("node", "p2", "pod2", List.of("10.128.0.1/32"), POD2);
+    pod("node", "p3", "pod3", List.of("10.128.0.1/32"), POD3);
+    link("node", "lan", List.of(NODE_IP + "/24"), "node2", "eth0", List.of(NODE2_IP + "/24"));
+    link("node", "up1", List.of("172.16.1.1/24"), "up1", "eth0", List.of("172.16.1.2/24"));
+    link("node", "up2", List.of("172.16.2.1/24"), "up2", "eth0", List.of("172.16.2.2/24"));
+    link("up1", "toc", List.of("198.51.100.1/24"), "client", "up1", List.of(CLIENT + "/24"));
+    link("up2", "toc", List.of("198.51.101.1/24"), "client", "up2", List.of("198.51.101.2/24"));
     batch("node",
-        "link add p1 type veth peer name eth0 netns " + ns("pod1").name(),
-        "link add p2 type veth peer name eth0 netns " + ns("pod2").name(),
-        "link add p3 type veth peer name eth0 netns " + ns("pod3").name(),
-        "link add lan type veth peer name eth0 netns " + ns("node2").name(),
-        "link add up1 type veth peer name eth0 netns " + ns("up1").name(),
-        "link add up2 type veth peer name eth0 netns " + ns("up2").name(),
-        "addr add 10.128.0.1/32 dev p1",
-        "addr add 10.128.0.1/32 dev p2",
-        "addr add 10.128.0.1/32 dev p3",
-        "addr add " + NODE_IP + "/24 dev lan",
-        "addr add 172.16.1.1/24 dev up1",
-        "addr add 172.16.2.1/24 dev up2",
-        "link set p1 up", "link set p2 up", "link set p3 up", "link set lan up", "link set up1 up", "link set up2 up",
-        "route add " + POD1 + "/32 dev p1",
-        "route add " + POD2 + "/32 dev p2",
-        "route add " + POD3 + "/32 dev p3",
         "route add 10.128.1.0/24 via " + NODE2_IP,
         "route add default via 172.16.1.2",
         "route add default via 172.16.2.2 table 100",
         "route add default via 172.16.1.2 table 101",
         "route add default via 172.16.2.2 table 102");
-    for (String[] pod : List.of(new String[] {"pod1", POD1}, new String[] {"pod2", POD2}, new String[] {"pod3", POD3})) {
-      batch(pod[0],
-          "addr add " + pod[1] + "/32 dev eth0",
-          "link set eth0 up",
-          "route add 10.128.0.1/32 dev eth0",
-          "route add default via 10.128.0.1 dev eth0");
+    owns("node2", NODE2_POD);
+    batch("node2", "route add default via " + NODE_IP);
+    for (String up : List.of("up1", "up2")) {
+      String n = up.substring(2);
+      owns(up, EXTERNAL);
+      batch(up,
+          "route add 10.128.0.0/16 via 172.16." + n + ".1",
+          "route add " + LB_IP + "/32 via 172.16." + n + ".1",
+          "route add " + LB_IP_2 + "/32 via 172.16." + n + ".1");
     }
-    batch("node2",
-        "addr add " + NODE2_IP + "/24 dev eth0",
-        "addr add " + NODE2_POD + "/32 dev lo",
-        "link set eth0 up",
-        "route add default via " + NODE_IP);
-    batch("up1",
-        "link add toc type veth peer name up1 netns " + ns("client").name(),
-        "addr add 172.16.1.2/24 dev eth0",
-        "addr add " + EXTERNAL + "/32 dev lo",
-        "addr add 198.51.100.1/24 dev toc",
-        "link set eth0 up", "link set toc up",
-        "route add 10.128.0.0/16 via 172.16.1.1",
-        "route add " + LB_IP + "/32 via 172.16.1.1",
-        "route add " + LB_IP_2 + "/32 via 172.16.1.1");
-    batch("up2",
-        "link add toc type veth peer name up2 netns " + ns("client").name(),
-        "addr add 172.16.2.2/24 dev eth0",
-        "addr add " + EXTERNAL + "/32 dev lo",
-        "addr add 198.51.101.1/24 dev toc",
-        "link set eth0 up", "link set toc up",
-        "route add 10.128.0.0/16 via 172.16.2.1",
-        "route add " + LB_IP + "/32 via 172.16.2.1",
-        "route add " + LB_IP_2 + "/32 via 172.16.2.1",
-        "route add 198.51.100.0/24 via 198.51.101.2");
-    batch("client",
-        "addr add " + CLIENT + "/24 dev up1",
-        "addr add 198.51.101.2/24 dev up2",
-        "link set up1 up", "link set up2 up",
-        "route add " + LB_IP + "/32 via 198.51.100.1");
+    batch("up2", "route add 198.51.100.0/24 via 198.51.101.2");
+    batch("client", "route add " + LB_IP + "/32 via 198.51.100.1");
 
-    for (String role : List.of("node", "pod1", "pod2", "pod3", "node2", "up1", "up2", "client")) {
-      threads.put(role, NetnsThread.enter(Optional.of(ns(role).name())));
-    }
     startEcho("pod1", POD1);
     startEcho("pod2", POD2);
     startEcho("pod3", POD3);
@@ -200,52 +120,36 @@ public final class Topology implements AutoCloseable {
     startEcho("up2", EXTERNAL);
   }
 
-  /** {@code key=value} pairs written to /proc/sys in the namespace (no dependency on procps' sysctl). */
-  private static void sysctl(Netns ns, String... settings) {
-    StringBuilder script = new StringBuilder("set -e\n");
-    for (String kv : settings) {
-      String[] p = kv.split("=", 2);
-      script.append("echo ").append(p[1]).append(" > /proc/sys/").append(p[0].replace('.', '/')).append('\n');
-    }
-    ns.execWithInput(script.toString(), "sh");
-  }
-
-  private void batch(String role, String... commands) {
-    ns(role).execWithInput(String.join("\n", commands) + "\n", "ip", "-batch", "-");
-  }
-
   // ---- what kube-proxy and the probes add -------------------------------------------------------
 
   /** The node DNATs {@code LB_IP:LB_PORT} to pod1's echo port, as kube-proxy would (the test's own nft table). */
   public void installLoadBalancerDnat() {
-    node().execWithInput(
-        "table ip esa_test_kube_proxy {\n"
-            + "  chain prerouting {\n"
-            + "    type nat hook prerouting priority dstnat; policy accept;\n"
-            + "    ip daddr " + LB_IP + " tcp dport " + LB_PORT + " dnat to " + POD1 + ":" + PORT + "\n"
-            + "  }\n"
-            + "}\n",
-        "nft", "-f", "-");
+    chain("node", "ip esa_test_kube_proxy", "nat", "prerouting", "dstnat",
+        "ip daddr " + LB_IP + " tcp dport " + LB_PORT + " dnat to " + POD1 + ":" + PORT);
   }
 
   /** In up1 and up2: a counter of forwarded packets coming from the LB's service port (replies to the client). */
   public void installReplyCounters() {
     for (String up : List.of("up1", "up2")) {
-      ns(up).execWithInput(
-          "table ip esa_test_probe {\n"
-              + "  chain forward {\n"
-              + "    type filter hook forward priority 0; policy accept;\n"
-              + "    ip saddr " + LB_IP + " tcp sport " + LB_PORT + " counter\n"
-              + "  }\n"
-              + "}\n",
-          "nft", "-f", "-");
+      chain(up, "ip esa_test_probe", "filter", "forward", "0",
+          "ip saddr " + LB_IP + " tcp sport " + LB_PORT + " counter");
     }
   }
 
   private static final Pattern PACKETS = Pattern.compile("counter packets (\\d+)");
 
-  /** Packets counted by {@link #installReplyCounters()} in {@code up1} or {@code up2}. */
-  public long replyPackets(String up) {
+  /**
+   * Packets from the LB's service port forwarded by {@code up} ("up1" or "up2") of one family ("v4" or "v6"):
+   * by the counters of {@link #installDualStackReplyCounters()} once installed, else by those of
+   * {@link #installReplyCounters()} (IPv4 only).
+   */
+  public long replyPackets(String up, String family) {
+    if (dualStackCounters) {
+      return dualStackReplyPackets(up, family);
+    }
+    if (!family.equals("v4")) {
+      throw new IllegalStateException("the single-stack reply counters count IPv4 only");
+    }
     Matcher m = PACKETS.matcher(ns(up).exec("nft", "list", "chain", "ip", "esa_test_probe", "forward"));
     if (!m.find()) {
       throw new IllegalStateException("no counter in " + up);
@@ -258,38 +162,29 @@ public final class Topology implements AutoCloseable {
   /** IPv6 on pod1, the node, both uplinks and the client (same shape as IPv4; tables 100-102 too). */
   public void enableIpv6() {
     for (String router : List.of("node", "up1", "up2")) {
-      sysctl(ns(router), "net.ipv6.conf.all.forwarding=1");
+      sysctl(router, "net.ipv6.conf.all.forwarding=1");
     }
+    podAddress("node", "p1", "pod1", POD1_V6, "fd00:10:128::1/128");
+    address("node", "up1", "fd00:172:16:1::1/64");
+    address("node", "up2", "fd00:172:16:2::1/64");
     batch("node",
-        "addr add fd00:10:128::1/128 dev p1 nodad",
-        "addr add fd00:172:16:1::1/64 dev up1 nodad",
-        "addr add fd00:172:16:2::1/64 dev up2 nodad",
-        "route add " + POD1_V6 + "/128 dev p1",
         "route add default via fd00:172:16:1::2",
         "route add default via fd00:172:16:2::2 table 100",
         "route add default via fd00:172:16:1::2 table 101",
         "route add default via fd00:172:16:2::2 table 102");
-    batch("pod1",
-        "addr add " + POD1_V6 + "/128 dev eth0 nodad",
-        "route add fd00:10:128::1/128 dev eth0",
-        "route add default via fd00:10:128::1 dev eth0");
-    batch("up1",
-        "addr add fd00:172:16:1::2/64 dev eth0 nodad",
-        "addr add " + EXTERNAL_V6 + "/128 dev lo",
-        "addr add 2001:db8:198::1/64 dev toc nodad",
-        "route add fd00:10:128::/48 via fd00:172:16:1::1",
-        "route add " + LB_IP_V6 + "/128 via fd00:172:16:1::1");
-    batch("up2",
-        "addr add fd00:172:16:2::2/64 dev eth0 nodad",
-        "addr add " + EXTERNAL_V6 + "/128 dev lo",
-        "addr add 2001:db8:199::1/64 dev toc nodad",
-        "route add fd00:10:128::/48 via fd00:172:16:2::1",
-        "route add " + LB_IP_V6 + "/128 via fd00:172:16:2::1",
-        "route add 2001:db8:198::/64 via 2001:db8:199::2");
-    batch("client",
-        "addr add " + CLIENT_V6 + "/64 dev up1 nodad",
-        "addr add 2001:db8:199::2/64 dev up2 nodad",
-        "route add " + LB_IP_V6 + "/128 via 2001:db8:198::1");
+    for (String up : List.of("up1", "up2")) {
+      String n = up.substring(2);
+      address(up, "eth0", "fd00:172:16:" + n + "::2/64");
+      address(up, "toc", (up.equals("up1") ? "2001:db8:198::1" : "2001:db8:199::1") + "/64");
+      owns(up, EXTERNAL_V6);
+      batch(up,
+          "route add fd00:10:128::/48 via fd00:172:16:" + n + "::1",
+          "route add " + LB_IP_V6 + "/128 via fd00:172:16:" + n + "::1");
+    }
+    batch("up2", "route add 2001:db8:198::/64 via 2001:db8:199::2");
+    address("client", "up1", CLIENT_V6 + "/64");
+    address("client", "up2", "2001:db8:199::2/64");
+    batch("client", "route add " + LB_IP_V6 + "/128 via 2001:db8:198::1");
     startUdpEcho("pod1", POD1_V6);
     startUdpEcho("up1", EXTERNAL_V6);
     startUdpEcho("up2", EXTERNAL_V6);
@@ -301,7 +196,7 @@ public final class Topology implements AutoCloseable {
     for (String conf : List.of("all", "default", "up1", "up2", "p1", "p2", "p3", "lan")) {
       settings.add("net.ipv4.conf." + conf + ".rp_filter=1");
     }
-    sysctl(node(), settings.toArray(String[]::new));
+    sysctl("node", settings.toArray(String[]::new));
   }
 
   private static final Pattern RP_FILTER_DROPS = Pattern.compile("IPReversePathFilter");
@@ -340,78 +235,35 @@ public final class Topology implements AutoCloseable {
    */
   public void installOvnLocalGateway(int nodePort) {
     for (String role : List.of("ovn", "lgwpod")) {
-      Netns ns = Netns.create(role);
-      all.add(ns);
-      byRole.put(role, ns);
-      sysctl(ns, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0");
+      add(role, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0");
     }
-    sysctl(ns("ovn"), "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
-    batch("node",
-        "link add mp0 type veth peer name eth0 netns " + ns("ovn").name(),
-        "addr add 169.254.169.2/29 dev mp0",
-        "addr add fd69::2/125 dev mp0 nodad",
-        "link set mp0 up");
-    batch("ovn",
-        "link add pod type veth peer name eth0 netns " + ns("lgwpod").name(),
-        "addr add 169.254.169.1/29 dev eth0",
-        "addr add fd69::1/125 dev eth0 nodad",
-        "addr add 10.128.0.1/32 dev pod",
-        "addr add fd00:10:128::1/128 dev pod nodad",
-        "link set eth0 up", "link set pod up",
-        "route add " + LGW_POD + "/32 dev pod",
-        "route add " + LGW_POD_V6 + "/128 dev pod",
-        "route add default via 169.254.169.2",
-        "route add default via fd69::2");
-    batch("lgwpod",
-        "addr add " + LGW_POD + "/32 dev eth0",
-        "addr add " + LGW_POD_V6 + "/128 dev eth0 nodad",
-        "link set eth0 up",
-        "route add 10.128.0.1/32 dev eth0",
-        "route add default via 10.128.0.1 dev eth0",
-        "route add fd00:10:128::1/128 dev eth0",
-        "route add default via fd00:10:128::1 dev eth0");
-    ns("ovn").execWithInput(
-        "table inet esa_test_ovn {\n"
-            + "  chain prerouting {\n"
-            + "    type nat hook prerouting priority dstnat; policy accept;\n"
-            + "    ip daddr " + OVN_MASQUERADE_V4 + " tcp dport " + nodePort + " dnat ip to " + LGW_POD + ":" + PORT + "\n"
-            + "    ip6 daddr " + OVN_MASQUERADE_V6 + " tcp dport " + nodePort + " dnat ip6 to [" + LGW_POD_V6 + "]:" + PORT + "\n"
-            + "  }\n"
-            + "}\n",
-        "nft", "-f", "-");
-    node().execWithInput(
-        "table inet esa_test_ovn_lgw {\n"
-            + "  chain prerouting {\n"
-            + "    type nat hook prerouting priority dstnat; policy accept;\n"
-            + "    ip daddr " + LB_IP + " tcp dport " + LB_PORT + " dnat ip to " + OVN_MASQUERADE_V4 + ":" + nodePort + "\n"
-            + "    ip6 daddr " + LB_IP_V6 + " tcp dport " + LB_PORT + " dnat ip6 to [" + OVN_MASQUERADE_V6 + "]:" + nodePort + "\n"
-            + "  }\n"
-            + "}\n",
-        "nft", "-f", "-");
+    sysctl("ovn", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1");
+    link("node", "mp0", List.of("169.254.169.2/29", "fd69::2/125"), "ovn", "eth0", List.of("169.254.169.1/29", "fd69::1/125"));
+    pod("ovn", "pod", "lgwpod", List.of("10.128.0.1/32", "fd00:10:128::1/128"), LGW_POD, LGW_POD_V6);
+    batch("ovn", "route add default via 169.254.169.2", "route add default via fd69::2");
+    chain("ovn", "inet esa_test_ovn", "nat", "prerouting", "dstnat",
+        "ip daddr " + OVN_MASQUERADE_V4 + " tcp dport " + nodePort + " dnat ip to " + LGW_POD + ":" + PORT,
+        "ip6 daddr " + OVN_MASQUERADE_V6 + " tcp dport " + nodePort + " dnat ip6 to [" + LGW_POD_V6 + "]:" + PORT);
+    chain("node", "inet esa_test_ovn_lgw", "nat", "prerouting", "dstnat",
+        "ip daddr " + LB_IP + " tcp dport " + LB_PORT + " dnat ip to " + OVN_MASQUERADE_V4 + ":" + nodePort,
+        "ip6 daddr " + LB_IP_V6 + " tcp dport " + LB_PORT + " dnat ip6 to [" + OVN_MASQUERADE_V6 + "]:" + nodePort);
     batch("node",
         "route add " + OVN_MASQUERADE_V4 + "/32 via 169.254.169.1 dev mp0",
         "route add " + OVN_MASQUERADE_V6 + "/128 via fd69::1 dev mp0");
-    threads.put("lgwpod", NetnsThread.enter(Optional.of(ns("lgwpod").name())));
     startEcho("lgwpod", LGW_POD, LGW_POD_V6);
   }
 
   /** In up1 and up2: counters of forwarded packets from the LB's service port, per family (replies to the client). */
   public void installDualStackReplyCounters() {
+    dualStackCounters = true;
     for (String up : List.of("up1", "up2")) {
-      ns(up).execWithInput(
-          "table inet esa_test_probe_ds {\n"
-              + "  chain forward {\n"
-              + "    type filter hook forward priority 0; policy accept;\n"
-              + "    ip saddr " + LB_IP + " tcp sport " + LB_PORT + " counter comment \"v4\"\n"
-              + "    ip6 saddr " + LB_IP_V6 + " tcp sport " + LB_PORT + " counter comment \"v6\"\n"
-              + "  }\n"
-              + "}\n",
-          "nft", "-f", "-");
+      chain(up, "inet esa_test_probe_ds", "filter", "forward", "0",
+          "ip saddr " + LB_IP + " tcp sport " + LB_PORT + " counter comment \"v4\"",
+          "ip6 saddr " + LB_IP_V6 + " tcp sport " + LB_PORT + " counter comment \"v6\"");
     }
   }
 
-  /** Packets counted by {@link #installDualStackReplyCounters()} in {@code up} for one family ("v4" or "v6"). */
-  public long dualStackReplyPackets(String up, String family) {
+  private long dualStackReplyPackets(String up, String family) {
     for (String line : ns(up).exec("nft", "list", "chain", "inet", "esa_test_probe_ds", "forward").split("\n")) {
       Matcher m = PACKETS.matcher(line);
       if (line.contains("\"" + family + "\"") && m.find()) {
@@ -421,151 +273,11 @@ public final class Topology implements AutoCloseable {
     throw new IllegalStateException("no " + family + " counter in " + up);
   }
 
-  // ---- traffic --------------------------------------------------------------------------------
-
-  /** One UDP datagram from {@code from} to {@code dst:port}, waiting up to 300 ms for the answer. */
-  public Probe udp(String from, String dst, int port) {
-    String token = UUID.randomUUID().toString();
-    Optional<String> reply = threads.get(from).call(() -> {
-      // A new socket per attempt: a new source port, so a new conntrack entry sees the current NAT rules.
-      try (DatagramSocket s = new DatagramSocket()) {
-        s.setSoTimeout(300);
-        s.connect(InetAddress.getByName(dst), port); // accept the answer only from where the request went
-        byte[] out = token.getBytes(StandardCharsets.UTF_8);
-        s.send(new DatagramPacket(out, out.length, InetAddress.getByName(dst), port));
-        byte[] in = new byte[512];
-        DatagramPacket p = new DatagramPacket(in, in.length);
-        try {
-          s.receive(p);
-          return Optional.of(new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8));
-        } catch (SocketTimeoutException e) {
-          return Optional.empty();
-        }
-      }
-    });
-    return new Probe(reply, seen(token));
-  }
-
-  public Probe udp(String from, String dst) {
-    return udp(from, dst, PORT);
-  }
-
-  /** One TCP connection from {@code from} to {@code dst:port} (500 ms to connect, 500 ms for the answer). */
   public Probe tcp(String from, String dst, int port) {
-    String token = UUID.randomUUID().toString();
-    Optional<String> reply = threads.get(from).call(() -> {
-      try (Socket s = new Socket()) {
-        s.connect(new InetSocketAddress(InetAddress.getByName(dst), port), 500);
-        s.setSoTimeout(500);
-        OutputStream out = s.getOutputStream();
-        out.write((token + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
-        String line = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8)).readLine();
-        return Optional.ofNullable(line);
-      } catch (java.io.IOException e) {
-        return Optional.<String>empty();
-      }
-    });
-    return new Probe(reply, seen(token));
+    return tcp(from, dst, port, 0);
   }
 
   public Probe tcp(String from, String dst) {
     return tcp(from, dst, PORT);
-  }
-
-  private List<Seen> seen(String token) {
-    List<Seen> out = new ArrayList<>();
-    for (String[] e : log) {
-      if (e[0].equals(token)) {
-        out.add(new Seen(e[1], e[2], e[3]));
-      }
-    }
-    return out;
-  }
-
-  /**
-   * UDP: one socket per served address, so that an answer leaves from the address the client sent to
-   * (a wildcard socket would answer from the routing's preferred source, which conntrack does not match
-   * to the request, so SNAT could not be undone). TCP: one wildcard listener.
-   */
-  private void startEcho(String role, String... addresses) {
-    NetnsThread thread = threads.get(role);
-    for (String address : addresses) {
-      startUdpEcho(role, address);
-    }
-    ServerSocket tcp = thread.call(() -> {
-      ServerSocket s = new ServerSocket();
-      s.setReuseAddress(true);
-      s.bind(new InetSocketAddress(PORT), 16);
-      return s;
-    });
-    servers.add(tcp);
-    daemon("echo-tcp-" + role, () -> {
-      while (!tcp.isClosed()) {
-        try (Socket c = tcp.accept()) {
-          c.setSoTimeout(1000);
-          String src = text(c.getInetAddress());
-          String token = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8)).readLine();
-          log.add(new String[] {String.valueOf(token), role, "tcp", src});
-          c.getOutputStream().write(("saw " + src + " at " + role + "\n").getBytes(StandardCharsets.UTF_8));
-          c.getOutputStream().flush();
-        } catch (java.io.IOException e) {
-          // closed, or a client that went away
-        }
-      }
-    });
-  }
-
-  private void startUdpEcho(String role, String address) {
-    DatagramSocket udp = threads.get(role).call(
-        () -> new DatagramSocket(new InetSocketAddress(InetAddress.getByName(address), PORT)));
-    servers.add(udp);
-    daemon("echo-udp-" + role + "-" + address, () -> serveUdp(role, udp));
-  }
-
-  /** An address as the plan and iproute2 print it (IPv6 compressed, without a zone). */
-  private static String text(InetAddress a) {
-    String raw = a.getHostAddress();
-    int zone = raw.indexOf('%');
-    return a instanceof java.net.Inet6Address
-        ? io.egressservice.ip.IpPrefix.parse(zone < 0 ? raw : raw.substring(0, zone)).addressText() : raw;
-  }
-
-  private void serveUdp(String role, DatagramSocket udp) {
-    byte[] buf = new byte[512];
-    while (!udp.isClosed()) {
-      try {
-        DatagramPacket p = new DatagramPacket(buf, buf.length);
-        udp.receive(p);
-        String src = text(p.getAddress());
-        log.add(new String[] {new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8), role, "udp", src});
-        byte[] out = ("saw " + src + " at " + role).getBytes(StandardCharsets.UTF_8);
-        udp.send(new DatagramPacket(out, out.length, p.getSocketAddress()));
-      } catch (java.io.IOException e) {
-        // closed, or a send that found no route: keep serving until closed
-      }
-    }
-  }
-
-  private static void daemon(String name, Runnable r) {
-    Thread t = new Thread(r, name);
-    t.setDaemon(true);
-    t.start();
-  }
-
-  /** Servers, then the per-namespace threads, then the namespaces (the veths go with them). */
-  @Override
-  public void close() {
-    for (AutoCloseable s : servers) {
-      try {
-        s.close();
-      } catch (Exception e) {
-        // best effort
-      }
-    }
-    threads.values().forEach(NetnsThread::close);
-    for (int i = all.size() - 1; i >= 0; i--) {
-      all.get(i).close();
-    }
   }
 }
