@@ -37,7 +37,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case1_withoutEgressServicePodTrafficLeavesByTheMainTableWithItsOwnAddress(String ruleMode) {
+  void withoutEgressServicePodTrafficLeavesByTheMainTableWithItsOwnAddress(String ruleMode) {
     apply(ruleMode);
 
     expectUdp("pod1", EXTERNAL, "up1", POD1);
@@ -48,7 +48,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case2_loadBalancerIpOnNetwork100LeavesByUplink2WithTheLbIp(String ruleMode) {
+  void loadBalancerIpOnNetwork100LeavesByUplink2WithTheLbIp(String ruleMode) {
     expectUdp("pod1", EXTERNAL, "up1", POD1);
 
     apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
@@ -60,7 +60,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case3_networkOnNetwork100LeavesByUplink2WithoutLbSnat(String ruleMode) {
+  void networkOnNetwork100LeavesByUplink2WithoutLbSnat(String ruleMode) {
     expectUdp("pod1", EXTERNAL, "up1", POD1);
 
     apply(ruleMode, web("Network", "100", "ALL"));
@@ -72,7 +72,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case4_loadBalancerIpWithoutNetworkKeepsUplink1WithTheLbIp(String ruleMode) {
+  void loadBalancerIpWithoutNetworkKeepsUplink1WithTheLbIp(String ruleMode) {
     expectTcp("pod1", EXTERNAL, "up1", POD1);
 
     apply(ruleMode, web("LoadBalancerIP", null, ClusterFiles.NODE));
@@ -91,7 +91,7 @@ class DatapathTest extends TopologyCase {
    */
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case5_repliesToInboundLoadBalancerConnectionsLeaveThroughTheServiceNetwork(String ruleMode) {
+  void repliesToInboundLoadBalancerConnectionsLeaveThroughTheServiceNetwork(String ruleMode) {
     topo.installLoadBalancerDnat();
     topo.installReplyCounters();
     expectInboundRepliesVia("up1");
@@ -108,7 +108,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case6_aPodThatDidNotOptInAndPodToPodTrafficAreNeverChanged(String ruleMode) {
+  void aPodThatDidNotOptInAndPodToPodTrafficAreNeverChanged(String ruleMode) {
     expectPod2Untouched();
     expectUdp("pod1", POD2, "pod2", POD1);
 
@@ -129,7 +129,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case7_deletingTheEgressServiceRestoresTheMainTableAndLeavesNothingOwned(String ruleMode) {
+  void deletingTheEgressServiceRestoresTheMainTableAndLeavesNothingOwned(String ruleMode) {
     apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));
     expectUdp("pod1", EXTERNAL, "up2", LB_IP);
     assertThat(topo.node().exec("ip", "rule", "show")).contains("proto 201");
@@ -149,7 +149,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case8_twoNetworkServicesReachTheirOwnExternalHostsSharingOneAddress(String ruleMode) {
+  void twoNetworkServicesReachTheirOwnExternalHostsSharingOneAddress(String ruleMode) {
     expectUdp("pod1", EXTERNAL, "up1", POD1);
     expectUdp("pod3", EXTERNAL, "up1", POD3);
 
@@ -170,7 +170,7 @@ class DatapathTest extends TopologyCase {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void case9_trafficToAnotherNodeAndToTheClusterKeepsTheMainTableAndItsSource(String ruleMode) {
+  void trafficToAnotherNodeAndToTheClusterKeepsTheMainTableAndItsSource(String ruleMode) {
     expectUdp("pod1", NODE2_IP, "node2", POD1);
 
     apply(ruleMode, web("LoadBalancerIP", "100", ClusterFiles.NODE));

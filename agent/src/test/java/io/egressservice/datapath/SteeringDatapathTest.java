@@ -32,7 +32,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void item2_steeredPodLeavesThroughTheHostsUplinkWithTheLbIpOverUdpAndTcpInBothFamilies(String mode) {
+  void steeredPodLeavesThroughTheHostsUplinkWithTheLbIpOverUdpAndTcpInBothFamilies(String mode) {
     topo = SteeringTopology.create(1);
     applyBoth(mode, SteeringFiles.web(NODE_A));
 
@@ -53,7 +53,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void item2_whenStatusHostMovesToNodeBTheSteeringFollows(String mode) {
+  void whenStatusHostMovesToNodeBTheSteeringFollows(String mode) {
     topo = SteeringTopology.create(2);
     applyBoth(mode, SteeringFiles.web(NODE_A));
     expectUdp("pod-b", EXTERNAL, "ext-a", LB_IP);
@@ -75,7 +75,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
 
   @ParameterizedTest(name = "rule mode {0}")
   @MethodSource("ruleModes")
-  void item2_deletingTheEgressServiceLeavesNoSteeringStateOnEitherNode(String mode) {
+  void deletingTheEgressServiceLeavesNoSteeringStateOnEitherNode(String mode) {
     topo = SteeringTopology.create(2);
     applyBoth(mode, SteeringFiles.web(NODE_A));
     expectUdp("pod-b", EXTERNAL, "ext-a", LB_IP);
@@ -97,7 +97,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
   }
 
   @Test
-  void item3_applyForNodeBWithStatusHostNodeAProgramsNodeBsSideAndSaysSo() {
+  void applyForNodeBWithStatusHostNodeAProgramsNodeBsSideAndSaysSo() {
     topo = SteeringTopology.create(2);
     Path file = SteeringFiles.write(tmp.resolve("f"), SteeringFiles.web(NODE_A));
 
@@ -151,7 +151,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
   }
 
   @Test
-  void item2_aHostWithoutAnIpv6InternalIpGetsTheIpv4EndpointsAndTheIpv6OnesAreReported() {
+  void aHostWithoutAnIpv6InternalIpGetsTheIpv4EndpointsAndTheIpv6OnesAreReported() {
     topo = SteeringTopology.create(2);
     Cluster c = new Cluster(true, NODE_A, false);
     InProcess.Result b = apply("source", SteeringFiles.write(tmp.resolve("f"), c), NODE_B);
@@ -166,7 +166,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
   }
 
   @Test
-  void item2_aDeviceNamedEgressVxThatIsNotOursIsLeftAloneAndTheRefusalReported() {
+  void aDeviceNamedEgressVxThatIsNotOursIsLeftAloneAndTheRefusalReported() {
     topo = SteeringTopology.create(2);
     topo.ns(NODE_B).exec("ip", "link", "add", "egress-vx", "type", "vxlan", "id", "9", "dstport", "4790");
     InProcess.Result b = apply("source", SteeringFiles.write(tmp.resolve("f"), SteeringFiles.web(NODE_A)), NODE_B, 2);
@@ -178,7 +178,7 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
   }
 
   @Test
-  void item2_aDeletedDeviceIsRecreatedByTheNextApply() {
+  void aDeletedDeviceIsRecreatedByTheNextApply() {
     topo = SteeringTopology.create(2);
     applyBoth("source", SteeringFiles.web(NODE_A));
     expectUdp("pod-b", EXTERNAL, "ext-a", LB_IP);
