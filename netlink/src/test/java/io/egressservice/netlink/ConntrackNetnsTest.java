@@ -4,21 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
-import java.net.DatagramPacket;
-import java.net.DatagramSocket;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
+import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link Conntrack#restartFlowsLeavingTheCluster} with no in-cluster prefixes: one dump and a delete per matching
@@ -27,31 +22,19 @@ import org.junit.jupiter.api.Test;
  */
 class ConntrackNetnsTest {
   private static final Pattern SRC = Pattern.compile("^\\S+\\s+\\d+\\s+\\S+\\s+\\d+\\s+\\d+\\s+(?:\\S+\\s+)?src=(\\S+)");
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("ct");
   private Netns ns;
   private NetnsThread thread;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("ct");
-    ns.exec("ip", "link", "set", "lo", "up");
-    // A table with a ct expression makes the namespace track connections (locally sent datagrams included).
-    ns.exec("nft", "add table inet ct_test; add chain inet ct_test out { type filter hook output priority 0; };"
-        + " add rule inet ct_test out ct state new counter");
+    ns = kernel.ns();
+    thread = kernel.thread();
+    ConntrackNamespace.trackConnections(ns);
     for (int i = 1; i <= 30; i++) {
       ns.exec("ip", "addr", "add", "10.77.0." + i + "/32", "dev", "lo");
       ns.exec("ip", "addr", "add", "fd77::" + Integer.toHexString(i) + "/128", "dev", "lo", "nodad");
-    }
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
     }
   }
 
@@ -99,18 +82,11 @@ class ConntrackNetnsTest {
   private void flowsFrom(int n) {
     thread.call(() -> {
       for (int i = 1; i <= n; i++) {
-        send(v4(i), "10.77.0.1");
-        send(v6(i), "fd77::1");
+        ConntrackNamespace.send(v4(i), "10.77.0.1");
+        ConntrackNamespace.send(v6(i), "fd77::1");
       }
       return null;
     });
-  }
-
-  private static void send(IpPrefix from, String to) throws Exception {
-    try (DatagramSocket s = new DatagramSocket(new InetSocketAddress(InetAddress.getByName(from.addressText()), 0))) {
-      byte[] b = {1};
-      s.send(new DatagramPacket(b, 1, InetAddress.getByName(to), 9));
-    }
   }
 
   private Set<String> trackedSources() {

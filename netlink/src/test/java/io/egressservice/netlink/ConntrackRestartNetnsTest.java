@@ -4,24 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
-import java.net.DatagramPacket;
-import java.net.DatagramSocket;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
+import io.egressservice.testing.NetnsFixture;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link Conntrack#restartFlowsLeavingTheCluster}: a changed endpoint's flows out of the cluster end, its flows to
@@ -38,17 +33,16 @@ class ConntrackRestartNetnsTest {
   private static final String EXTERNAL_V6 = "2001:db8::1";
   private static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.88.0.0/16"), IpPrefix.parse("fd88::/32"));
   private static final int SOURCES = 4;
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("ctr");
   private Netns ns;
   private NetnsThread thread;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("ctr");
-    ns.exec("ip", "link", "set", "lo", "up");
-    // A table with a ct expression makes the namespace track connections (locally sent datagrams included).
-    ns.exec("nft", "add table inet ct_test; add chain inet ct_test out { type filter hook output priority 0; };"
-        + " add rule inet ct_test out ct state new counter");
+    ns = kernel.ns();
+    thread = kernel.thread();
+    ConntrackNamespace.trackConnections(ns);
     for (String a : List.of(POD_V4 + "/32", EXTERNAL_V4 + "/32")) {
       ns.exec("ip", "addr", "add", a, "dev", "lo");
     }
@@ -59,18 +53,7 @@ class ConntrackRestartNetnsTest {
       ns.exec("ip", "addr", "add", v4(i).addressText() + "/32", "dev", "lo");
       ns.exec("ip", "addr", "add", v6(i).addressText() + "/128", "dev", "lo", "nodad");
     }
-    thread = NetnsThread.enter(Optional.of(ns.name()));
     flows();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   @Test
@@ -178,21 +161,14 @@ class ConntrackRestartNetnsTest {
   private void flows() {
     thread.call(() -> {
       for (int i = 1; i <= SOURCES; i++) {
-        send(v4(i), POD_V4);
-        send(v4(i), EXTERNAL_V4);
-        send(v6(i), POD_V6);
-        send(v6(i), EXTERNAL_V6);
+        ConntrackNamespace.send(v4(i), POD_V4);
+        ConntrackNamespace.send(v4(i), EXTERNAL_V4);
+        ConntrackNamespace.send(v6(i), POD_V6);
+        ConntrackNamespace.send(v6(i), EXTERNAL_V6);
       }
       return null;
     });
     assertThat(tracked()).hasSize(4 * SOURCES);
-  }
-
-  private static void send(IpPrefix from, String to) throws Exception {
-    try (DatagramSocket s = new DatagramSocket(new InetSocketAddress(InetAddress.getByName(from.addressText()), 0))) {
-      byte[] b = {1};
-      s.send(new DatagramPacket(b, 1, InetAddress.getByName(to), 9));
-    }
   }
 
   /** The tracked UDP flows of the test's sources, as "source > destination". */

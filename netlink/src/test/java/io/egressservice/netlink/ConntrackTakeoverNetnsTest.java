@@ -4,16 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.List;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * An answer to a restarted flow that arrives before the flow's next packet (the old host un-NATs the answers to
@@ -30,31 +29,21 @@ class ConntrackTakeoverNetnsTest {
   private static final int OTHER_POD_PORT = 40001;
   private static final int ECHO = 7000;
   private static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.66.0.0/16"));
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("ctt");
   private Netns ns;
   private NetnsThread thread;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("ctt");
-    ns.exec("ip", "link", "set", "lo", "up");
+    ns = kernel.ns();
+    thread = kernel.thread();
     ns.exec("ip", "addr", "add", POD.addressText() + "/32", "dev", "lo");
     ns.exec("ip", "addr", "add", EXTERNAL + "/32", "dev", "lo");
     // Tracks connections, and counts the pod's packets out by direction (the guard matches the original one).
     ns.exec("nft", "add table inet ct_test; add chain inet ct_test out { type filter hook output priority 0; };"
         + " add counter inet ct_test reply; add rule inet ct_test out ip saddr " + POD.addressText()
         + " udp sport " + POD_PORT + " ct direction reply counter name reply");
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   @Test

@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -19,9 +19,9 @@ import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Collectors;
 import java.util.stream.StreamSupport;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * RtNetlink against the real kernel, each test in a throwaway network namespace, with iproute2 as
@@ -31,25 +31,16 @@ class RtNetlinkKernelTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final IpFamily V4 = IpFamily.V4;
   private static final IpFamily V6 = IpFamily.V6;
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("nl");
   private Netns ns;
   private RtNetlink nl;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("nl");
+    ns = kernel.ns();
     ns.exec("ip", "link", "add", "va", "type", "veth", "peer", "name", "vb");
-    nl = RtNetlink.open(Optional.of(ns.name()));
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (nl != null) {
-      nl.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    nl = kernel.closeLater(RtNetlink.open(Optional.of(ns.name())));
   }
 
   private static IpPrefix p(String s) {

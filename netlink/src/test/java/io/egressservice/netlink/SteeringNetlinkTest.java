@@ -7,12 +7,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The link, address and encapsulated-route writes that steering needs (issue 15 item 2), against the
@@ -20,24 +20,15 @@ import org.junit.jupiter.api.Test;
  */
 class SteeringNetlinkTest {
   private static final VxlanDevice DEVICE = new VxlanDevice("egress-vx", 4799, true, 1444, "egress-service-agent");
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("nlsteer");
   private Netns ns;
   private RtNetlink nl;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("nlsteer");
-    nl = RtNetlink.open(Optional.of(ns.name()));
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (nl != null) {
-      nl.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
+    nl = kernel.closeLater(RtNetlink.open(Optional.of(ns.name())));
   }
 
   private Link ours() {
