@@ -13,34 +13,28 @@ import io.egressservice.objects.ObjectFiles;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@code apply}, {@code status} and {@code cleanup} as a user runs them, against a throwaway namespace. */
 class ApplyCommandNetnsTest {
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("cli");
   Netns ns;
   @TempDir Path tmp;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("cli");
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
   }
 
   static InProcess.Result run(String... args) {

@@ -3,27 +3,21 @@ package io.egressservice.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
-import org.junit.jupiter.api.AfterEach;
+import io.egressservice.testing.NetnsFixture;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** {@code apply} writes the guard table with the Nodes of the objects; {@code cleanup} removes it. */
 class GuardTableCommandNetnsTest {
   static final String GUARD = "egress_service_agent_guard";
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("cliguard");
   Netns ns;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("cliguard");
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
   }
 
   @Test

@@ -5,33 +5,27 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Issue 17, finding 7: {@code status} without objects listed the ClusterIP rules (and those of
  * sourceIPBy Network services) under "service unknown"; it now says what the kernel alone tells.
  */
 class StatusCommandNetnsTest {
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("status");
   Netns ns;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("status");
+    ns = kernel.ns();
     InProcess.Result apply = InProcess.run("apply", "--objects", "examples", "--node", "node-a", "--netns", ns.name());
     assertThat(apply.exit()).as(apply.err()).isZero();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (ns != null) {
-      ns.close();
-    }
   }
 
   @Test

@@ -11,31 +11,25 @@ import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Reconcile with the nft listing cache: a no-change reconcile does not list, drift is still repaired. */
 class DataplaneCacheNetnsTest {
   static final int PRIORITY = 5000;
   static final int PROTOCOL = 201;
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("dpc");
   Netns ns;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("dpc");
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
   }
 
   static DesiredState desired(int n) {

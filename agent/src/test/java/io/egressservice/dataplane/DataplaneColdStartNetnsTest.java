@@ -11,32 +11,26 @@ import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** A cold start larger than one nft transaction: applied in bounded chunks, one refused element refused alone. */
 class DataplaneColdStartNetnsTest {
   static final int PRIORITY = 5000;
   static final int PROTOCOL = 201;
   static final IpPrefix LB = IpPrefix.parse("192.0.2.10");
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("dltc");
   Netns ns;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("dltc");
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
   }
 
   static IpPrefix endpoint(int i) {

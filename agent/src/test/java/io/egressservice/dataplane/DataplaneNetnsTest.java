@@ -11,7 +11,7 @@ import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -19,9 +19,9 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -33,25 +33,16 @@ class DataplaneNetnsTest {
   static final PlanConfig CONFIG = PlanConfig.defaults().withCidrs(
       List.of(), List.of(IpPrefix.parse("172.30.0.0/16"), IpPrefix.parse("fd02::/112")), List.of());
 
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("dp");
   Netns ns;
   Dataplane dp;
   @TempDir Path tmp;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("dp");
-    dp = Dataplane.open(Optional.of(ns.name()), CONFIG.priority(), CONFIG.ruleProtocol());
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (dp != null) {
-      dp.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
+    dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), CONFIG.priority(), CONFIG.ruleProtocol()));
   }
 
   static ClusterObjects examples() throws Exception {

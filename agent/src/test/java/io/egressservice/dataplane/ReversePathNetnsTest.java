@@ -5,14 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.RtNetlink;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Issue 17, finding 1: which uplinks of marked networks filter reverse paths strictly, and the
@@ -20,14 +19,15 @@ import org.junit.jupiter.api.Test;
  * Uplinks: up1 (table 101), up2 (table 100); lan is in no marked table.
  */
 class ReversePathNetnsTest {
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("rpf");
   private Netns ns;
   private NetnsThread thread;
   private RtNetlink nl;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("rpf");
+    ns = kernel.ns();
     for (String dev : List.of("up1", "up2", "lan")) {
       ns.exec("ip", "link", "add", dev, "type", "veth", "peer", "name", dev + "-peer");
       ns.exec("ip", "link", "set", dev, "up");
@@ -36,21 +36,8 @@ class ReversePathNetnsTest {
     ns.exec("ip", "addr", "add", "172.16.2.1/24", "dev", "up2");
     ns.exec("ip", "route", "add", "default", "via", "172.16.1.2", "table", "101");
     ns.exec("ip", "route", "add", "default", "via", "172.16.2.2", "table", "100");
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-    nl = RtNetlink.open(thread);
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (nl != null) {
-      nl.close();
-    }
-    if (thread != null) {
-      thread.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    thread = kernel.thread();
+    nl = kernel.closeLater(RtNetlink.open(thread));
   }
 
   private void set(String device, String setting, int value) {

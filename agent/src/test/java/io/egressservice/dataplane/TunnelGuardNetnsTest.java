@@ -15,16 +15,16 @@ import io.egressservice.plan.SteeringConfig;
 import io.egressservice.plan.SteeringPeers;
 import io.egressservice.plan.SteeringPlan;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The guard table as the dataplane writes it, on the real kernel: from a full reconcile, by element on the fast
@@ -42,24 +42,15 @@ class TunnelGuardNetnsTest {
   static final ObjectRef WEB = new ObjectRef("default", "web");
   static final ObjectRef DB = new ObjectRef("default", "db");
 
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("guard");
   Netns ns;
   Dataplane dp;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("guard");
-    dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL);
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (dp != null) {
-      dp.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
+    dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL));
   }
 
   /** The host of web and db: its own endpoint 10.244.1.5 (web) and the given steered-in ones, all SNATed. */

@@ -6,14 +6,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.nft.GuardNftables;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The tunnel lets out the LB IPs of the services other nodes steer here, and only while they do: in a host move, the
@@ -22,24 +22,16 @@ import org.junit.jupiter.api.Test;
  * they were its only steered losses). The LB IP of a service whose endpoints are all local is not let out.
  */
 class TunnelLetsOutReceivedLbIpsNetnsTest {
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("guardlb");
   Netns ns;
   Dataplane dp;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("guardlb");
-    dp = Dataplane.open(Optional.of(ns.name()), TunnelGuardNetnsTest.PRIORITY, TunnelGuardNetnsTest.PROTOCOL);
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (dp != null) {
-      dp.close();
-    }
-    if (ns != null) {
-      ns.close();
-    }
+    ns = kernel.ns();
+    dp = kernel.closeLater(
+        Dataplane.open(Optional.of(ns.name()), TunnelGuardNetnsTest.PRIORITY, TunnelGuardNetnsTest.PROTOCOL));
   }
 
   @Test
