@@ -2,21 +2,18 @@ package io.egressservice.allocator;
 
 import static org.awaitility.Awaitility.await;
 
+import io.egressservice.testing.MockApiObjects;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.LabelSelector;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import java.io.FileInputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -50,12 +47,7 @@ final class MockCluster {
 
   /** Registers our CRD, so the mock serves EgressService status as a subresource. */
   MockCluster crd() {
-    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
-      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.resource(crd).create();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    MockApiObjects.installCrd(client);
     return this;
   }
 

@@ -4,15 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.egressservice.objects.EgressServices;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.ServiceBuilder;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
+import io.egressservice.testing.MockApiObjects;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.io.FileInputStream;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -53,24 +48,9 @@ class AllocatorCommandTest {
 
   @Test
   void twoReplicasOneLeadsAndTheOtherTakesOverWhenItStops() throws Exception {
-    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
-      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.resource(crd).create();
-    }
-    client.nodes().resource(new NodeBuilder().withNewMetadata().withName("node-a").endMetadata()
-        .withNewSpec().withPodCIDRs("10.128.0.0/24").endSpec()
-        .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress()
-          .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus().build()).create();
-    client.services().resource(new ServiceBuilder().withNewMetadata().withName("web").withNamespace("default")
-        .endMetadata().withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").addToSelector("app", "web")
-        .endSpec()
-        .withNewStatus().withNewLoadBalancer().addNewIngress().withIp("5.5.5.5").endIngress().endLoadBalancer()
-        .endStatus().build()).create();
-    client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder().withNewMetadata()
-        .withName("web-1").withNamespace("default").addToLabels("kubernetes.io/service-name", "web")
-        .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
-        .withAddressType("IPv4").withEndpoints(new EndpointBuilder().withAddresses("10.128.0.5").withNodeName("node-a")
-            .build()).build()).create();
+    MockApiObjects.installCrd(client);
+    MockApiObjects.readyNodeA(client);
+    MockApiObjects.lbServiceOnNodeA(client, "web", "172.30.0.10", "5.5.5.5", "10.128.0.5");
     client.resources(EgressService.class)
         .resource(EgressServices.of("default", "web", SourceIPBy.LOADBALANCERIP, "", "")).create();
 
@@ -134,18 +114,11 @@ class AllocatorCommandTest {
       port = probe.getLocalPort();
     }
     Path log = Files.createTempFile("esa-" + podName + "-", ".log");
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp",
-        System.getProperty("java.class.path"), Main.class.getName(), "allocator", "--metrics-port",
-        Integer.toString(port))
-        .redirectErrorStream(true).redirectOutput(log.toFile());
+    ProcessBuilder pb = AgentProcess.builder(client, log, List.of(),
+        List.of("allocator", "--metrics-port", Integer.toString(port)));
     Map<String, String> env = pb.environment();
     env.put("EGRESS_AGENT_POD_NAME", podName);
     env.put("EGRESS_AGENT_POD_NAMESPACE", NAMESPACE);
-    env.put("KUBERNETES_MASTER", client.getConfiguration().getMasterUrl());
-    env.put("KUBERNETES_TRUST_CERTIFICATES", "true");
-    env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
-    env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
     return new Replica(podName, pb.start(), port, log);
   }
 }

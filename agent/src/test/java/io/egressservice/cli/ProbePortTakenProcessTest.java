@@ -3,14 +3,12 @@ package io.egressservice.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.egressservice.testing.NetnsFixture;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.io.FileInputStream;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -19,11 +17,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -35,20 +33,17 @@ import org.junit.jupiter.api.io.TempDir;
 class ProbePortTakenProcessTest {
   KubernetesMockServer server;
   KubernetesClient client;
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("port");
   Netns ns;
   Process agent;
   @TempDir Path dir;
 
   @BeforeEach
   void setUp() throws Exception {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("port");
-    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
-      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.resource(crd).create();
-    }
-    client.nodes().resource(new NodeBuilder().withNewMetadata().withName("node-a").endMetadata()
-        .withNewSpec().withPodCIDRs("10.128.0.0/24").endSpec().build()).create();
+    ns = kernel.ns();
+    MockApiObjects.installCrd(client);
+    MockApiObjects.bareNodeA(client);
   }
 
   @AfterEach
@@ -56,9 +51,6 @@ class ProbePortTakenProcessTest {
     if (agent != null) {
       agent.destroyForcibly();
       agent.waitFor(10, TimeUnit.SECONDS);
-    }
-    if (ns != null) {
-      ns.close();
     }
   }
 
@@ -94,22 +86,8 @@ class ProbePortTakenProcessTest {
   }
 
   private Process start(int port, Path log) throws IOException {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp",
-        System.getProperty("java.class.path"), Main.class.getName(), "run", "--node-name", "node-a", "--netns",
-        ns.name(), "--netns-metrics-port", "0", "--metrics-port", Integer.toString(port), "--metrics-bind-address",
-        "127.0.0.1", "--allocator=false")
-        .redirectErrorStream(true).redirectOutput(log.toFile());
-    Map<String, String> env = pb.environment();
-    env.keySet().removeIf(k -> k.startsWith("EGRESS_AGENT_") || k.startsWith("KUBERNETES_") || k.equals("KUBECONFIG")
-        || k.equals("JAVA_TOOL_OPTIONS") || k.equals("JDK_JAVA_OPTIONS"));
-    env.put("KUBERNETES_MASTER", client.getConfiguration().getMasterUrl());
-    env.put("KUBERNETES_TRUST_CERTIFICATES", "true");
-    env.put("KUBERNETES_AUTH_TRYKUBECONFIG", "false");
-    env.put("KUBERNETES_AUTH_TRYSERVICEACCOUNT", "false");
-    env.put("EGRESS_AGENT_SERVICE_CIDR", "172.30.0.0/16");
-    env.put("EGRESS_AGENT_LOG_LEVEL", "info");
-    env.put("EGRESS_AGENT_POD_UID", "uid-of-node-a");
+    ProcessBuilder pb = AgentProcess.run(client, log, ns, port);
+    pb.environment().put("EGRESS_AGENT_POD_UID", "uid-of-node-a");
     return pb.start();
   }
 

@@ -10,15 +10,14 @@ import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import java.io.FileInputStream;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,10 +51,7 @@ class HostFollowingTest {
   @BeforeEach
   void setUp() throws Exception {
     Privileges.assumeNetAdmin();
-    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
-      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.resource(crd).create();
-    }
+    MockApiObjects.installCrd(client);
     nsA = Netns.create("host-a");
     toClose.add(nsA);
     nsB = Netns.create("host-b");

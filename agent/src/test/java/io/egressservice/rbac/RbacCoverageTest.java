@@ -14,14 +14,10 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
-import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointBuilder;
-import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSliceBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -29,7 +25,6 @@ import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.mockwebserver.http.RecordedRequest;
-import java.io.FileInputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -78,10 +73,7 @@ class RbacCoverageTest {
   @Test
   void eachAccountHoldsExactlyWhatItsProcessCalls() throws Exception {
     Privileges.assumeNetAdmin();
-    try (FileInputStream in = new FileInputStream("crds/egressservices.k8s.ovn.org.yaml")) {
-      CustomResourceDefinition crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
-      client.resource(crd).create();
-    }
+    MockApiObjects.installCrd(client);
     // The mock never answers 409 to a status PUT: one is injected, so the allocator's re-read runs too.
     server.expect().put().withPath("/apis/k8s.ovn.org/v1/namespaces/default/egressservices/web/status")
         .andReturn(409, new StatusBuilder().withCode(409).withReason("Conflict")
@@ -92,19 +84,8 @@ class RbacCoverageTest {
         KubernetesClient agentClient = clientAs("node-agent-under-test");
         KubernetesClient allocatorClient = clientAs("allocator-under-test");
         Dataplane dp = Dataplane.open(Optional.of(ns.name()), 5000, 201)) {
-      client.nodes().resource(new NodeBuilder().withNewMetadata().withName("node-a").endMetadata()
-          .withNewSpec().withPodCIDRs("10.128.0.0/24").endSpec()
-          .withNewStatus().addNewAddress().withType("InternalIP").withAddress("192.168.1.10").endAddress()
-            .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus().build()).create();
-      client.services().resource(new ServiceBuilder().withNewMetadata().withName("web").withNamespace("default")
-          .endMetadata().withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.10").addToSelector("app", "web").endSpec()
-          .withNewStatus().withNewLoadBalancer().addNewIngress().withIp("5.5.5.5").endIngress().endLoadBalancer()
-          .endStatus().build()).create();
-      client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder().withNewMetadata()
-          .withName("web-1").withNamespace("default").addToLabels("kubernetes.io/service-name", "web")
-          .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
-          .withAddressType("IPv4").withEndpoints(new EndpointBuilder().withAddresses("10.128.0.5").withNodeName("node-a")
-              .build()).build()).create();
+      MockApiObjects.readyNodeA(client);
+      MockApiObjects.lbServiceOnNodeA(client, "web", "172.30.0.10", "5.5.5.5", "10.128.0.5");
       client.resources(EgressService.class)
           .resource(EgressServices.of("default", "web", SourceIPBy.LOADBALANCERIP, "100", "")).create();
       client.resources(EgressService.class)
@@ -139,15 +120,7 @@ class RbacCoverageTest {
         return a == null || a.get("egress-service.k8s.ovn.org/also-receive") == null;
       });
       // An EgressService made while the agent runs, for a Service it never cached: fetched (a backfill).
-      client.services().resource(new ServiceBuilder().withNewMetadata().withName("api").withNamespace("default")
-          .endMetadata().withNewSpec().withType("LoadBalancer").withClusterIP("172.30.0.11").addToSelector("app", "api").endSpec()
-          .withNewStatus().withNewLoadBalancer().addNewIngress().withIp("5.5.5.6").endIngress().endLoadBalancer()
-          .endStatus().build()).create();
-      client.discovery().v1().endpointSlices().resource(new EndpointSliceBuilder().withNewMetadata()
-          .withName("api-1").withNamespace("default").addToLabels("kubernetes.io/service-name", "api")
-          .addToLabels("endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io").endMetadata()
-          .withAddressType("IPv4").withEndpoints(new EndpointBuilder().withAddresses("10.128.0.6").withNodeName("node-a")
-              .build()).build()).create();
+      MockApiObjects.lbServiceOnNodeA(client, "api", "172.30.0.11", "5.5.5.6", "10.128.0.6");
       client.resources(EgressService.class)
           .resource(EgressServices.of("default", "api", SourceIPBy.LOADBALANCERIP, "100", "")).create();
       await().atMost(Duration.ofSeconds(20)).untilAsserted(() ->
