@@ -3,6 +3,7 @@ package io.egressservice.controller;
 import static io.egressservice.controller.KubeObjects.NS;
 import static io.egressservice.controller.KubeObjects.egressService;
 import static io.egressservice.controller.KubeObjects.lbService;
+import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 
 import io.egressservice.dataplane.Dataplane;
@@ -25,23 +26,33 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 /**
  * The shared fixture of the controller tests that run a real node agent against fabric8's mock API server: the
  * test's mock client (register it with {@code @RegisterExtension} beside {@code @EnableKubernetesMockClient}), a
- * real kernel in a throwaway namespace per test with the agent's {@link Dataplane} on it, and the agents (and
- * clients) the test starts. After each test it closes those newest first and only then the kernel, so that no
- * agent reconciles into a namespace that is gone.
+ * real kernel in a throwaway namespace per test with the agent's {@link Dataplane} on it, the agents' Node, and the
+ * agents (and clients) the test starts. After each test it closes those newest first and only then the kernel, so
+ * that no agent reconciles into a namespace that is gone.
  */
 final class AgentKernel implements BeforeEachCallback, AfterEachCallback {
   /** The node every agent here runs as. */
   static final String NODE = "node-a";
 
   private final String name;
+  private final String podCidr;
   private KubernetesClient client;
   private Netns ns;
   private Dataplane dataplane;
   private final List<AutoCloseable> toClose = new ArrayList<>();
 
-  /** A namespace named after {@code name} with a dataplane at priority 5000, protocol 201 (skips without root). */
+  /**
+   * A namespace named after {@code name} with a dataplane at priority 5000, protocol 201 (skips without root), and
+   * Node node-a (192.168.1.10, pod CIDR 10.128.0.0/24).
+   */
   AgentKernel(String name) {
+    this(name, "10.128.0.0/24");
+  }
+
+  /** The same with node-a's pod CIDR {@code podCidr} (a test with thousands of endpoints needs a wider one). */
+  AgentKernel(String name, String podCidr) {
     this.name = name;
+    this.podCidr = podCidr;
   }
 
   @Override
@@ -50,6 +61,7 @@ final class AgentKernel implements BeforeEachCallback, AfterEachCallback {
     client = MockApiFields.injected(context, KubernetesClient.class);
     ns = Netns.create(name);
     dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
+    client.nodes().resource(node(NODE, "192.168.1.10", podCidr)).create();
   }
 
   Netns ns() {

@@ -1,6 +1,5 @@
 package io.egressservice.controller;
 
-import static io.egressservice.controller.KubeObjects.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -20,7 +19,6 @@ import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
@@ -40,11 +38,6 @@ class EndpointTrustAgentTest {
   KubernetesClient client;
   @RegisterExtension
   final AgentKernel kernel = new AgentKernel("hijack");
-
-  @BeforeEach
-  void setUp() {
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
-  }
 
   void lbService(String namespace, String name, String clusterIp, String lbIp, boolean selector) {
     ServiceBuilder b = new ServiceBuilder()

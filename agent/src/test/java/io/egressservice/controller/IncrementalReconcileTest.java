@@ -2,7 +2,6 @@ package io.egressservice.controller;
 
 import static io.egressservice.controller.KubeObjects.egressService;
 import static io.egressservice.controller.KubeObjects.lbService;
-import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -16,7 +15,6 @@ import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
@@ -34,13 +32,8 @@ class IncrementalReconcileTest {
   KubernetesMockServer server;
   KubernetesClient client;
   @RegisterExtension
-  final AgentKernel kernel = new AgentKernel("incplan");
+  final AgentKernel kernel = new AgentKernel("incplan", "10.128.0.0/16");
   NodeAgent agent;
-
-  @BeforeEach
-  void setUp() {
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/16")).create();
-  }
 
   private static String address(int i) {
     return "10.128." + (i >> 8) + "." + (i & 255);

@@ -2,7 +2,6 @@ package io.egressservice.controller;
 
 import static io.egressservice.controller.KubeObjects.NS;
 import static io.egressservice.controller.KubeObjects.lbService;
-import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -48,7 +47,6 @@ class MalformedEgressServiceAgentTest {
   void setUp() {
     agentClient = AgentSerialization.clientBuilder().withConfig(client.getConfiguration()).build();
     kernel.closeLater(agentClient);
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
   }
 
   NodeAgent startAgent(AgentMetrics metrics) {

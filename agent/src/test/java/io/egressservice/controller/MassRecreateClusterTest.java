@@ -2,7 +2,6 @@ package io.egressservice.controller;
 
 import static io.egressservice.controller.KubeObjects.egressService;
 import static io.egressservice.controller.KubeObjects.lbService;
-import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -24,7 +23,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
@@ -47,13 +45,8 @@ class MassRecreateClusterTest {
   KubernetesMockServer server;
   KubernetesClient client;
   @RegisterExtension
-  final AgentKernel kernel = new AgentKernel("recreate");
+  final AgentKernel kernel = new AgentKernel("recreate", "10.128.0.0/16");
   NodeAgent agent;
-
-  @BeforeEach
-  void setUp() {
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/16")).create();
-  }
 
   static String endpoint(int i) {
     return "10.128." + (i / 250) + "." + (i % 250 + 1);

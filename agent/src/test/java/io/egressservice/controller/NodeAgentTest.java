@@ -45,7 +45,6 @@ class NodeAgentTest {
 
   @BeforeEach
   void setUp() {
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
     client.nodes().resource(node("node-b", "192.168.1.11", "10.128.1.0/24")).create();
   }
 

@@ -1,7 +1,6 @@
 package io.egressservice.controller;
 
 import static io.egressservice.controller.KubeObjects.lbService;
-import static io.egressservice.controller.KubeObjects.node;
 import static io.egressservice.controller.KubeObjects.slice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -22,7 +21,6 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
@@ -44,11 +42,6 @@ class OneObjectCannotFailAReconcileTest {
   KubernetesClient client;
   @RegisterExtension
   final AgentKernel kernel = new AgentKernel("f6");
-
-  @BeforeEach
-  void setUp() {
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
-  }
 
   NodeAgent startAgent(Duration resync, Duration maxBackoff, AgentMetrics metrics) {
     return kernel.start(client, new NodeAgent.Settings(NODE, PlanConfig.defaults(), resync, maxBackoff), metrics,
