@@ -11,23 +11,37 @@ import io.egressservice.testbed.Addresses;
 import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Traffic.Probe;
 import io.egressservice.testbed.Traffic.Seen;
+import io.egressservice.testing.Privileges;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
  * The namespace cluster of the explain tests: node-a (2 uplinks, pod-a1), node-b (1 uplink, pod-b1 to pod-b3), the real
  * agents; EgressService {@code web} (LoadBalancerIP, network 100, host node-a) has pod-a1 and pod-b1. Runs {@code
- * explain} in-process against a node's namespace and the cluster's API, and sends real packets to compare.
+ * explain} in-process against a node's namespace and the cluster's API, and sends real packets to compare. One
+ * cluster per test class ({@code @RegisterExtension static}): started before its tests (skipped without root),
+ * closed after them, and then no namespace of it may be left.
  */
-final class ExplainCluster implements AutoCloseable {
+final class ExplainCluster implements BeforeAllCallback, AfterAllCallback {
   static final Duration PATIENCE = Duration.ofSeconds(20);
   static final List<String> WEB_LB = List.of(Addresses.lbIp(5, IpFamily.V4), Addresses.lbIp(5, IpFamily.V6));
 
-  final Cluster cluster;
+  private final String ruleMode;
+  Cluster cluster;
 
+  /** The agents run with {@code --rule-mode ruleMode}. */
   ExplainCluster(String ruleMode) {
+    this.ruleMode = ruleMode;
+  }
+
+  @Override
+  public void beforeAll(ExtensionContext context) {
+    Privileges.assumeNetAdmin();
     cluster = Cluster.builder().node("node-a", 2, 1).node("node-b", 1, 3).agentArgs("--rule-mode", ruleMode).start();
     cluster.api().createLoadBalancer("web", "172.30.0.10", "fd02::10", WEB_LB,
         List.of(cluster.pod("pod-a1"), cluster.pod("pod-b1")));
@@ -84,7 +98,10 @@ final class ExplainCluster implements AutoCloseable {
   }
 
   @Override
-  public void close() {
-    cluster.close();
+  public void afterAll(ExtensionContext context) {
+    if (cluster != null) {
+      cluster.close();
+      assertThat(cluster.anyNamespaceLeft()).isFalse();
+    }
   }
 }

@@ -6,11 +6,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.testbed.Addresses;
 import io.egressservice.testbed.Traffic.Seen;
-import io.egressservice.testing.Privileges;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code explain} in mark mode: the kernel is asked with the mark our nft map gives the pod's packets, so the verdict
@@ -18,21 +16,8 @@ import org.junit.jupiter.api.TestInstance;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ExplainMarkModeClusterTest {
-  ExplainCluster c;
-
-  @BeforeAll
-  void start() {
-    Privileges.assumeNetAdmin();
-    c = new ExplainCluster("mark");
-  }
-
-  @AfterAll
-  void stop() {
-    if (c != null) {
-      c.close();
-      assertThat(c.cluster.anyNamespaceLeft()).isFalse();
-    }
-  }
+  @RegisterExtension
+  static final ExplainCluster c = new ExplainCluster("mark");
 
   @Test
   void aMarkedPodOnTheHostIsRoutedByItsNetworksFwmarkRule() {

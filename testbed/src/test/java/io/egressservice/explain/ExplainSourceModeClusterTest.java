@@ -10,14 +10,12 @@ import io.egressservice.testbed.ApiServer;
 import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Traffic.Probe;
 import io.egressservice.testbed.Traffic.Seen;
-import io.egressservice.testing.Privileges;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
@@ -26,21 +24,8 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ExplainSourceModeClusterTest {
-  ExplainCluster c;
-
-  @BeforeAll
-  void start() {
-    Privileges.assumeNetAdmin();
-    c = new ExplainCluster("source");
-  }
-
-  @AfterAll
-  void stop() {
-    if (c != null) {
-      c.close();
-      assertThat(c.cluster.anyNamespaceLeft()).isFalse();
-    }
-  }
+  @RegisterExtension
+  static final ExplainCluster c = new ExplainCluster("source");
 
   @Test
   void aPodOnTheHostLeavesThroughTheServiceNetworkWithTheLbIp() {
