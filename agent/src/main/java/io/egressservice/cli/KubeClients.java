@@ -1,8 +1,10 @@
 package io.egressservice.cli;
 
 import io.egressservice.controller.AgentSerialization;
+import io.egressservice.informers.ResponseBodyDeadline;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,21 +13,27 @@ import java.nio.file.Path;
 final class KubeClients {
   private KubeClients() {}
 
-  /**
-   * From {@code kubeconfig}, or (null) the in-cluster configuration, then ~/.kube/config; a client that does
-   * not load fabric8's whole model on its first watch event (see AgentSerialization).
-   */
   /** Whether an API is at hand without looking further: {@code kubeconfig} given, or running in a pod. */
   static boolean givenOrInCluster(Path kubeconfig) {
     return kubeconfig != null || System.getenv("KUBERNETES_SERVICE_HOST") != null;
   }
 
+  /** Every client of the agent bounds the bodies of its responses, not only their headers. */
+  private static KubernetesClientBuilder builder() {
+    return ResponseBodyDeadline.installOn(AgentSerialization.clientBuilder());
+  }
+
+  /**
+   * From {@code kubeconfig}, or (null) the in-cluster configuration, then ~/.kube/config; a client that does
+   * not load fabric8's whole model on its first watch event (see AgentSerialization) and does not wait forever
+   * for a response's body (see ResponseBodyDeadline).
+   */
   static KubernetesClient create(Path kubeconfig) {
     if (kubeconfig == null) {
-      return AgentSerialization.clientBuilder().build();
+      return builder().build();
     }
     try {
-      return AgentSerialization.clientBuilder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
+      return builder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
     } catch (IOException | RuntimeException e) {
       throw new Main.UserError("cannot use --kubeconfig " + kubeconfig + ": "
           + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()) + " (is it a kubeconfig file?)");
