@@ -382,7 +382,7 @@ public final class Dataplane implements AutoCloseable {
     return Optional.empty();
   }
 
-  /** Packets the guard table dropped since this agent started: {@code port}, {@code tunnel}, {@code spoofed}. */
+  /** Packets the guard table dropped since this agent started: {@code port}, {@code tunnel}, {@code spoofed}, {@code unsteered}. */
   public Map<String, Long> guardDroppedPackets() {
     return guard.droppedPackets();
   }

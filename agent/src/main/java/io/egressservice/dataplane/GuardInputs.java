@@ -23,7 +23,8 @@ import java.util.Set;
 
 /**
  * What the guard table is written from, kept current per service: the remote endpoints other nodes steer here
- * (the hosted services' {@code steeredIn}) and every source this node SNATs or steers, each counted (one address
+ * (the hosted services' {@code steeredIn}), every source this node SNATs or steers and, of those, the ones it steers
+ * to their host (which leave only through the tunnel), each counted (one address
  * may come from several entries), and the LB IPs those steered endpoints are SNATed to here (a flow its old host
  * SNATed before a host move arrives with one, see {@link GuardNftables}). A full reconcile rebuilds it; the fast path moves the changed services' parts
  * only, so one endpoint change costs O(that service).
@@ -38,13 +39,24 @@ final class GuardInputs {
   private final Map<IpPrefix, Integer> ours = new HashMap<>();
   /** The LB IPs of the services steered here, counted per steered endpoint SNATed to them. */
   private final Map<IpPrefix, Integer> received = new HashMap<>();
+  /** The local sources this node steers to their host (out only through the tunnel). */
+  private final Map<IpPrefix, Integer> away = new HashMap<>();
   private final SteeringPeers peers;
   private final int port;
   private final List<IpPrefix> inCluster;
 
   /** Sources that appeared and disappeared in one update, and whether the table comes or goes with them. */
   record Delta(List<IpPrefix> steeredAdded, List<IpPrefix> steeredRemoved, List<IpPrefix> oursAdded,
-      List<IpPrefix> oursRemoved, List<IpPrefix> receivedAdded, List<IpPrefix> receivedRemoved, boolean reshaped) {}
+      List<IpPrefix> oursRemoved, List<IpPrefix> receivedAdded, List<IpPrefix> receivedRemoved,
+      List<IpPrefix> awayAdded, List<IpPrefix> awayRemoved, boolean reshaped) {
+    GuardNftables.Sources added() {
+      return new GuardNftables.Sources(steeredAdded, oursAdded, receivedAdded, awayAdded);
+    }
+
+    GuardNftables.Sources removed() {
+      return new GuardNftables.Sources(steeredRemoved, oursRemoved, receivedRemoved, awayRemoved);
+    }
+  }
 
   private GuardInputs(SteeringPeers peers, int port, List<IpPrefix> inCluster) {
     this.peers = peers;
@@ -71,7 +83,7 @@ final class GuardInputs {
   Delta update(DesiredState before, DesiredState after, Set<ObjectRef> changed) {
     boolean present = shape().isPresent();
     Delta d = new Delta(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
-        new ArrayList<>(), false);
+        new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), false);
     move(ServiceParts.of(before.snat(), changed, SnatEntry::service),
         ServiceParts.of(before.steering().endpoints(), changed, SteeredEndpoint::service),
         ServiceParts.of(before.services(), changed, ServiceOutcome::service), -1, d);
@@ -82,8 +94,9 @@ final class GuardInputs {
     cancel(d.steeredAdded(), d.steeredRemoved());
     cancel(d.oursAdded(), d.oursRemoved());
     cancel(d.receivedAdded(), d.receivedRemoved());
+    cancel(d.awayAdded(), d.awayRemoved());
     return new Delta(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved(), d.receivedAdded(),
-        d.receivedRemoved(), present != shape().isPresent());
+        d.receivedRemoved(), d.awayAdded(), d.awayRemoved(), present != shape().isPresent());
   }
 
   private void move(List<SnatEntry> snat, List<SteeredEndpoint> steering, List<ServiceOutcome> outcomes, int sign,
@@ -93,6 +106,7 @@ final class GuardInputs {
     }
     for (SteeredEndpoint e : steering) {
       count(ours, e.source(), sign, delta == null ? null : delta.oursAdded(), delta == null ? null : delta.oursRemoved());
+      count(away, e.source(), sign, delta == null ? null : delta.awayAdded(), delta == null ? null : delta.awayRemoved());
     }
     Set<IpPrefix> steeredIn = new HashSet<>();
     for (ServiceOutcome o : outcomes) {
@@ -132,5 +146,10 @@ final class GuardInputs {
 
   List<IpPrefix> received() {
     return List.copyOf(received.keySet());
+  }
+
+  /** Every set's sources, as the table is written from them. */
+  GuardNftables.Sources sources() {
+    return new GuardNftables.Sources(steered(), ours(), received(), List.copyOf(away.keySet()));
   }
 }

@@ -45,7 +45,7 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs in = GuardInputs.of(desired);
-      table.sync(in.shape(), in.steered(), in.ours(), in.received(), verify);
+      table.sync(in.shape(), in.sources(), verify);
       committed.run();
       inputs = in;
       if (verify) {
@@ -66,9 +66,8 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs.Delta d = in.update(previous, next, changed);
-      if (d.reshaped() || !table.updateElements(d.steeredAdded(), d.steeredRemoved(), d.oursAdded(), d.oursRemoved(),
-          d.receivedAdded(), d.receivedRemoved())) {
-        table.sync(in.shape(), in.steered(), in.ours(), in.received(), false);
+      if (d.reshaped() || !table.updateElements(d.added(), d.removed())) {
+        table.sync(in.shape(), in.sources(), false);
       }
       committed.run();
       inputs = in;

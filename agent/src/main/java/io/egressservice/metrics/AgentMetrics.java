@@ -171,7 +171,8 @@ public final class AgentMetrics {
    * {@code egress_service_agent_guard_dropped_packets_total{reason}}: packets the guard table dropped, read from its
    * nft counters on scrape: {@code port} (the steering port from a sender that is not a node, or forwarded to a
    * node's port), {@code tunnel} (out of the steering device, not a steered endpoint leaving the cluster),
-   * {@code spoofed} (an opted-in source from an interface the node does not route it through).
+   * {@code spoofed} (an opted-in source from an interface the node does not route it through), {@code unsteered} (a
+   * source steered to its host about to leave other than through the steering device, while its route is missing).
    */
   public void guardDrops(java.util.function.Supplier<Map<String, Long>> perReason) {
     io.prometheus.metrics.core.metrics.CounterWithCallback.builder()

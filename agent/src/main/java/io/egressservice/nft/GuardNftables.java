@@ -28,6 +28,7 @@ import java.util.TreeMap;
  *   set steered_v4 { type ipv4_addr; elements = { 10.128.2.5 } }                 # steered here by other nodes
  *   set ours_v4 { type ipv4_addr; elements = { 10.128.1.5, 10.128.2.5 } }        # every source we SNAT or steer
  *   set received_v4 { type ipv4_addr; elements = { 5.5.5.5 } }                  # LB IPs of the services steered here
+ *   set away_v4 { type ipv4_addr; elements = { 10.128.1.7 } }                   # local sources steered to their host
  *   chain input {                                      # the node itself
  *     iifname "egress-vx" counter name "tunnel" drop                            # no pod's services through it
  *     udp dport 4799 ip saddr != @nodes_v4 counter name "port" drop             # only Nodes may steer
@@ -42,6 +43,8 @@ import java.util.TreeMap;
  *         counter name "spoofed" drop
  *     iifname != "egress-vx" ip saddr @ours_v4 ip daddr != @in_cluster_v4 ct direction original
  *         fib saddr . iif oif missing counter name "spoofed" drop                # our sources only from their link
+ *     oifname != "egress-vx" ip saddr @away_v4 ip daddr != @in_cluster_v4 ct direction original
+ *         counter name "unsteered" drop                                        # steered: out only through the tunnel
  *   }
  * }
  * </pre>
@@ -59,6 +62,14 @@ import java.util.TreeMap;
  * conntrack entry) until the old host restarts it, and meanwhile arrives here with the LB IP as its source. It grants
  * a Node nothing it does not have: whatever it steers here leaves with that LB IP anyway.
  *
+ * <p>A source this node steers to its host ({@code away_}) leaves the node only through the tunnel. Its rule looks
+ * up a steering table whose one route goes over {@code egress-vx}; while that route is missing (the device deleted
+ * by hand, or being re-created) the lookup finds nothing and the kernel goes on to the node's own routes, so the
+ * packet would leave through the node's uplink with the node's address (the CNI masquerades it): the service's
+ * identity lost to a partner's firewall. Dropped instead, until the device is back; a brief drop the sender retries,
+ * never a packet under another source. Replies of connections made to the endpoint are original in the other
+ * direction and pass.
+ *
  * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
  * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
  * Nodes' addresses or the in-cluster destinations. The counters' values before a rewrite are carried over.
@@ -69,6 +80,8 @@ public final class GuardNftables {
   public static final String PORT = "port";
   public static final String TUNNEL = "tunnel";
   public static final String SPOOFED = "spoofed";
+  /** A steered source about to leave other than through the tunnel (its steering route missing). */
+  public static final String UNSTEERED = "unsteered";
   /** New connections from outside the cluster to a source while its flows restart (see holdNewInbound). */
   public static final String TAKEOVER = "takeover";
   private static final String RESTARTING = "restarting_";
@@ -91,13 +104,41 @@ public final class GuardNftables {
     }
   }
 
+  /**
+   * The sources the table's sets hold.
+   *
+   * @param steered remote endpoints other nodes steer to this node
+   * @param ours every source this node SNATs or steers
+   * @param received the LB IPs of the services steered here
+   * @param away the local sources this node steers to their host
+   */
+  public record Sources(Collection<IpPrefix> steered, Collection<IpPrefix> ours, Collection<IpPrefix> received,
+      Collection<IpPrefix> away) {
+    public static final Sources NONE = new Sources(List.of(), List.of(), List.of(), List.of());
+
+    public Sources {
+      steered = List.copyOf(steered);
+      ours = List.copyOf(ours);
+      received = List.copyOf(received);
+      away = List.copyOf(away);
+    }
+
+    Map<String, Collection<IpPrefix>> bySet() {
+      Map<String, Collection<IpPrefix>> out = new java.util.LinkedHashMap<>();
+      out.put("steered_", steered);
+      out.put("ours_", ours);
+      out.put("received_", received);
+      out.put("away_", away);
+      return out;
+    }
+  }
+
   private final NftClient nft;
   private final Map<String, Long> carried = new HashMap<>();
   /** The shape as last written; empty: unknown (written whole next); {@code Optional.of(Optional.empty())}: absent. */
-  private Optional<Optional<Shape>> written = Optional.empty();
-  private final Set<IpPrefix> writtenSteered = new HashSet<>();
-  private final Set<IpPrefix> writtenOurs = new HashSet<>();
-  private final Set<IpPrefix> writtenReceived = new HashSet<>();
+  private Optional<Optional<Shape>> writtenShape = Optional.empty();
+  /** What each set holds as last written, by set name prefix ({@code steered_}, {@code ours_}, ...). */
+  private final Map<String, Set<IpPrefix>> written = new HashMap<>();
 
   public GuardNftables(NftClient nft) {
     this.nft = Objects.requireNonNull(nft);
@@ -111,39 +152,38 @@ public final class GuardNftables {
    * @param ours every source this node SNATs or steers
    */
   public void sync(Optional<Shape> want, Collection<IpPrefix> steered, Collection<IpPrefix> ours, boolean verify) {
-    sync(want, steered, ours, List.of(), verify);
+    sync(want, new Sources(steered, ours, List.of(), List.of()), verify);
   }
 
-  /** As {@link #sync(Optional, Collection, Collection, boolean)}, with {@code received}: the LB IPs of the services steered here. */
-  public synchronized void sync(Optional<Shape> want, Collection<IpPrefix> steered, Collection<IpPrefix> ours,
-      Collection<IpPrefix> received, boolean verify) {
+  /** As {@link #sync(Optional, Collection, Collection, boolean)}, with every set's sources. */
+  public synchronized void sync(Optional<Shape> want, Sources sources, boolean verify) {
     // Its counters tell whether the table is there without listing its sets (thousands of sources).
-    if (verify && written.isPresent() && written.get().isPresent()
+    if (verify && writtenShape.isPresent() && writtenShape.get().isPresent()
         && nft.listCountersIfPresent("inet", TABLE).isEmpty()) {
-      written = Optional.empty(); // someone deleted it: written whole
+      writtenShape = Optional.empty(); // someone deleted it: written whole
     }
-    if (written.isPresent() && written.get().equals(want)) {
+    if (writtenShape.isPresent() && writtenShape.get().equals(want)) {
       if (want.isPresent()) {
-        Set<IpPrefix> s = new HashSet<>(steered);
-        Set<IpPrefix> o = new HashSet<>(ours);
-        Set<IpPrefix> r = new HashSet<>(received);
-        updateElements(difference(s, writtenSteered), difference(writtenSteered, s), difference(o, writtenOurs),
-            difference(writtenOurs, o), difference(r, writtenReceived), difference(writtenReceived, r));
+        Map<String, List<IpPrefix>> added = new HashMap<>();
+        Map<String, List<IpPrefix>> removed = new HashMap<>();
+        sources.bySet().forEach((set, now) -> {
+          Set<IpPrefix> was = written.getOrDefault(set, Set.of());
+          Set<IpPrefix> is = new HashSet<>(now);
+          added.put(set, difference(is, was));
+          removed.put(set, difference(was, is));
+        });
+        updateElements(added, removed);
       }
       return;
     }
     carryCounters();
-    written = Optional.empty();
-    writtenSteered.clear();
-    writtenOurs.clear();
-    writtenReceived.clear();
+    writtenShape = Optional.empty();
+    written.clear();
     String replace = "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
-    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), steered, ours, received));
-    written = Optional.of(want);
+    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), sources));
+    writtenShape = Optional.of(want);
     if (want.isPresent()) {
-      writtenSteered.addAll(steered);
-      writtenOurs.addAll(ours);
-      writtenReceived.addAll(received);
+      sources.bySet().forEach((set, now) -> written.put(set, new HashSet<>(now)));
     }
   }
 
@@ -157,7 +197,7 @@ public final class GuardNftables {
    * changing nothing, when the table is not known to be present.
    */
   public synchronized boolean holdNewInbound(Collection<IpPrefix> sources, java.time.Duration hold) {
-    if (written.isEmpty() || written.get().isEmpty() || sources.isEmpty()) {
+    if (writtenShape.isEmpty() || writtenShape.get().isEmpty() || sources.isEmpty()) {
       return false;
     }
     StringBuilder sb = new StringBuilder();
@@ -181,53 +221,46 @@ public final class GuardNftables {
    */
   public boolean updateElements(Collection<IpPrefix> steeredAdded, Collection<IpPrefix> steeredRemoved,
       Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved) {
-    return updateElements(steeredAdded, steeredRemoved, oursAdded, oursRemoved, List.of(), List.of());
+    return updateElements(new Sources(steeredAdded, oursAdded, List.of(), List.of()),
+        new Sources(steeredRemoved, oursRemoved, List.of(), List.of()));
   }
 
-  /** As the other, with the LB IPs of the services steered here that come and go. */
-  public synchronized boolean updateElements(Collection<IpPrefix> steeredAdded, Collection<IpPrefix> steeredRemoved,
-      Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved, Collection<IpPrefix> receivedAdded,
-      Collection<IpPrefix> receivedRemoved) {
-    if (written.isEmpty() || written.get().isEmpty()) {
+  /** As the other, for every set: what comes into each and what leaves it. */
+  public boolean updateElements(Sources added, Sources removed) {
+    return updateElements(added.bySet(), removed.bySet());
+  }
+
+  private synchronized boolean updateElements(Map<String, ? extends Collection<IpPrefix>> added,
+      Map<String, ? extends Collection<IpPrefix>> removed) {
+    if (writtenShape.isEmpty() || writtenShape.get().isEmpty()) {
       return false;
     }
     StringBuilder sb = new StringBuilder();
     // Deletes first: a source that stops being ours is never accepted a moment longer than it must.
-    ElementCommands.append(sb, "delete", TABLE, "steered_",
-        steeredRemoved.stream().filter(writtenSteered::contains).toList());
-    ElementCommands.append(sb, "delete", TABLE, "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
-    ElementCommands.append(sb, "delete", TABLE, "received_",
-        receivedRemoved.stream().filter(writtenReceived::contains).toList());
-    ElementCommands.append(sb, "add", TABLE, "steered_",
-        steeredAdded.stream().filter(p -> !writtenSteered.contains(p)).toList());
-    ElementCommands.append(sb, "add", TABLE, "ours_",
-        oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
-    ElementCommands.append(sb, "add", TABLE, "received_",
-        receivedAdded.stream().filter(p -> !writtenReceived.contains(p)).toList());
+    removed.forEach((set, of) -> ElementCommands.append(sb, "delete", TABLE, set,
+        of.stream().filter(p -> written.getOrDefault(set, Set.of()).contains(p)).toList()));
+    added.forEach((set, of) -> ElementCommands.append(sb, "add", TABLE, set,
+        of.stream().filter(p -> !written.getOrDefault(set, Set.of()).contains(p)).toList()));
     if (sb.length() == 0) {
       return true;
     }
     try {
       nft.runScript(sb.toString());
     } catch (RuntimeException e) {
-      written = Optional.empty(); // the next sync writes it whole
+      writtenShape = Optional.empty(); // the next sync writes it whole
       throw e;
     }
-    writtenSteered.removeAll(steeredRemoved);
-    writtenSteered.addAll(steeredAdded);
-    writtenOurs.removeAll(oursRemoved);
-    writtenOurs.addAll(oursAdded);
-    writtenReceived.removeAll(receivedRemoved);
-    writtenReceived.addAll(receivedAdded);
+    removed.forEach((set, of) -> written.computeIfAbsent(set, k -> new HashSet<>()).removeAll(of));
+    added.forEach((set, of) -> written.computeIfAbsent(set, k -> new HashSet<>()).addAll(of));
     return true;
   }
 
   /** Forgets what was written: the next {@link #sync} writes the table whole. */
   public synchronized void invalidate() {
-    written = Optional.empty();
+    writtenShape = Optional.empty();
   }
 
-  /** Packets dropped since this instance started, by counter ({@link #PORT}, {@link #TUNNEL}, {@link #SPOOFED}). */
+  /** Packets dropped since this instance started, by counter ({@link #PORT}, {@link #TUNNEL}, {@link #SPOOFED}, {@link #UNSTEERED}). */
   public synchronized Map<String, Long> droppedPackets() {
     Map<String, Long> out = new TreeMap<>(carried);
     current().forEach((k, v) -> out.merge(k, v, Long::sum));
@@ -237,10 +270,8 @@ public final class GuardNftables {
   /** Removes the table (cleanup). */
   public synchronized void delete() {
     nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
-    written = Optional.of(Optional.empty());
-    writtenSteered.clear();
-    writtenOurs.clear();
-    writtenReceived.clear();
+    writtenShape = Optional.of(Optional.empty());
+    written.clear();
   }
 
   private void carryCounters() {
@@ -253,7 +284,7 @@ public final class GuardNftables {
 
   private Map<String, Long> current() {
     Map<String, Long> out = new HashMap<>();
-    if (written.isPresent() && written.get().isEmpty()) {
+    if (writtenShape.isPresent() && writtenShape.get().isEmpty()) {
       return out;
     }
     Optional<JsonNode> listing = nft.listCountersIfPresent("inet", TABLE);
@@ -271,16 +302,17 @@ public final class GuardNftables {
 
   /** The whole table (package-visible for its test). */
   static String script(Shape shape, Collection<IpPrefix> steered, Collection<IpPrefix> ours) {
-    return script(shape, steered, ours, List.of());
+    return script(shape, new Sources(steered, ours, List.of(), List.of()));
   }
 
-  static String script(Shape shape, Collection<IpPrefix> steered, Collection<IpPrefix> ours,
-      Collection<IpPrefix> received) {
+  static String script(Shape shape, Sources sources) {
     String dev = EgressNftables.STEERING_DEVICE;
     StringBuilder sb = new StringBuilder("table inet ").append(TABLE).append(" {\n");
     sb.append("  counter ").append(PORT).append(" { comment \"steering port: not from a Node\" }\n");
     sb.append("  counter ").append(TUNNEL).append(" { comment \"out of egress-vx: not a steered endpoint leaving\" }\n");
     sb.append("  counter ").append(SPOOFED).append(" { comment \"an opted-in source from the wrong interface\" }\n");
+    sb.append("  counter ").append(UNSTEERED)
+        .append(" { comment \"a steered source about to leave other than through egress-vx\" }\n");
     sb.append("  counter ").append(TAKEOVER)
         .append(" { comment \"from outside to a source whose flows restart: would take its flow over\" }\n");
     StringBuilder input = new StringBuilder();
@@ -316,9 +348,7 @@ public final class GuardNftables {
       sb.append("  set in_cluster_").append(fam(f)).append(" { type ").append(type(f)).append("; flags interval; ")
           .append(ranges.isEmpty() ? "" : "elements = { " + String.join(", ", ranges) + " } ").append("}\n");
       // Declared even when empty, so that sources come and go by element, not by a rewrite.
-      set(sb, "steered_", f, List.copyOf(steered));
-      set(sb, "ours_", f, List.copyOf(ours));
-      set(sb, "received_", f, List.copyOf(received));
+      sources.bySet().forEach((set, of) -> set(sb, set, f, List.copyOf(of)));
       // Sources whose flows restart now (holdNewInbound): elements expire by themselves (Linux 4.1: set timeouts).
       sb.append("  set ").append(RESTARTING).append(fam(f)).append(" { type ").append(type(f))
           .append("; flags timeout; }\n");
@@ -331,6 +361,9 @@ public final class GuardNftables {
           .append(fam(f)).append(' ').append(leaves).append(" ct direction original counter name \"").append(SPOOFED).append("\" drop\n");
       forward.append("    iifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @ours_").append(fam(f))
           .append(' ').append(leaves).append(" ct direction original fib saddr . iif oif missing counter name \"").append(SPOOFED)
+          .append("\" drop\n");
+      forward.append("    oifname != \"").append(dev).append("\" ").append(ip(f)).append(" saddr @away_").append(fam(f))
+          .append(' ').append(leaves).append(" ct direction original counter name \"").append(UNSTEERED)
           .append("\" drop\n");
     }
     if (input.length() > 0) {

@@ -190,6 +190,26 @@ class SteeringDatapathTest extends NamespaceCase<SteeringTopology> {
     expectUdp("pod-b", EXTERNAL, "ext-a", LB_IP);
   }
 
+  /**
+   * Someone deletes the device (or it is being re-created): the steering routes go with it, and the pod's rule finds
+   * nothing in its table. Its packets must not fall through to the node's own route and leave with the node's
+   * address: they are dropped until the device is back.
+   */
+  @ParameterizedTest(name = "rule mode {0}")
+  @MethodSource("ruleModes")
+  void aSteeredPodsPacketsAreDroppedNotLeakedWhileTheDeviceIsGone(String mode) {
+    topo = SteeringTopology.create(2);
+    applyBoth(mode, SteeringFiles.web(NODE_A));
+    expectUdp("pod-b", EXTERNAL, "ext-a", LB_IP);
+    expectUdp("pod-b", EXTERNAL6, "ext-a", LB_IP6);
+
+    topo.ns(NODE_B).exec("ip", "link", "del", "egress-vx");
+
+    assertThat(topo.udp("pod-b", EXTERNAL).seen()).as("pod-b -> %s without the device", EXTERNAL).isEmpty();
+    assertThat(topo.udp("pod-b", EXTERNAL6).seen()).as("pod-b -> %s without the device", EXTERNAL6).isEmpty();
+    expectPodB2Untouched();
+  }
+
   // ---- how the cases drive the agent and look at packets ----------------------------------------
 
   void applyBoth(String mode, Cluster c) {
