@@ -32,6 +32,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless libnftables1 gcc libc6-dev binutils python3
 WORKDIR /src
 COPY scripts/image ./scripts/image
+COPY scripts/kubectl-egress_service ./scripts/kubectl-egress_service
 COPY agent/src/main/image ./agent/src/main/image
 COPY --from=build /src/target/egress-service-agent-image.jar /src/target/egress-service-agent-sbom.json ./target/
 COPY --from=build /src/target/image/lib ./target/image/lib
@@ -46,9 +47,13 @@ RUN scripts/image/jre.sh target/egress-service-agent-image.jar target/image/lib 
  && cp target/egress-service-agent-image.jar /out/application/opt/egress-service-agent/egress-service-agent.jar \
  && python3 scripts/image/image-sbom.py target/egress-service-agent-sbom.json target/image/lib \
       > /out/application/usr/share/doc/egress-service-agent/sbom.cdx.json
-# Hook for the shell completions and the man page (generated into target/completion and target/man by the
-# build): scripts/build-image.sh ships them when present; here they come with the build stage's target/ once
-# the build generates them (COPY --from=build /src/target/completion ... into /out/application/usr/share/...).
+# The bash completion and the man page, generated from the command line's model by the agent itself on the JRE
+# just made (its `completion` and `man` commands), and the kubectl plugin, into their usual places in the
+# application tree (scripts/image/cli-files.sh, which scripts/build-image.sh runs too). SOURCE_DATE_EPOCH (BuildKit
+# passes it when set) dates the man page, so one commit gives the same layer on any day.
+ARG SOURCE_DATE_EPOCH
+RUN scripts/image/cli-files.sh /out/runtime/opt/egress-service-agent/jre/bin/java \
+      "target/egress-service-agent-image.jar:target/image/lib/*" /out/application
 
 # --- 3. the image ---
 FROM scratch

@@ -10,7 +10,8 @@
 #   2. runtime       the jlink'ed JRE (scripts/image/jre.sh)
 #   3. dependencies  the Java dependencies, one jar each (target/image/lib, from mvn package)
 #   4. application   the agent's jar, its AppCDS archive, the egress-service-agent launcher on PATH, the SBOM,
-#                    and the shell completions and man page when target/ has them (see "hook" below)
+#                    the bash completion and man page generated from the command line's model, and the kubectl
+#                    plugin (scripts/image/cli-files.sh)
 # Each layer is reproducible (scripts/image/oci-archive.py; the base, runtime and dependency layers do not depend on
 # the commit), so an upgrade that changes only the agent pulls only the application layer.
 #
@@ -97,14 +98,9 @@ cp target/image/lib/*.jar "$L/dependencies$APP/lib/"
 cp "$JAR" "$L/application$APP/egress-service-agent.jar"
 python3 scripts/image/image-sbom.py target/egress-service-agent-sbom.json target/image/lib \
   > "$L/application/usr/share/doc/egress-service-agent/sbom.cdx.json"
-# Hook: the shell completions and the man page, when the build made them (they are generated from the
-# command line's own definition, not written by hand); the image works without them.
-ship() { # ship SOURCE DESTINATION-IN-IMAGE
-  if [ -f "$1" ]; then mkdir -p "$(dirname "$L/application$2")"; cp "$1" "$L/application$2"; step "shipping $1 as $2"; fi
-}
-ship target/completion/egress-service-agent.bash /usr/share/bash-completion/completions/egress-service-agent
-ship target/completion/_egress-service-agent /usr/share/zsh/vendor-completions/_egress-service-agent
-for page in target/man/*.1; do ship "$page" "/usr/share/man/man1/$(basename "$page")"; done
+step "bash completion, man page, kubectl plugin: scripts/image/cli-files.sh"
+SOURCE_DATE_EPOCH=$epoch scripts/image/cli-files.sh "$L/runtime$APP/jre/bin/java" "$JAR:target/image/lib/*" \
+  "$L/application"
 
 # Fixed mtimes, the ones the layers carry: base, runtime and dependencies get one constant (1980-01-01, zip's
 # epoch), so that their layers keep their digests from one commit to the next and an upgrade of the agent pulls

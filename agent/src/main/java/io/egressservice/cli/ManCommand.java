@@ -29,8 +29,8 @@ public final class ManCommand implements Callable<Integer> {
     CommandLine root = spec.root().commandLine();
     String name = spec.root().name();
     String version = String.join(" ", spec.root().version());
-    out.println(".TH " + name.toUpperCase(Locale.ROOT) + " 8 \"" + LocalDate.now(ZoneOffset.UTC) + "\" \""
-        + escape(version.isBlank() ? name : version) + "\" \"System Administration\"");
+    out.println(".TH " + name.toUpperCase(Locale.ROOT) + " 8 \"" + pageDate(System.getenv("SOURCE_DATE_EPOCH"))
+        + "\" \"" + escape(version.isBlank() ? name : version) + "\" \"System Administration\"");
     out.println(".SH NAME");
     out.println(escape(name) + " \\- " + escape(String.join(" ", spec.root().usageMessage().description())));
     out.println(".SH SYNOPSIS");
@@ -56,6 +56,18 @@ public final class ManCommand implements Callable<Integer> {
       out.println(escape(line));
     }
     out.println(".fi");
+  }
+
+  /**
+   * The page's date: SOURCE_DATE_EPOCH's (reproducible builds: the image build sets it, so one commit gives the same
+   * page on any day), else today's.
+   */
+  static LocalDate pageDate(String sourceDateEpoch) {
+    if (sourceDateEpoch != null && sourceDateEpoch.strip().matches("\\d+")) {
+      return LocalDate.ofInstant(java.time.Instant.ofEpochSecond(Long.parseLong(sourceDateEpoch.strip())),
+          ZoneOffset.UTC);
+    }
+    return LocalDate.now(ZoneOffset.UTC);
   }
 
   /** troff: a backslash is an escape, and a line starting with . or ' a request. */

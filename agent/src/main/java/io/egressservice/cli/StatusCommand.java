@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.dataplane.ObservedState;
+import io.egressservice.explain.ApiClaims;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.Rule;
@@ -83,7 +84,11 @@ public final class StatusCommand implements Callable<Integer> {
       throw new Main.UserError("--objects needs --node (or EGRESS_AGENT_NODE_NAME) to plan for this node");
     }
     PlanConfig config = planOptions.toConfig();
-    ClusterObjects loaded = objects.isEmpty() ? fromApi() : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    java.util.Optional<FromApi> api = objects.isEmpty() ? fromApi() : java.util.Optional.empty();
+    ClusterObjects loaded = objects.isEmpty() ? api.map(FromApi::objects).orElse(null)
+        : PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    // each EgressService's last change and why (its newest Event), when the API was read
+    Map<String, ApiClaims.Reason> lastChanges = api.map(FromApi::lastChanges).orElse(Map.of());
     if (loaded != null && !objects.isEmpty()) {
       PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     }
@@ -117,18 +122,22 @@ public final class StatusCommand implements Callable<Integer> {
       Steered steered = new Steered(config, observed, hosts);
       List<io.egressservice.explain.HeldSources> held = held(dp, serviceByComment);
       if (output.equals("json")) {
-        ObjectNode root = json(dp, config, observed, groups, steered, serviceHosts);
+        ObjectNode root = json(dp, config, observed, groups, steered, serviceHosts, lastChanges);
         ArrayNode heldJson = root.putArray("held");
         for (var h : held) {
           ObjectNode o = heldJson.addObject().put("service", h.service()).put("droppedPackets", h.droppedPackets());
           h.sources().forEach(o.putArray("sources")::add);
+          lastChangeJson(o, lastChanges.get(h.service()));
         }
         out.println(PlanJson.write(root));
       } else {
-        text(out, dp, config, observed, groups, steered, serviceHosts);
+        text(out, dp, config, observed, groups, steered, serviceHosts, lastChanges);
         for (var h : held) {
           out.println("held (no host: packets out of the cluster dropped, " + h.droppedPackets() + " so far): "
               + h.service() + ": " + String.join(", ", h.sources()));
+          if (lastChanges.containsKey(h.service())) {
+            out.println("  " + lastChangeText(lastChanges.get(h.service())));
+          }
         }
       }
       long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
@@ -165,25 +174,43 @@ public final class StatusCommand implements Callable<Integer> {
    * this node's name is known; else null: status then names what the kernel alone names. An API that cannot be
    * read is one line on stderr, not a failure: the kernel's state is what status is for.
    */
-  private ClusterObjects fromApi() {
+  private java.util.Optional<FromApi> fromApi() {
     if (noApi || !KubeClients.givenOrInCluster(kubeconfig)) {
-      return null;
+      return java.util.Optional.empty();
     }
     PrintWriter err = spec.commandLine().getErr();
     if (node == null || node.isBlank()) {
       err.println("note: the API is at hand but this node's name is not (--node or EGRESS_AGENT_NODE_NAME):"
           + " rules are named from the kernel only");
       err.flush();
-      return null;
+      return java.util.Optional.empty();
     }
     try (io.fabric8.kubernetes.client.KubernetesClient client = KubeClients.create(kubeconfig)) {
-      ClusterObjects loaded = new io.egressservice.explain.ApiInspector(client).objects();
+      io.egressservice.explain.ApiInspector inspector = new io.egressservice.explain.ApiInspector(client);
+      ClusterObjects loaded = inspector.objects();
       PlanCommand.warnIfUnknownNode(loaded, node, err);
-      return loaded;
+      return java.util.Optional.of(new FromApi(loaded, inspector.lastChanges(loaded)));
     } catch (io.egressservice.explain.ExplainException | io.fabric8.kubernetes.client.KubernetesClientException e) {
       err.println("note: the API could not be read, rules are named from the kernel only: " + e.getMessage());
       err.flush();
-      return null;
+      return java.util.Optional.empty();
+    }
+  }
+
+  /** What the API gave: the objects that name the rules, and each EgressService's last change and why. */
+  private record FromApi(ClusterObjects objects, Map<String, ApiClaims.Reason> lastChanges) {}
+
+  /** "last change 2026-12-05T14:40:00Z: EgressConfigured by node-a: ..." (a Warning says so). */
+  static String lastChangeText(ApiClaims.Reason r) {
+    return "last change " + r.lastSeen() + ": " + r.reason() + (r.type().equals("Normal") ? "" : " (" + r.type() + ")")
+        + (r.reporter().isEmpty() ? "" : " by " + r.reporter()) + (r.message().isEmpty() ? "" : ": " + r.message());
+  }
+
+  /** {@code lastChange: {time, type, reason, message, reporter}} when there is one (a field added, none renamed). */
+  private static void lastChangeJson(ObjectNode service, ApiClaims.Reason r) {
+    if (r != null) {
+      service.putObject("lastChange").put("time", r.lastSeen()).put("type", r.type()).put("reason", r.reason())
+          .put("message", r.message()).put("reporter", r.reporter());
     }
   }
 
@@ -291,7 +318,8 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static void text(PrintWriter out, Dataplane dp, PlanConfig config, ObservedState observed,
-      Map<String, Group> groups, Steered steered, Map<String, String> serviceHosts) {
+      Map<String, Group> groups, Steered steered, Map<String, String> serviceHosts,
+      Map<String, ApiClaims.Reason> lastChanges) {
     EgressNftables.NftState nft = observed.nft();
     out.printf("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s) with protocol %d;"
             + " nft table inet %s: %s%n",
@@ -325,6 +353,9 @@ public final class StatusCommand implements Callable<Integer> {
       if (serviceHosts.containsKey(g.getKey())) {
         out.println("  host " + serviceHosts.get(g.getKey()));
       }
+      if (lastChanges.containsKey(g.getKey())) {
+        out.println("  " + lastChangeText(lastChanges.get(g.getKey())));
+      }
     }
     if (!observed.routes().isEmpty()) {
       out.println("in-cluster destinations thrown back from the service tables:");
@@ -346,7 +377,7 @@ public final class StatusCommand implements Callable<Integer> {
   }
 
   private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups,
-      Steered steered, Map<String, String> serviceHosts) {
+      Steered steered, Map<String, String> serviceHosts, Map<String, ApiClaims.Reason> lastChanges) {
     ObjectNode root = new ObjectMapper().createObjectNode();
     root.put("netns", dp.thread().netns().orElse(null));
     root.put("priority", config.priority());
@@ -371,6 +402,7 @@ public final class StatusCommand implements Callable<Integer> {
       if (serviceHosts.containsKey(g.getKey())) {
         s.put("host", serviceHosts.get(g.getKey()));
       }
+      lastChangeJson(s, lastChanges.get(g.getKey()));
       g.getValue().table().ifPresent(t -> s.put("table", t));
       ArrayNode rules = s.putArray("rules");
       for (Rule r : g.getValue().rules()) {

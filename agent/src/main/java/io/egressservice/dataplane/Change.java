@@ -6,8 +6,9 @@ package io.egressservice.dataplane;
  *
  * @param service the EgressService it belongs to, {@code (in-cluster)} for throw routes, (old) P-1
  *     rules and the in-cluster sets, {@code (base)} for the nft table itself, {@code (steering)} for the
- *     steering device and routes, or {@code (unknown)} for a stale owned
- *     object whose service is no longer known
+ *     steering device and routes, or {@code (unknown)} for an owned object
+ *     this agent process did not apply and nothing in the kernel names (a deleted rule otherwise carries the
+ *     label it was added with, see {@link AppliedRules})
  */
 public record Change(Op op, Kind kind, String service, String description) {
   public enum Op {

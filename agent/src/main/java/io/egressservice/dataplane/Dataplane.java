@@ -24,6 +24,7 @@ import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.Planner;
 import io.egressservice.plan.RuleMode;
+import io.egressservice.plan.RuleSpec;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -60,6 +61,8 @@ public final class Dataplane implements AutoCloseable {
   private final KernelView view;
   private final FlowRestarts restarts;
   private final ChangeApplier applier;
+  /** What the rules in the kernel were applied for, to name a deleted one (see {@link AppliedRules}). */
+  private final AppliedRules appliedRules = AppliedRules.none();
   /** The last full reconcile succeeded (or the fast path since): the kernel holds what it applied. */
   private boolean viewCurrent;
   private long fastPaths;
@@ -244,8 +247,10 @@ public final class Dataplane implements AutoCloseable {
     // The guard first: the steering port is guarded before the device that listens on it is created.
     List<String> guarded = guard.sync(plan.desired());
     FlowRestarts.EarlyRestart early = restarts.forFullReconcile(plan.desired());
-    ApplyReport report = withGuard(guarded, withHolds(applier.apply(diff(plan), null, false, early), plan.desired()));
-    afterFullReconcile(plan.desired(), report);
+    ChangeSet changes = Differ.diff(plan.desired(), plan.wantedRules(), plan.observed(), plan.steeringMtu(),
+        appliedRules);
+    ApplyReport report = withGuard(guarded, withHolds(applier.apply(changes, null, false, early), plan.desired()));
+    afterFullReconcile(plan.desired(), plan.wantedRules(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
 
@@ -259,9 +264,10 @@ public final class Dataplane implements AutoCloseable {
     long observeNanos = System.nanoTime() - start;
     List<String> guarded = guard.sync(desired);
     FlowRestarts.EarlyRestart early = restarts.forFullReconcile(desired);
-    ApplyReport report = withGuard(guarded, withHolds(applier.apply(Differ.diff(desired, Differ.wantedRules(desired),
-        observed, view.steeringMtu(desired)), null, false, early), desired));
-    afterFullReconcile(desired, report);
+    Map<Rule, RuleSpec> wanted = Differ.wantedRules(desired);
+    ApplyReport report = withGuard(guarded, withHolds(applier.apply(Differ.diff(desired, wanted,
+        observed, view.steeringMtu(desired), appliedRules), null, false, early), desired));
+    afterFullReconcile(desired, wanted, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
 
@@ -286,8 +292,9 @@ public final class Dataplane implements AutoCloseable {
     return new ApplyReport(report.applied(), failures, report.kernelNanos() + System.nanoTime() - t);
   }
 
-  private void afterFullReconcile(DesiredState desired, ApplyReport report) {
+  private void afterFullReconcile(DesiredState desired, Map<Rule, RuleSpec> wanted, ApplyReport report) {
     viewCurrent = report.succeeded();
+    appliedRules.afterFullReconcile(wanted, report.succeeded());
     if (report.succeeded()) {
       view.learnApplied(desired);
     }
@@ -322,7 +329,9 @@ public final class Dataplane implements AutoCloseable {
     DesiredState now = after.state();
     ObservedState expected = ServiceSlices.expectedObservation(was, view.knownReversePath(),
         ServiceSlices.needsSnatTable(previous));
-    ChangeSet changes = Differ.diff(now, Differ.wantedRules(now), expected);
+    // The kernel holds previous, applied by this dataplane: appliedRules names the slice's deleted rules.
+    Map<Rule, RuleSpec> wantedNow = Differ.wantedRules(now);
+    ChangeSet changes = Differ.diff(now, wantedNow, expected, appliedRules);
     if (changes.ensureNftBase() || changes.nft().replaceInCluster().isPresent() || !changes.srcValidMark().isEmpty()) {
       fallbacks++;
       return reconcile(next);
@@ -347,6 +356,7 @@ public final class Dataplane implements AutoCloseable {
     FlowRestarts.EarlyRestart early = restarts.forChanged(was, now, previous, next);
     ApplyReport report = applier.apply(changes,
         new ChangeApplier.KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false, early);
+    appliedRules.afterFastPath(wantedNow);
     fastPaths++;
     long t = System.nanoTime() - guardNanos;
     List<String> failures = new ArrayList<>(guarded);
@@ -409,8 +419,10 @@ public final class Dataplane implements AutoCloseable {
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     Map<Rule, Change> described = new HashMap<>();
-    for (Rule r : observed.rules()) {
-      described.put(r, new Change(Change.Op.DELETE, Change.Kind.RULE, Differ.UNKNOWN, "rule " + r));
+    List<String> labels = Differ.deletionLabels(observed.rules(), Optional.empty(), observed, appliedRules);
+    for (int i = 0; i < observed.rules().size(); i++) {
+      Rule r = observed.rules().get(i);
+      described.put(r, new Change(Change.Op.DELETE, Change.Kind.RULE, labels.get(i), "rule " + r));
     }
     applier.batch(observed.rules().stream().map(RuleChange::delete).toList(), described, applied, failures, null,
         true);

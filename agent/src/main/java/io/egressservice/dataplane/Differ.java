@@ -51,7 +51,13 @@ public final class Differ {
 
   /** With the plan's rules already built by {@link #wantedRules}, and the steering device's MTU. */
   public static ChangeSet diff(DesiredState desired, Map<Rule, RuleSpec> wanted, ObservedState observed, int steeringMtu) {
-    ChangeSet rulesAndNft = diff(desired, wanted, observed);
+    return diff(desired, wanted, observed, steeringMtu, AppliedRules.none());
+  }
+
+  /** The same, naming each deleted rule by what {@code applied} says it was applied for. */
+  static ChangeSet diff(DesiredState desired, Map<Rule, RuleSpec> wanted, ObservedState observed, int steeringMtu,
+      AppliedRules applied) {
+    ChangeSet rulesAndNft = diff(desired, wanted, observed, applied);
     SteeringChanges steering = SteeringDataplane.diff(desired.steering(), observed.steering(), desired.ruleProtocol(),
         steeringMtu);
     List<Change> described = new ArrayList<>(SteeringDataplane.describe(steering));
@@ -72,6 +78,12 @@ public final class Differ {
 
   /** With the plan's rules already built by {@link #wantedRules}. */
   public static ChangeSet diff(DesiredState desired, Map<Rule, RuleSpec> wanted, ObservedState observed) {
+    return diff(desired, wanted, observed, AppliedRules.none());
+  }
+
+  /** The same, naming each deleted rule by what {@code applied} says it was applied for. */
+  static ChangeSet diff(DesiredState desired, Map<Rule, RuleSpec> wanted, ObservedState observed,
+      AppliedRules applied) {
     // Labels (service names) are built only for the rules that change: during endpoint churn a
     // reconcile changes a few of thousands.
     Set<Rule> present = new HashSet<>(observed.rules());
@@ -80,11 +92,8 @@ public final class Differ {
     List<Rule> adds = new ArrayList<>();
     for (Map.Entry<Rule, RuleSpec> e : wanted.entrySet()) {
       if (!present.contains(e.getKey())) {
-        RuleSpec spec = e.getValue();
-        String label = spec.service().map(Object::toString)
-            .orElse(spec.fwmark().isPresent() && spec.to().isEmpty() ? "(network " + spec.table().name() + ")" : IN_CLUSTER);
         adds.add(e.getKey());
-        changes.add(new Change(Change.Op.ADD, Change.Kind.RULE, label, "rule " + e.getKey()));
+        changes.add(new Change(Change.Op.ADD, Change.Kind.RULE, labelOf(e.getValue()), "rule " + e.getKey()));
       }
     }
 
@@ -98,12 +107,9 @@ public final class Differ {
       }
     }
     deletes.sort(RULE_ORDER);
-    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed, deletes);
-    for (Rule r : deletes) {
-      String service = r.source().map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
-          .orElse(r.destination().isPresent() ? IN_CLUSTER
-              : r.fwmark().isPresent() ? "(network " + Integer.toUnsignedString(r.table()) + ")" : UNKNOWN);
-      changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, service, "rule " + r));
+    List<String> deletedLabels = deletionLabels(deletes, Optional.of(desired), observed, applied);
+    for (int i = 0; i < deletes.size(); i++) {
+      changes.add(new Change(Change.Op.DELETE, Change.Kind.RULE, deletedLabels.get(i), "rule " + deletes.get(i)));
     }
 
     // Throw routes: ours are compared by (family, table, destination); the kernel adds what it fills in
@@ -200,6 +206,32 @@ public final class Differ {
         routeAdds, routeDeletes, ordered, srcValidMark, SteeringChanges.none());
   }
 
+  /**
+   * What each rule in {@code deletes} belonged to, in order. A deleted rule is named by what it was applied for:
+   * the kernel keeps no name for a ClusterIP's or a steered endpoint's rule (no SNAT element), and a deleted
+   * service is no longer in the plan. Rules this dataplane did not apply (a restarted agent) are named by the plan
+   * ({@code desired}, empty for a cleanup) and the nft comments, else {@code (unknown)}.
+   */
+  static List<String> deletionLabels(List<Rule> deletes, Optional<DesiredState> desired, ObservedState observed,
+      AppliedRules applied) {
+    List<Rule> unapplied = deletes.stream().filter(r -> applied.specOf(r).isEmpty()).toList();
+    Map<IpPrefix, String> serviceBySource = serviceBySource(desired, observed, unapplied);
+    List<String> out = new ArrayList<>(deletes.size());
+    for (Rule r : deletes) {
+      out.add(applied.specOf(r).map(Differ::labelOf).orElseGet(() -> r.source()
+          .map(s -> serviceBySource.getOrDefault(s, UNKNOWN))
+          .orElse(r.destination().isPresent() ? IN_CLUSTER
+              : r.fwmark().isPresent() ? "(network " + Integer.toUnsignedString(r.table()) + ")" : UNKNOWN)));
+    }
+    return out;
+  }
+
+  /** What a plan rule belongs to: its service (an endpoint's or a ClusterIP's), its network (mark mode), else in-cluster. */
+  private static String labelOf(RuleSpec spec) {
+    return spec.service().map(Object::toString)
+        .orElse(spec.fwmark().isPresent() && spec.to().isEmpty() ? "(network " + spec.table().name() + ")" : IN_CLUSTER);
+  }
+
   private static MarkPlan markPlan(DesiredState desired, ReversePath.State reversePath) {
     if (desired.ruleMode() != RuleMode.MARK || desired.networkMarks().isEmpty()) {
       return MarkPlan.none();
@@ -284,7 +316,8 @@ public final class Differ {
    * Which service each deleted rule's source belongs to: the plan first, then the nft comments. Only
    * for those sources: during churn a reconcile deletes a rule or two among thousands.
    */
-  private static Map<IpPrefix, String> serviceBySource(DesiredState desired, ObservedState observed, List<Rule> deleted) {
+  private static Map<IpPrefix, String> serviceBySource(Optional<DesiredState> plan, ObservedState observed,
+      List<Rule> deleted) {
     Set<IpPrefix> sources = new HashSet<>();
     deleted.forEach(r -> r.source().ifPresent(sources::add));
     if (sources.isEmpty()) {
@@ -294,6 +327,10 @@ public final class Differ {
     observed.nft().snat().stream().filter(e -> sources.contains(e.source())).forEach(e -> out.put(e.source(), e.comment()));
     observed.marks().elements().values().stream().filter(e -> sources.contains(e.source()))
         .forEach(e -> out.put(e.source(), e.comment()));
+    if (plan.isEmpty()) {
+      return out;
+    }
+    DesiredState desired = plan.get();
     desired.marks().stream().filter(m -> sources.contains(m.source()))
         .forEach(m -> out.put(m.source(), m.service().toString()));
     for (RuleSpec r : desired.rules()) {

@@ -147,14 +147,54 @@ public final class ApiInspector {
             && name.equals(e.getInvolvedObject().getName()))
         .filter(e -> !serviceNotFoundBefore(e, svc))
         .sorted(Comparator.comparing(ApiInspector::lastSeen))
-        .forEach(e -> reasons.add(new ApiClaims.Reason(Optional.ofNullable(e.getType()).orElse("Normal"),
-            Optional.ofNullable(e.getReason()).orElse(""), Optional.ofNullable(e.getMessage()).orElse(""),
-            Optional.ofNullable(e.getReportingInstance())
-                .or(() -> Optional.ofNullable(e.getSource()).map(s -> s.getHost() != null ? s.getHost() : s.getComponent()))
-                .orElse(""),
-            lastSeen(e))));
+        .forEach(e -> reasons.add(reasonOf(e)));
     return new ApiClaims.Claim(key, true, mode, text(props, "spec", "network").filter(s -> !s.isEmpty()),
         text(props, "status", "host").filter(s -> !s.isEmpty()), lbIps, reasons);
+  }
+
+  /**
+   * The last change of each EgressService in {@code objects} and why, by {@code namespace/name}: its newest Event,
+   * from any reporter (the agents write one when what they do for it changes, never per resync; the allocator when
+   * it chooses a host or cannot). Ordered as {@link #claims} orders them (by time, then as the API lists them, the
+   * order they were written), so status and explain agree. The API keeps an Event for an hour after it was last
+   * seen: a service without one has had no change since. A namespace whose Events this account may not read gives
+   * none: status shows the kernel's state without them rather than fail.
+   */
+  public Map<String, ApiClaims.Reason> lastChanges(ClusterObjects objects) {
+    Map<String, Service> services = new HashMap<>();
+    objects.services().forEach(s -> services.put(s.getMetadata().getNamespace() + "/" + s.getMetadata().getName(), s));
+    java.util.Set<String> wanted = new java.util.HashSet<>();
+    java.util.SortedSet<String> namespaces = new java.util.TreeSet<>();
+    for (EgressService es : objects.egressServices()) {
+      wanted.add(es.getMetadata().getNamespace() + "/" + es.getMetadata().getName());
+      namespaces.add(es.getMetadata().getNamespace());
+    }
+    Map<String, ApiClaims.Reason> out = new java.util.TreeMap<>();
+    for (String ns : namespaces) {
+      List<Event> events;
+      try {
+        events = client.v1().events().inNamespace(ns).list().getItems();
+      } catch (KubernetesClientException e) {
+        continue;
+      }
+      events.stream()
+          .filter(e -> e.getInvolvedObject() != null && "EgressService".equals(e.getInvolvedObject().getKind())
+              && wanted.contains(ns + "/" + e.getInvolvedObject().getName()))
+          .filter(e -> !serviceNotFoundBefore(e, services.get(ns + "/" + e.getInvolvedObject().getName())))
+          .sorted(Comparator.comparing(ApiInspector::lastSeen))
+          .forEach(e -> out.put(ns + "/" + e.getInvolvedObject().getName(), reasonOf(e))); // the newest stays
+    }
+    return out;
+  }
+
+  /** What an Event says, and who wrote it (the node or the allocator). */
+  private static ApiClaims.Reason reasonOf(Event e) {
+    return new ApiClaims.Reason(Optional.ofNullable(e.getType()).orElse("Normal"),
+        Optional.ofNullable(e.getReason()).orElse(""), Optional.ofNullable(e.getMessage()).orElse(""),
+        Optional.ofNullable(e.getReportingInstance())
+            .or(() -> Optional.ofNullable(e.getSource()).map(s -> s.getHost() != null ? s.getHost() : s.getComponent()))
+            .orElse(""),
+        lastSeen(e));
   }
 
   /**

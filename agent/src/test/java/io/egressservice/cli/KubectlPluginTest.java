@@ -35,9 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class KubectlPluginTest {
   static final Path PLUGIN = Path.of("scripts", "kubectl-egress_service").toAbsolutePath();
-  /** The image's entrypoint, word by word. */
-  static final List<String> AGENT = List.of("/opt/egress-service-agent/bin/java",
-      "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
+  /** The image's launcher, which execs its entrypoint. */
+  static final List<String> AGENT = List.of("/usr/local/bin/egress-service-agent");
 
   @TempDir Path tmp;
   KubernetesMockServer server;
@@ -98,6 +97,15 @@ class KubectlPluginTest {
     Run r = plugin("status", "node-a", "-o", "json");
     assertThat(r.exit()).as(r.err()).isZero();
     assertThat(r.execs()).containsExactly(exec("egress-service-agent-aaaa", "status", "-o", "json"));
+  }
+
+  @Test
+  void theCommandItExecsIsTheLauncherTheImageBuildsOnPath() throws IOException {
+    // kubectl exec needs a path that exists in the image: both image builds compile the launcher there
+    String launcher = AGENT.get(0);
+    assertThat(Files.readString(Path.of("Dockerfile"))).contains("-o /out/application" + launcher + " ");
+    assertThat(Files.readString(Path.of("scripts", "build-image.sh")))
+        .contains("-o \"$L/application" + launcher + "\" ");
   }
 
   @Test

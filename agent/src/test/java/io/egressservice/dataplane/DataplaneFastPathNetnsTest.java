@@ -244,6 +244,51 @@ class DataplaneFastPathNetnsTest {
         .containsExactlyInAnyOrderElementsOf(fast.observe().rules());
   }
 
+  /** {@code s} with a ClusterIP rule of {@code service}: a source without SNAT entry, like a steered endpoint's. */
+  static DesiredState withClusterIp(DesiredState s, ObjectRef service, String clusterIp) {
+    List<RuleSpec> rules = new ArrayList<>(s.rules());
+    rules.add(new RuleSpec(IpFamily.V4, PRIORITY, Optional.of(IpPrefix.parse(clusterIp)), Optional.empty(),
+        TableRef.of(100), Optional.of(service)));
+    rules.sort(RuleSpec.ORDER);
+    return new DesiredState(s.node(), s.priority(), s.ruleProtocol(), rules, s.snat(), s.inCluster(), s.services(),
+        s.ruleMode(), s.markMask(), s.marks(), s.networkMarks(), s.routes(), s.refusedInputs(), s.steering(),
+        s.held());
+  }
+
+  /** The labels of the rule deletions a reconcile applied, by rule. */
+  static Map<String, String> deletedRuleLabels(ApplyReport report) {
+    Map<String, String> out = new TreeMap<>();
+    report.applied().stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE)
+        .forEach(c -> out.put(c.description(), c.service()));
+    return out;
+  }
+
+  @Test
+  void rulesDeletedWithTheirServiceAreLabelledWithItEvenWithoutSnatEntryOnBothPaths() {
+    // Service 0 has a SNAT endpoint, a steered one (its rule looks up the steering table, no SNAT entry here) and
+    // a ClusterIP rule (no SNAT entry either); deleting the service must name it on every rule it removes.
+    Map<Integer, Service> services = new TreeMap<>();
+    services.put(0, new Service(100, IpPrefix.parse("192.0.2.10"),
+        new TreeMap<>(Map.of(endpoint(0, 0), Treatment.SNAT, endpoint(0, 1), Treatment.STEER))));
+    services.put(1, new Service(101, IpPrefix.parse("192.0.2.11"),
+        new TreeMap<>(Map.of(endpoint(1, 0), Treatment.SNAT))));
+    DesiredState before = withClusterIp(state(services, RuleMode.SOURCE, IN_CLUSTER), ref(0), "10.96.0.10");
+    services.remove(0);
+    DesiredState after = state(services, RuleMode.SOURCE, IN_CLUSTER);
+    assertThat(fast.reconcile(before).succeeded()).isTrue();
+    assertThat(full.reconcile(before).succeeded()).isTrue();
+
+    Map<String, String> viaFull = deletedRuleLabels(full.reconcile(after));
+    Map<String, String> viaFast = deletedRuleLabels(fast.reconcileChanged(before, after, Set.of(ref(0))));
+
+    assertThat(fast.fastPathStats().fallbacks()).isZero();
+    for (Map<String, String> labels : List.of(viaFull, viaFast)) {
+      assertThat(labels).hasSize(3).allSatisfy((rule, label) -> assertThat(label).as(rule).isEqualTo("ns0/svc0"));
+      assertThat(labels.keySet()).anySatisfy(rule -> assertThat(rule).contains("from 10.96.0.10 lookup 100"))
+          .anySatisfy(rule -> assertThat(rule).contains("from 10.244.0.2 lookup " + STEER_TABLE));
+    }
+  }
+
   @Test
   void aNodeWideChangeFallsBackToTheFullReconcile() {
     Map<Integer, Service> services = initial(new Random(5), 3);

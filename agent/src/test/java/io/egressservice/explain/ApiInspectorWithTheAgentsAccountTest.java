@@ -79,7 +79,33 @@ class ApiInspectorWithTheAgentsAccountTest {
     assertThat(ApiInspector.addresses(api.pod("shop", "web-5d9"))).isEqualTo(List.of("10.128.1.7"));
   }
 
+  private void event(String name, String egressService, String reason, String reporter, String time) {
+    client.v1().events().inNamespace("shop").resource(new io.fabric8.kubernetes.api.model.EventBuilder()
+        .withNewMetadata().withName(name).withNamespace("shop").endMetadata()
+        .withNewInvolvedObject().withApiVersion("k8s.ovn.org/v1").withKind("EgressService").withNamespace("shop")
+        .withName(egressService).endInvolvedObject()
+        .withType(reason.equals("ServiceNotFound") ? "Warning" : "Normal").withReason(reason)
+        .withMessage(reason + " said by " + reporter).withReportingInstance(reporter)
+        .withFirstTimestamp(time).withLastTimestamp(time).withCount(1).build()).create();
+  }
+
   @Test
+  void theLastChangeOfAnEgressServiceIsItsNewestEventWhoeverWroteIt() {
+    event("web.1", "web", "HostAllocated", "egress-service-allocator", "2026-01-01T10:00:00Z");
+    event("web.2", "web", "EgressConfigured", "node-a", "2026-01-01T10:00:05Z");
+    // newer, but the Service is there: of a time before it, as explain treats it
+    event("web.3", "web", "ServiceNotFound", "egress-service-allocator", "2026-01-01T10:00:09Z");
+    event("other.1", "other", "HostAllocated", "egress-service-allocator", "2026-01-01T11:00:00Z");
+
+    ApiInspector api = new ApiInspector(client);
+    var changes = api.lastChanges(api.objects());
+
+    assertThat(changes).containsOnlyKeys("shop/web");
+    assertThat(changes.get("shop/web")).isEqualTo(new ApiClaims.Reason("Normal", "EgressConfigured",
+        "EgressConfigured said by node-a", "node-a", "2026-01-01T10:00:05Z"));
+  }
+
+    @Test
   void aPodNoSliceNamesIsAnErrorThatSaysToGiveItsAddress() {
     ApiInspector api = new ApiInspector(client);
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> api.pod("shop", "batch-1"))

@@ -7,7 +7,10 @@ import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Traffic;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
@@ -28,6 +31,13 @@ public final class Demo implements AutoCloseable {
   private final PrintWriter out;
   private Cluster cluster;
   private boolean closed;
+  /** The previous step, to say what differs from it: its number, pod and our rules per node (empty before step 1). */
+  private Optional<Shown> previous = Optional.empty();
+  /** What was applied to the API since the previous step, for the step's "what differs" line. */
+  private String appliedSince = "";
+
+  /** What a step showed. */
+  private record Shown(String number, Cluster.Pod pod, Map<String, List<String>> rules) {}
 
   public Demo(PrintWriter out) {
     this.out = out;
@@ -56,17 +66,20 @@ public final class Demo implements AutoCloseable {
         () -> !ours(a) && !ours(b), podA, a.uplink(1), a.uplink(1).nodeIp(IpFamily.V4));
 
     cluster.api().applyEgressService(SERVICE, SourceIPBy.LOADBALANCERIP, "100", Optional.empty());
+    appliedSince = "EgressService " + SERVICE + " created (LoadBalancerIP, network 100)";
     Optional<String> host = awaitHost("node-a");
     say("\n   applied: EgressService %s/%s {sourceIPBy: LoadBalancerIP, network: \"100\"}; the allocator chose "
         + "status.host: %s", ApiServer.NAMESPACE, SERVICE, host.orElse("(none within " + STEP_LIMIT.toSeconds() + " s)"));
     ok &= host.isPresent();
     ok &= step("2. LoadBalancerIP + network 100: the pod on the host leaves through table 100 with the LB IP",
-        () -> rules(a).contains("from " + podA.ip(IpFamily.V4) + " lookup 100") && snat(a, podA), podA, a.uplink(2),
-        LB_IP);
+        // node-b's steering rule too: step 3 then shows that only the sending pod differs
+        () -> rules(a).contains("from " + podA.ip(IpFamily.V4) + " lookup 100") && snat(a, podA) && snat(a, podB)
+            && rules(b).contains("from " + podB.ip(IpFamily.V4) + " lookup"), podA, a.uplink(2), LB_IP);
     ok &= step("3. the pod on node-b is steered to the host node-a and leaves there with the LB IP",
         () -> snat(a, podB), podB, a.uplink(2), LB_IP);
 
     cluster.api().applyEgressService(SERVICE, SourceIPBy.NETWORK, "100", Optional.empty());
+    appliedSince = "EgressService " + SERVICE + " changed: sourceIPBy LoadBalancerIP -> Network";
     say("\n   applied: EgressService %s/%s {sourceIPBy: Network, network: \"100\"} (status.host: ALL)",
         ApiServer.NAMESPACE, SERVICE);
     ok &= step("4. Network + network 100: leaves through table 100 with the node's address there, no SNAT to the LB IP",
@@ -74,6 +87,7 @@ public final class Demo implements AutoCloseable {
         a.uplink(2).nodeIp(IpFamily.V4));
 
     cluster.api().deleteEgressService(SERVICE);
+    appliedSince = "EgressService " + SERVICE + " deleted";
     say("\n   deleted: EgressService %s/%s", ApiServer.NAMESPACE, SERVICE);
     ok &= step("5. EgressService deleted: back to the main table on both nodes, nothing owned left",
         () -> !ours(a) && !ours(b) && !snat(a, podA) && !snat(a, podB), podB, b.uplink(1),
@@ -103,15 +117,62 @@ public final class Demo implements AutoCloseable {
       say("   the agents did not reach the expected kernel state within %d s", STEP_LIMIT.toSeconds());
       seen = probe(pod);
     }
+    Map<String, List<String>> now = new LinkedHashMap<>();
     for (Cluster.Node n : cluster.nodes()) {
-      List<String> rules = rules(n).lines().filter(l -> l.contains("proto 201")).toList();
-      say("   ip rule on %s (ours): %s", n.name(), rules.isEmpty() ? "none" : "");
-      rules.forEach(l -> say("     %s", l.trim()));
+      now.put(n.name(), rules(n).lines().filter(l -> l.contains("proto 201")).map(String::trim).toList());
     }
+    showRules(title.substring(0, title.indexOf('.')), pod, now);
     boolean ok = ready && seen.equals(expected);
     say("   %s %s (on %s) -> %s:%d over UDP: %s   [%s]", pod.name(), pod.ip(IpFamily.V4), pod.node(),
         Addresses.EXTERNAL_V4, Traffic.ECHO_PORT, seen, ok ? "as expected" : "EXPECTED " + expected);
     return ok;
+  }
+
+  /**
+   * Our rules of every node: in full at the first step; after it, what differs from the previous step (one line),
+   * then per node only the rules removed ({@code -}) and added ({@code +}), or that they are unchanged. Without
+   * it, steps 2 and 3 printed the same rule block and left the reader to spot that nothing but the pod differs.
+   */
+  private void showRules(String number, Cluster.Pod pod, Map<String, List<String>> now) {
+    if (previous.isEmpty()) {
+      now.forEach((node, rules) -> {
+        say("   ip rule on %s (ours): %s", node, rules.isEmpty() ? "none" : "");
+        rules.forEach(l -> say("     %s", l));
+      });
+    } else {
+      Shown before = previous.get();
+      List<String> differs = new ArrayList<>();
+      differs.add(appliedSince.isEmpty() ? "nothing applied to the API" : appliedSince);
+      List<String> changedNodes = new ArrayList<>();
+      now.forEach((node, rules) -> {
+        List<String> was = before.rules().getOrDefault(node, List.of());
+        long removed = was.stream().filter(l -> !rules.contains(l)).count();
+        long added = rules.stream().filter(l -> !was.contains(l)).count();
+        if (removed + added > 0) {
+          changedNodes.add(node + " " + (added > 0 ? "+" + added : "") + (added > 0 && removed > 0 ? "/" : "")
+              + (removed > 0 ? "-" + removed : ""));
+        }
+      });
+      differs.add(changedNodes.isEmpty() ? "our ip rules are the same on every node"
+          : "our ip rules changed on " + String.join(", ", changedNodes));
+      differs.add(pod.name().equals(before.pod().name()) ? "the packet comes from " + pod.name() + " as before"
+          : "the packet comes from " + pod.name() + " on " + pod.node() + " (" + before.pod().name() + " on "
+              + before.pod().node() + " before)");
+      say("   what differs from step %s: %s", before.number(), String.join("; ", differs));
+      now.forEach((node, rules) -> {
+        List<String> was = before.rules().getOrDefault(node, List.of());
+        if (rules.equals(was)) {
+          say("   ip rule on %s (ours): unchanged since step %s (%s)", node, before.number(),
+              rules.isEmpty() ? "none" : rules.size() + " rule(s)");
+          return;
+        }
+        say("   ip rule on %s (ours), against step %s:", node, before.number());
+        was.stream().filter(l -> !rules.contains(l)).forEach(l -> say("     - %s", l));
+        rules.stream().filter(l -> !was.contains(l)).forEach(l -> say("     + %s", l));
+      });
+    }
+    previous = Optional.of(new Shown(number, pod, now));
+    appliedSince = "";
   }
 
   /** One UDP datagram from the pod (three tries); "uplink-2 of node-a saw 5.5.5.5", or why nothing was seen. */

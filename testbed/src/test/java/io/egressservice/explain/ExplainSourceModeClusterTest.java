@@ -126,6 +126,14 @@ class ExplainSourceModeClusterTest {
       assertThat(heldByStatus.get(0).path("sources")).extracting(JsonNode::asText)
           .contains(ip, c.cluster.pod("pod-b3").ip(IpFamily.V6));
       assertThat(heldByStatus.get(0).path("droppedPackets").asLong()).isGreaterThanOrEqualTo(held.path("droppedPackets").asLong());
+      // from the API, the held service's last change says why it is held
+      io.egressservice.cli.InProcess.Result withApi = io.egressservice.cli.InProcess.run("status", "--netns",
+          c.cluster.node("node-b").netns().name(), "--kubeconfig", c.cluster.api().kubeconfig().toString(), "--node",
+          "node-b", "-o", "json");
+      JsonNode change = new com.fasterxml.jackson.databind.ObjectMapper().readTree(withApi.out()).path("held").get(0)
+          .path("lastChange");
+      assertThat(change.path("time").asText()).as(withApi.out()).isEqualTo(newestEvent("held").time());
+      assertThat(change.path("reason").asText()).isIn(newestEvent("held").reasons());
     } finally {
       deleteService("held");
     }
@@ -158,9 +166,12 @@ class ExplainSourceModeClusterTest {
     }
   }
 
-  /** {@code status} in cluster (shares this class's cluster): the ClusterIP rules too are named, from the API. */
+  /**
+   * {@code status} in cluster (shares this class's cluster): the ClusterIP rules too are named, from the API; each
+   * service gives its host and its last change and why (its newest Event).
+   */
   @Test
-  void statusNamesEveryRuleIncludingTheClusterIpsFromTheApiAndGivesTheHost() throws Exception {
+  void statusNamesEveryRuleIncludingTheClusterIpsFromTheApiAndGivesTheHostAndTheLastChange() throws Exception {
     List<String> args = List.of("status", "--netns", c.cluster.node("node-a").netns().name(), "--kubeconfig",
         c.cluster.api().kubeconfig().toString(), "--node", "node-a", "--service-cidr", "172.30.0.0/16,fd02::/112");
     io.egressservice.cli.InProcess.Result text = io.egressservice.cli.InProcess.run(args.toArray(String[]::new));
@@ -180,11 +191,36 @@ class ExplainSourceModeClusterTest {
     assertThat(web.path("host").asText()).isEqualTo("node-a");
     assertThat(web.path("rules")).extracting(r -> r.path("from").asText())
         .contains("172.30.0.10", "fd02::10", c.cluster.pod("pod-a1").ip(IpFamily.V4));
+    // the last change is the newest Event on the EgressService (the agents and the allocator write one per change)
+    Newest newest = newestEvent("web");
+    JsonNode change = web.path("lastChange");
+    assertThat(change.path("time").asText()).as(json.out()).isEqualTo(newest.time());
+    assertThat(change.path("reason").asText()).isIn(newest.reasons());
+    assertThat(change.path("reporter").asText()).as("who wrote it").isNotEmpty();
+    assertThat(change.path("message").asText()).as("why").isNotEmpty();
+    assertThat(text.out()).contains("\n  host node-a\n  last change " + newest.time() + ": "
+        + change.path("reason").asText());
     // without the API, the ClusterIPs are what the kernel cannot name
     List<String> kernelOnly = new java.util.ArrayList<>(args);
     kernelOnly.add("--no-api");
     io.egressservice.cli.InProcess.Result bare = io.egressservice.cli.InProcess.run(kernelOnly.toArray(String[]::new));
     assertThat(bare.out()).contains("sources the kernel does not name");
+  }
+
+  /** The newest Event on EgressService shop/NAME, as the API holds it: its time, and every reason written then. */
+  private record Newest(String time, List<String> reasons) {}
+
+  private Newest newestEvent(String name) {
+    List<io.fabric8.kubernetes.api.model.Event> events = c.cluster.api().client().v1().events()
+        .inNamespace(ApiServer.NAMESPACE).list().getItems().stream()
+        .filter(e -> "EgressService".equals(e.getInvolvedObject().getKind())
+            && name.equals(e.getInvolvedObject().getName()))
+        .filter(e -> !"ServiceNotFound".equals(e.getReason())) // the Service exists: that was before it
+        .toList();
+    String time = events.stream().map(io.fabric8.kubernetes.api.model.Event::getLastTimestamp)
+        .max(java.util.Comparator.naturalOrder()).orElseThrow();
+    return new Newest(time, events.stream().filter(e -> time.equals(e.getLastTimestamp()))
+        .map(io.fabric8.kubernetes.api.model.Event::getReason).toList());
   }
 
   private void deleteService(String name) {
