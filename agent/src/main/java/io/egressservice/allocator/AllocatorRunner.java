@@ -39,10 +39,15 @@ public final class AllocatorRunner implements AutoCloseable {
   private final Allocator allocator;
   private final ScheduledExecutorService restarts;
   private volatile String observedLeader;
-  /** The newest renewal seen of another holder's Lease (wall clock, as the Lease records it); guarded by this. */
+  /**
+   * The newest renewal seen of another holder's Lease (wall clock, as the Lease records it); guarded by
+   * {@link #renewalLock}, not by this runner: the elector's loop reports it while holding its own lock, and must never
+   * wait for a thread that holds this runner's lock while it waits for the elector's (cancelling it, say).
+   */
   private java.time.ZonedDateTime observedRenewal;
+  private final Object renewalLock = new Object();
   private CompletableFuture<?> election;
-  private boolean closed;
+  private volatile boolean closed;
 
   private AllocatorRunner(KubernetesClient client, Allocator allocator, String leaseNamespace, String identity,
       AllocatorConfig config) {
@@ -147,7 +152,7 @@ public final class AllocatorRunner implements AutoCloseable {
       return;
     }
     java.time.ZonedDateTime renewed = r.getRenewTime();
-    synchronized (this) {
+    synchronized (renewalLock) {
       if (closed || observedRenewal != null && !renewed.isAfter(observedRenewal)) {
         return;
       }
@@ -165,18 +170,31 @@ public final class AllocatorRunner implements AutoCloseable {
   /** After the Lease's expiry: clocks differ by milliseconds, fabric8 compares with isAfter. */
   private static final long EXPIRY_MARGIN_MS = 50;
 
-  /** A fresh elector now, if no renewal after {@code renewed} was seen and this replica does not lead. */
-  private synchronized void electNow(java.time.ZonedDateTime renewed) {
-    if (closed || allocator.isLeading() || !renewed.equals(observedRenewal)) {
-      return;
+  /**
+   * A fresh elector now, if no renewal after {@code renewed} was seen and this replica does not lead.
+   *
+   * <p>The old elector is cancelled without this runner's lock: cancelling runs its callbacks, which take the
+   * elector's own lock, and the elector's loop holds that lock while it reads the Lease and tells {@link #observed}.
+   * When {@link #observed} took this runner's lock too, the two orders deadlocked the replica: it never elected again
+   * and could not even stop (seen in the chaos soak). Neither waits for the other now.
+   */
+  private void electNow(java.time.ZonedDateTime renewed) {
+    synchronized (renewalLock) {
+      if (!renewed.equals(observedRenewal)) {
+        return; // renewed since
+      }
     }
-    LOG.info("{}: the allocator's Lease was last renewed at {} and has expired: trying to take it over now",
-        identity, renewed);
-    CompletableFuture<?> old = election;
-    election = null;
-    if (old != null) {
-      old.cancel(true);
+    CompletableFuture<?> old;
+    synchronized (this) {
+      if (closed || allocator.isLeading() || election == null) {
+        return; // closed, leading, or a fresh elector is being started already
+      }
+      LOG.info("{}: the allocator's Lease was last renewed at {} and has expired: trying to take it over now",
+          identity, renewed);
+      old = election;
+      election = null;
     }
+    old.cancel(true);
     elect();
   }
 
