@@ -250,6 +250,7 @@ public final class Dataplane implements AutoCloseable {
     ChangeSet changes = Differ.diff(plan.desired(), plan.wantedRules(), plan.observed(), plan.steeringMtu(),
         appliedRules);
     ApplyReport report = withGuard(guarded, withHolds(applier.apply(changes, null, false, early), plan.desired()));
+    report = withLateGuard(report);
     afterFullReconcile(plan.desired(), plan.wantedRules(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
@@ -267,8 +268,20 @@ public final class Dataplane implements AutoCloseable {
     Map<Rule, RuleSpec> wanted = Differ.wantedRules(desired);
     ApplyReport report = withGuard(guarded, withHolds(applier.apply(Differ.diff(desired, wanted,
         observed, view.steeringMtu(desired), appliedRules), null, false, early), desired));
+    report = withLateGuard(report);
     afterFullReconcile(desired, wanted, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
+  }
+
+  /** The report with what the guard table writes after the rules ({@link TunnelGuard#afterApply}) and its failures. */
+  private ApplyReport withLateGuard(ApplyReport report) {
+    List<String> late = guard.afterApply();
+    if (late.isEmpty()) {
+      return report;
+    }
+    List<String> failures = new ArrayList<>(report.failures());
+    failures.addAll(late);
+    return new ApplyReport(report.applied(), failures, report.kernelNanos());
   }
 
   /** The report with the guard table's failures (written before it) first. */
@@ -361,6 +374,7 @@ public final class Dataplane implements AutoCloseable {
     long t = System.nanoTime() - guardNanos;
     List<String> failures = new ArrayList<>(guarded);
     failures.addAll(report.failures());
+    failures.addAll(guard.afterApply());
     noHost.syncChanged(was, now).ifPresent(failures::add);
     if (failures.isEmpty()) {
       restarts.afterChanged(was, now, next, failures);

@@ -19,6 +19,11 @@ import java.util.Set;
  * reconcile, by element from the changed services on the fast path. It is written before the rest of a reconcile,
  * so that the steering port is guarded before the device that listens on it exists. Never throws for a kernel
  * refusal: it returns what failed, and the next full reconcile writes the table whole.
+ *
+ * <p>One exception to "before": a source that becomes steered away ({@code away_}) enters its set only
+ * {@link #afterApply after} the reconcile's rules. Until its rule looks up the steering table it still leaves through
+ * this node's own route, SNATed here (the old host of a planned move, say); in the set before that, it would be
+ * dropped for the length of the reconcile.
  */
 final class TunnelGuard implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(TunnelGuard.class);
@@ -30,6 +35,8 @@ final class TunnelGuard implements AutoCloseable {
   /** Called after each commit of ours: the other tables' listing caches see the generation move. */
   private final Runnable committed;
   private GuardInputs inputs;
+  /** Sources that became steered away, to enter their set once the reconcile's rules are applied. */
+  private final Set<IpPrefix> pendingAway = new java.util.LinkedHashSet<>();
   private long lastVerifyNanos = System.nanoTime() - VERIFY_NANOS;
 
   TunnelGuard(NetnsThread thread, Runnable committed) {
@@ -45,7 +52,7 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs in = GuardInputs.of(desired);
-      table.sync(in.shape(), in.sources(), verify);
+      writeWhole(in, verify);
       committed.run();
       inputs = in;
       if (verify) {
@@ -66,14 +73,46 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs.Delta d = in.update(previous, next, changed);
-      if (d.reshaped() || !table.updateElements(d.added(), d.removed())) {
-        table.sync(in.shape(), in.sources(), false);
+      GuardNftables.Sources added = d.added();
+      pendingAway.removeAll(d.awayRemoved());
+      pendingAway.addAll(d.awayAdded());
+      if (d.reshaped() || !table.updateElements(new GuardNftables.Sources(added.steered(), added.ours(),
+          added.received(), List.of()), d.removed())) {
+        writeWhole(in, false);
       }
       committed.run();
       inputs = in;
       return List.of();
     } catch (NftException | IllegalStateException e) {
       table.invalidate();
+      return List.of(failure(e));
+    }
+  }
+
+  /** The table from {@code in}, but for the steered-away sources not in it yet: those wait for {@link #afterApply}. */
+  private void writeWhole(GuardInputs in, boolean verify) {
+    GuardNftables.Sources all = in.sources();
+    Set<IpPrefix> there = table.writtenAway();
+    pendingAway.clear();
+    all.away().stream().filter(p -> !there.contains(p)).forEach(pendingAway::add);
+    table.sync(in.shape(), new GuardNftables.Sources(all.steered(), all.ours(), all.received(),
+        all.away().stream().filter(there::contains).toList()), verify);
+  }
+
+  /** After the reconcile's rules: the sources that became steered away enter their set. The failures, if any. */
+  List<String> afterApply() {
+    if (pendingAway.isEmpty()) {
+      return List.of();
+    }
+    List<IpPrefix> away = List.copyOf(pendingAway);
+    pendingAway.clear();
+    try {
+      table.updateElements(new GuardNftables.Sources(List.of(), List.of(), List.of(), away), GuardNftables.Sources.NONE);
+      committed.run();
+      return List.of();
+    } catch (NftException | IllegalStateException e) {
+      table.invalidate();
+      inputs = null;
       return List.of(failure(e));
     }
   }

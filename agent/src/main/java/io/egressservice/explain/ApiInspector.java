@@ -146,7 +146,7 @@ public final class ApiInspector {
         .filter(e -> e.getInvolvedObject() != null && "EgressService".equals(e.getInvolvedObject().getKind())
             && name.equals(e.getInvolvedObject().getName()))
         .filter(e -> !serviceNotFoundBefore(e, svc))
-        .sorted(Comparator.comparing(ApiInspector::lastSeen))
+        .sorted(WRITE_ORDER)
         .forEach(e -> reasons.add(reasonOf(e)));
     return new ApiClaims.Claim(key, true, mode, text(props, "spec", "network").filter(s -> !s.isEmpty()),
         text(props, "status", "host").filter(s -> !s.isEmpty()), lbIps, reasons);
@@ -155,8 +155,8 @@ public final class ApiInspector {
   /**
    * The last change of each EgressService in {@code objects} and why, by {@code namespace/name}: its newest Event,
    * from any reporter (the agents write one when what they do for it changes, never per resync; the allocator when
-   * it chooses a host or cannot). Ordered as {@link #claims} orders them (by time, then as the API lists them, the
-   * order they were written), so status and explain agree. The API keeps an Event for an hour after it was last
+   * it chooses a host or cannot). Ordered as {@link #claims} orders them (the order they were written, see
+   * {@link #WRITE_ORDER}), so status and explain agree. The API keeps an Event for an hour after it was last
    * seen: a service without one has had no change since. A namespace whose Events this account may not read gives
    * none: status shows the kernel's state without them rather than fail.
    */
@@ -181,7 +181,7 @@ public final class ApiInspector {
           .filter(e -> e.getInvolvedObject() != null && "EgressService".equals(e.getInvolvedObject().getKind())
               && wanted.contains(ns + "/" + e.getInvolvedObject().getName()))
           .filter(e -> !serviceNotFoundBefore(e, services.get(ns + "/" + e.getInvolvedObject().getName())))
-          .sorted(Comparator.comparing(ApiInspector::lastSeen))
+          .sorted(WRITE_ORDER)
           .forEach(e -> out.put(ns + "/" + e.getInvolvedObject().getName(), reasonOf(e))); // the newest stays
     }
     return out;
@@ -222,6 +222,28 @@ public final class ApiInspector {
    */
   private static boolean serviceNotFoundBefore(Event e, Service svc) {
     return svc != null && "ServiceNotFound".equals(e.getReason());
+  }
+
+  /**
+   * Events in the order they were written: by when last seen (second precision: several a second tie), then by
+   * resourceVersion (the API server's write order; opaque, compared as a number when it is one), then by name. The
+   * order the API lists them in is no tie-break: a real server lists by name, and two listings of the same Events
+   * must agree (status and explain, or status run twice).
+   */
+  private static final Comparator<Event> WRITE_ORDER = Comparator.comparing(ApiInspector::lastSeen)
+      .thenComparing(ApiInspector::resourceVersion, ApiInspector::compareVersions)
+      .thenComparing(e -> Optional.ofNullable(e.getMetadata().getName()).orElse(""));
+
+  private static String resourceVersion(Event e) {
+    return Optional.ofNullable(e.getMetadata().getResourceVersion()).orElse("");
+  }
+
+  private static int compareVersions(String a, String b) {
+    try {
+      return Long.compare(Long.parseLong(a), Long.parseLong(b));
+    } catch (NumberFormatException e) {
+      return a.compareTo(b);
+    }
   }
 
   private static String lastSeen(Event e) {

@@ -255,6 +255,12 @@ public final class GuardNftables {
     return true;
   }
 
+  /** The sources the table's {@code away_} sets hold, as last written (empty when the table is not known). */
+  public synchronized Set<IpPrefix> writtenAway() {
+    return writtenShape.isPresent() && writtenShape.get().isPresent() ? Set.copyOf(written.getOrDefault("away_", Set.of()))
+        : Set.of();
+  }
+
   /** Forgets what was written: the next {@link #sync} writes the table whole. */
   public synchronized void invalidate() {
     writtenShape = Optional.empty();
