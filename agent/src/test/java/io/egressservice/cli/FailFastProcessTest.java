@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.egressservice.lifecycle.TestFaults;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +19,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @EnableKubernetesMockClient(crud = true)
 class FailFastProcessTest {
-  KubernetesMockServer server;
   KubernetesClient client;
   @RegisterExtension
   final AgentNode node = new AgentNode("ff");

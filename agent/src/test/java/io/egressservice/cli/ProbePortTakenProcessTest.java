@@ -5,7 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -25,7 +24,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @EnableKubernetesMockClient(crud = true)
 class ProbePortTakenProcessTest {
-  KubernetesMockServer server;
   KubernetesClient client;
   @RegisterExtension
   final AgentNode node = new AgentNode("port");

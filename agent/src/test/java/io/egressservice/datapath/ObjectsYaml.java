@@ -82,11 +82,7 @@ final class ObjectsYaml {
 
   /** EgressService {@code default/name}, with {@code network} where given, and status.host {@code host}. */
   static String egressService(String name, String sourceIpBy, Optional<String> network, String host) {
-    return "apiVersion: k8s.ovn.org/v1\n"
-        + "kind: EgressService\n"
-        + "metadata:\n"
-        + "  name: " + q(name) + "\n"
-        + "  namespace: " + NAMESPACE + "\n"
+    return namespaced("k8s.ovn.org/v1", "EgressService", name)
         + "  creationTimestamp: " + q(CREATED) + "\n"
         + "spec:\n"
         + "  sourceIPBy: " + sourceIpBy + "\n"
@@ -138,11 +134,7 @@ final class ObjectsYaml {
     }
 
     String yaml() {
-      return "apiVersion: v1\n"
-          + "kind: Service\n"
-          + "metadata:\n"
-          + "  name: " + q(name) + "\n"
-          + "  namespace: " + NAMESPACE + "\n"
+      return namespaced("v1", "Service", name)
           + "spec:\n"
           + "  type: LoadBalancer\n"
           + externalTrafficPolicy.map(p -> "  externalTrafficPolicy: " + p + "\n").orElse("")
@@ -176,11 +168,7 @@ final class ObjectsYaml {
    * {@code addressType} (IPv4, IPv6), with {@code endpoints} and one TCP port {@code port}.
    */
   static String endpointSlice(String name, String service, String addressType, List<Endpoint> endpoints, int port) {
-    StringBuilder y = new StringBuilder("apiVersion: discovery.k8s.io/v1\n"
-        + "kind: EndpointSlice\n"
-        + "metadata:\n"
-        + "  name: " + q(name) + "\n"
-        + "  namespace: " + NAMESPACE + "\n"
+    StringBuilder y = new StringBuilder(namespaced("discovery.k8s.io/v1", "EndpointSlice", name)
         + "  labels: {kubernetes.io/service-name: " + q(service) + ",\n"
         + "    endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}\n"
         + "addressType: " + addressType + "\n"
@@ -193,6 +181,12 @@ final class ObjectsYaml {
       }
     }
     return y.append("ports: [{port: ").append(port).append(", protocol: TCP}]\n").toString();
+  }
+
+  /** The head of an object in namespace default, open for more metadata lines. */
+  private static String namespaced(String apiVersion, String kind, String name) {
+    return "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata:\n  name: " + q(name) + "\n  namespace: "
+        + NAMESPACE + "\n";
   }
 
   private static String q(String value) {
