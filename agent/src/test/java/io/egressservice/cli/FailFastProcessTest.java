@@ -3,16 +3,11 @@ package io.egressservice.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.lifecycle.TestFaults;
-import io.egressservice.testing.MockApiObjects;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.NetnsFixture;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,38 +19,23 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @EnableKubernetesMockClient(crud = true)
 class FailFastProcessTest {
-  KubernetesMockServer server;
   KubernetesClient client;
   @RegisterExtension
-  final NetnsFixture kernel = new NetnsFixture("ff");
-  Netns ns;
+  final AgentNode node = new AgentNode("ff");
   @TempDir Path dir;
-
-  @BeforeEach
-  void setUp() throws Exception {
-    ns = kernel.ns();
-    MockApiObjects.installCrd(client);
-    MockApiObjects.bareNodeA(client);
-  }
 
   @Test
   void anOutOfMemoryErrorInTheReconcileThreadEndsTheProcessWithStatusThree() throws Exception {
     Path log = dir.resolve("agent.log");
-    Process agent = AgentProcess.run(client, log, ns, 0, "-D" + TestFaults.PROPERTY + "=oom-in-thread:reconcile-")
-        .start();
-    try {
-      boolean exited = agent.waitFor(60, TimeUnit.SECONDS);
+    Process agent = node.start(node.run(log, 0, "-D" + TestFaults.PROPERTY + "=oom-in-thread:reconcile-"));
+    boolean exited = agent.waitFor(60, TimeUnit.SECONDS);
 
-      String output = Files.readString(log);
-      assertThat(exited).as("exited within 60 s; its log:\n%s", output).isTrue();
-      assertThat(agent.exitValue()).as(output).isEqualTo(Main.EXIT_FATAL_ERROR);
-      assertThat(output).as("informers synced, the first reconcile ran").contains("informers synced");
-      assertThat(output.lines().filter(l -> l.contains("fatal: ")))
-          .singleElement().asString()
-          .contains("java.lang.OutOfMemoryError", "in thread reconcile-node-a", "exiting with status 3");
-    } finally {
-      agent.destroyForcibly();
-      agent.waitFor(10, TimeUnit.SECONDS);
-    }
+    String output = Files.readString(log);
+    assertThat(exited).as("exited within 60 s; its log:\n%s", output).isTrue();
+    assertThat(agent.exitValue()).as(output).isEqualTo(Main.EXIT_FATAL_ERROR);
+    assertThat(output).as("informers synced, the first reconcile ran").contains("informers synced");
+    assertThat(output.lines().filter(l -> l.contains("fatal: ")))
+        .singleElement().asString()
+        .contains("java.lang.OutOfMemoryError", "in thread reconcile-node-a", "exiting with status 3");
   }
 }

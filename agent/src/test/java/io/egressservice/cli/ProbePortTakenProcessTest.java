@@ -3,12 +3,8 @@ package io.egressservice.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.testing.MockApiObjects;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.NetnsFixture;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -17,9 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,28 +24,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @EnableKubernetesMockClient(crud = true)
 class ProbePortTakenProcessTest {
-  KubernetesMockServer server;
   KubernetesClient client;
   @RegisterExtension
-  final NetnsFixture kernel = new NetnsFixture("port");
-  Netns ns;
+  final AgentNode node = new AgentNode("port");
   Process agent;
   @TempDir Path dir;
-
-  @BeforeEach
-  void setUp() throws Exception {
-    ns = kernel.ns();
-    MockApiObjects.installCrd(client);
-    MockApiObjects.bareNodeA(client);
-  }
-
-  @AfterEach
-  void tearDown() throws Exception {
-    if (agent != null) {
-      agent.destroyForcibly();
-      agent.waitFor(10, TimeUnit.SECONDS);
-    }
-  }
 
   @Test
   void anAgentWhosePortIsTakenKeepsRetryingAndNamesTheHolder() throws Exception {
@@ -86,9 +62,9 @@ class ProbePortTakenProcessTest {
   }
 
   private Process start(int port, Path log) throws IOException {
-    ProcessBuilder pb = AgentProcess.run(client, log, ns, port);
+    ProcessBuilder pb = node.run(log, port);
     pb.environment().put("EGRESS_AGENT_POD_UID", "uid-of-node-a");
-    return pb.start();
+    return node.start(pb);
   }
 
   private static String get(int port, String path) throws IOException {

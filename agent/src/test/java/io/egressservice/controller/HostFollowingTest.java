@@ -12,7 +12,7 @@ import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -20,16 +20,15 @@ import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -42,31 +41,31 @@ class HostFollowingTest {
   static final Duration WAIT = Duration.ofSeconds(20);
   KubernetesMockServer server;
   KubernetesClient client;
-  final List<AutoCloseable> toClose = new ArrayList<>();
+  @RegisterExtension
+  final NetnsFixture hostA = new NetnsFixture("host-a");
+  /**
+   * Registered after node-a's, so it closes first: what the test starts on either node is handed to it
+   * ({@link #closeLater}), so no agent outlives either namespace.
+   */
+  @RegisterExtension
+  final NetnsFixture hostB = new NetnsFixture("host-b");
   Netns nsA;
   Netns nsB;
   Dataplane dpA;
   Dataplane dpB;
 
   @BeforeEach
-  void setUp() throws Exception {
-    Privileges.assumeNetAdmin();
+  void setUp() {
     MockApiObjects.installCrd(client);
-    nsA = Netns.create("host-a");
-    toClose.add(nsA);
-    nsB = Netns.create("host-b");
-    toClose.add(nsB);
-    dpA = Dataplane.open(Optional.of(nsA.name()), 5000, 201);
-    toClose.add(dpA);
-    dpB = Dataplane.open(Optional.of(nsB.name()), 5000, 201);
-    toClose.add(dpB);
+    nsA = hostA.ns();
+    nsB = hostB.ns();
+    dpA = hostA.closeLater(Dataplane.open(Optional.of(nsA.name()), 5000, 201));
+    dpB = hostB.closeLater(Dataplane.open(Optional.of(nsB.name()), 5000, 201));
   }
 
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
+  /** {@code resource}, closed after the test before both dataplanes and namespaces. */
+  <T extends AutoCloseable> T closeLater(T resource) {
+    return hostB.closeLater(resource);
   }
 
   static Node node(String name, String address, String podCidr, boolean ready) {
@@ -82,7 +81,7 @@ class HostFollowingTest {
         new NodeAgent.Settings(node, PlanConfig.defaults(), Duration.ofSeconds(30), Duration.ofSeconds(1)),
         new AgentMetrics(), new KubernetesEvents(client, node, Clock.systemUTC()), Clock.systemUTC());
     agent.start();
-    toClose.add(agent);
+    closeLater(agent);
   }
 
   static Set<String> snat(Dataplane dp) {
@@ -108,13 +107,13 @@ class HostFollowingTest {
         .create();
     // As the run command wires them.
     ClusterInformers informers = ClusterInformers.create(client, AllocatorConfig.defaults().resyncPeriod());
-    toClose.add(informers);
+    closeLater(informers);
     NodeAgent agent = new NodeAgent(informers, dpA,
         new NodeAgent.Settings("node-a", PlanConfig.defaults(), Duration.ofSeconds(30), Duration.ofSeconds(1)),
         new AgentMetrics(), new KubernetesEvents(client, "node-a", Clock.systemUTC()), Clock.systemUTC());
     agent.start();
-    toClose.add(agent);
-    toClose.add(AllocatorRunner.start(client, informers, "egress-service-agent", "node-a"));
+    closeLater(agent);
+    closeLater(AllocatorRunner.start(client, informers, "egress-service-agent", "node-a"));
 
     await().atMost(WAIT).untilAsserted(() -> {
       assertThat(host()).isEqualTo("node-a");
@@ -146,7 +145,7 @@ class HostFollowingTest {
         .create();
     startAgent("node-a", dpA);
     startAgent("node-b", dpB);
-    toClose.add(AllocatorRunner.start(client, "egress-service-agent", "test-allocator",
+    closeLater(AllocatorRunner.start(client, "egress-service-agent", "test-allocator",
         new AllocatorConfig(AllocatorConfig.DEFAULT_LEASE_NAME, Duration.ofSeconds(2), Duration.ofMillis(1500),
             Duration.ofMillis(200), Duration.ofSeconds(1))));
 

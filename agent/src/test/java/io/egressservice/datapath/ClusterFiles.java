@@ -1,11 +1,13 @@
 package io.egressservice.datapath;
 
+import io.egressservice.datapath.ObjectsYaml.Endpoint;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /** The cluster objects the datapath tests hand to {@code apply}: the two Nodes plus the services of a case. */
 final class ClusterFiles {
@@ -31,12 +33,14 @@ final class ClusterFiles {
   /** As {@link #write(Path, Service...)}, the Nodes without {@code spec.podCIDRs} when {@code podCidrs} is false. */
   static Path write(Path dir, boolean podCidrs, Service... services) {
     List<String> docs = new ArrayList<>();
-    docs.add(node(NODE, Topology.NODE_IP, podCidrs ? "10.128.0.0/24" : null));
-    docs.add(node(NODE2, Topology.NODE2_IP, podCidrs ? "10.128.1.0/24" : null));
+    docs.add(node(NODE, Topology.NODE_IP, podCidrs, "10.128.0.0/24"));
+    docs.add(node(NODE2, Topology.NODE2_IP, podCidrs, "10.128.1.0/24"));
     for (Service s : services) {
-      docs.add(egressService(s));
-      docs.add(loadBalancer(s));
-      docs.add(endpointSlice(s));
+      docs.add(ObjectsYaml.egressService(s.name(), s.sourceIpBy(), Optional.ofNullable(s.network()), s.host()));
+      docs.add(ObjectsYaml.loadBalancer(s.name(), List.of(s.clusterIp()), List.of(s.lbIp()), Topology.LB_PORT,
+          Topology.PORT).yaml());
+      docs.add(ObjectsYaml.endpointSlice(s.name() + "-v4", s.name(), "IPv4",
+          s.endpoints().stream().map(e -> Endpoint.ready(e, NODE)).toList(), Topology.PORT));
     }
     return writeDocuments(dir, docs);
   }
@@ -53,69 +57,8 @@ final class ClusterFiles {
     }
   }
 
-  private static String node(String name, String ip, String podCidr) {
-    return "apiVersion: v1\n"
-        + "kind: Node\n"
-        + "metadata:\n"
-        + "  name: " + name + "\n"
-        + "  labels: {kubernetes.io/hostname: " + name + "}\n"
-        + (podCidr == null ? "spec: {}\n" : "spec:\n  podCIDRs: [" + podCidr + "]\n")
-        + "status:\n"
-        + "  addresses:\n"
-        + "    - {type: InternalIP, address: " + ip + "}\n"
-        + "  conditions:\n"
-        + "    - {type: Ready, status: \"True\"}\n";
-  }
-
-  private static String egressService(Service s) {
-    return "apiVersion: k8s.ovn.org/v1\n"
-        + "kind: EgressService\n"
-        + "metadata:\n"
-        + "  name: " + s.name() + "\n"
-        + "  namespace: default\n"
-        + "  creationTimestamp: \"2026-11-01T10:00:00Z\"\n"
-        + "spec:\n"
-        + "  sourceIPBy: " + s.sourceIpBy() + "\n"
-        + (s.network() == null ? "" : "  network: \"" + s.network() + "\"\n")
-        + "status:\n"
-        + "  host: " + s.host() + "\n";
-  }
-
-  private static String loadBalancer(Service s) {
-    return "apiVersion: v1\n"
-        + "kind: Service\n"
-        + "metadata:\n"
-        + "  name: " + s.name() + "\n"
-        + "  namespace: default\n"
-        + "spec:\n"
-        + "  type: LoadBalancer\n"
-        + "  selector: {app: " + s.name() + "}\n"
-        + "  clusterIP: " + s.clusterIp() + "\n"
-        + "  clusterIPs: [" + s.clusterIp() + "]\n"
-        + "  ports: [{port: " + Topology.LB_PORT + ", targetPort: " + Topology.PORT + ", protocol: TCP}]\n"
-        + "status:\n"
-        + "  loadBalancer:\n"
-        + "    ingress:\n"
-        + "      - ip: " + s.lbIp() + "\n";
-  }
-
-  private static String endpointSlice(Service s) {
-    StringBuilder eps = new StringBuilder();
-    for (String ep : s.endpoints()) {
-      eps.append("  - addresses: [").append(ep).append("]\n")
-          .append("    nodeName: ").append(NODE).append("\n")
-          .append("    conditions: {ready: true}\n");
-    }
-    return "apiVersion: discovery.k8s.io/v1\n"
-        + "kind: EndpointSlice\n"
-        + "metadata:\n"
-        + "  name: " + s.name() + "-v4\n"
-        + "  namespace: default\n"
-        + "  labels: {kubernetes.io/service-name: " + s.name() + ",\n"
-        + "    endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}\n"
-        + "addressType: IPv4\n"
-        + "endpoints:\n"
-        + eps
-        + "ports: [{port: " + Topology.PORT + ", protocol: TCP}]\n";
+  private static String node(String name, String ip, boolean withPodCidr, String podCidr) {
+    ObjectsYaml.Node node = ObjectsYaml.node(name).hostnameLabel().internalIps(ip).ready();
+    return (withPodCidr ? node.podCidrs(podCidr) : node).yaml();
   }
 }

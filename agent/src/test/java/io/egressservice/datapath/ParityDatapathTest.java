@@ -13,9 +13,11 @@ import static io.egressservice.datapath.Topology.POD1;
 import static io.egressservice.datapath.Topology.POD1_V6;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.egressservice.datapath.ObjectsYaml.Endpoint;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -160,39 +162,22 @@ class ParityDatapathTest extends TopologyCase {
     docs.add(node("node", Topology.NODE_IP, "10.128.0.0/24", "fd00:10:128::/64"));
     docs.add(node("node2", Topology.NODE2_IP, "10.128.1.0/24", "fd00:10:128:1::/64"));
     for (Obj s : services) {
-      docs.add("apiVersion: k8s.ovn.org/v1\nkind: EgressService\nmetadata: {name: " + s.name()
-          + ", namespace: default, creationTimestamp: \"2026-11-01T10:00:00Z\"}\n"
-          + "spec: {sourceIPBy: " + s.sourceIpBy() + ", network: \"" + s.network() + "\"}\n"
-          + "status: {host: " + s.host() + "}\n");
-      docs.add("apiVersion: v1\nkind: Service\nmetadata: {name: " + s.name() + ", namespace: default}\n"
-          + "spec:\n  type: LoadBalancer\n  externalTrafficPolicy: " + s.etp() + "\n"
-          + "  selector: {app: " + s.name() + "}\n"
-          + "  clusterIP: " + s.clusterIps().get(0) + "\n  clusterIPs: [" + String.join(", ", s.clusterIps()) + "]\n"
-          + "  ports: [{port: " + LB_PORT + ", targetPort: " + Topology.PORT + ", nodePort: " + NODE_PORT
-          + ", protocol: TCP}]\n"
-          + "status:\n  loadBalancer:\n    ingress:\n"
-          + s.lbIps().stream().map(ip -> "      - ip: \"" + ip + "\"\n").reduce("", String::concat));
+      docs.add(ObjectsYaml.egressService(s.name(), s.sourceIpBy(), Optional.of(s.network()), s.host()));
+      docs.add(ObjectsYaml.loadBalancer(s.name(), s.clusterIps(), s.lbIps(), LB_PORT, Topology.PORT)
+          .externalTrafficPolicy(s.etp()).nodePort(NODE_PORT).yaml());
       for (String family : List.of("IPv4", "IPv6")) {
-        List<String> eps = s.endpoints().stream().filter(e -> e.contains(":") == family.equals("IPv6")).toList();
-        if (eps.isEmpty()) {
-          continue;
+        List<Endpoint> eps = s.endpoints().stream().filter(e -> e.contains(":") == family.equals("IPv6"))
+            .map(e -> Endpoint.ready(e, "node")).toList();
+        if (!eps.isEmpty()) {
+          docs.add(ObjectsYaml.endpointSlice(s.name() + "-" + family.toLowerCase(), s.name(), family, eps,
+              Topology.PORT));
         }
-        docs.add("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: " + s.name() + "-"
-            + family.toLowerCase() + "\n  namespace: default\n  labels: {kubernetes.io/service-name: " + s.name()
-            + ", endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}\naddressType: " + family
-            + "\nendpoints:\n"
-            + eps.stream().map(e -> "  - {addresses: [\"" + e + "\"], nodeName: node, conditions: {ready: true}}\n")
-                .reduce("", String::concat)
-            + "ports: [{port: " + Topology.PORT + ", protocol: TCP}]\n");
       }
     }
     return ClusterFiles.writeDocuments(dir, docs);
   }
 
   private static String node(String name, String ip, String... podCidrs) {
-    return "apiVersion: v1\nkind: Node\nmetadata: {name: " + name + ", labels: {kubernetes.io/hostname: " + name
-        + "}}\nspec: {podCIDRs: [" + String.join(", ", podCidrs) + "]}\n"
-        + "status:\n  addresses: [{type: InternalIP, address: " + ip + "}]\n"
-        + "  conditions: [{type: Ready, status: \"True\"}]\n";
+    return ObjectsYaml.node(name).hostnameLabel().podCidrs(podCidrs).internalIps(ip).ready().yaml();
   }
 }

@@ -10,12 +10,10 @@ import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
-import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -25,12 +23,6 @@ class DataplaneCacheNetnsTest {
   static final int PROTOCOL = 201;
   @RegisterExtension
   final NetnsFixture kernel = new NetnsFixture("dpc");
-  Netns ns;
-
-  @BeforeEach
-  void setUp() {
-    ns = kernel.ns();
-  }
 
   static DesiredState desired(int n) {
     ObjectRef svc = new ObjectRef("default", "web");
@@ -48,18 +40,18 @@ class DataplaneCacheNetnsTest {
   @Test
   void noChangeReconcileUsesTheCacheAndAHandDeletedElementIsRestored() {
     DesiredState plan = desired(50);
-    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(plan).succeeded()).isTrue();
       long listings = dp.nftObserveStats().listings();
       assertThat(dp.reconcile(plan).applied()).isEmpty();
       assertThat(dp.reconcile(plan).applied()).isEmpty();
       assertThat(dp.nftObserveStats().listings()).as("no-change reconciles list nothing").isEqualTo(listings);
 
-      ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.7 }");
+      kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.7 }");
       ApplyReport repair = dp.reconcile(plan);
 
       assertThat(repair.applied()).extracting(Change::toString).containsExactly("+ snat 10.244.0.7 -> 192.0.2.10");
-      assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
+      assertThat(kernel.ns().exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
           .contains("10.244.0.7 comment \"default/web\" : 192.0.2.10");
       assertThat(dp.reconcile(plan).applied()).isEmpty();
     }
@@ -67,7 +59,7 @@ class DataplaneCacheNetnsTest {
 
   @Test
   void aSnatChangeOfOursDoesNotMakeTheNextReconcileListTheTable() {
-    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
       assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
       long snatListings = dp.nftObserveStats().listings();
@@ -82,7 +74,7 @@ class DataplaneCacheNetnsTest {
       assertThat(dp.nftObserveStats().listings()).as("SNAT part: the expected state is kept").isEqualTo(snatListings);
       assertThat(dp.markObserveStats().listings()).as("mark part: untouched by a SNAT transaction")
           .isEqualTo(markListings);
-      assertThat(ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
+      assertThat(kernel.ns().exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4"))
           .contains("10.244.0.53 comment \"default/web\" : 192.0.2.10");
     }
   }
@@ -90,11 +82,11 @@ class DataplaneCacheNetnsTest {
   @Test
   void withoutAGenerationReconcileStillConvergesAndRepairs() {
     DesiredState plan = desired(20);
-    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL,
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL,
         t -> GenerationSource.unavailable("injected"))) {
       assertThat(dp.reconcile(plan).succeeded()).isTrue();
       assertThat(dp.reconcile(plan).applied()).isEmpty();
-      ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.3 }");
+      kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.3 }");
       assertThat(dp.reconcile(plan).applied()).extracting(Change::toString)
           .containsExactly("+ snat 10.244.0.3 -> 192.0.2.10");
       assertThat(dp.nftObserveStats().cacheHits()).isZero();

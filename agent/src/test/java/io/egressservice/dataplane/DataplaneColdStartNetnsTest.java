@@ -10,12 +10,10 @@ import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
-import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -26,12 +24,6 @@ class DataplaneColdStartNetnsTest {
   static final IpPrefix LB = IpPrefix.parse("192.0.2.10");
   @RegisterExtension
   final NetnsFixture kernel = new NetnsFixture("dltc");
-  Netns ns;
-
-  @BeforeEach
-  void setUp() {
-    ns = kernel.ns();
-  }
 
   static IpPrefix endpoint(int i) {
     return IpPrefix.host(new byte[] {10, (byte) 244, (byte) (i >> 8), (byte) i});
@@ -57,13 +49,13 @@ class DataplaneColdStartNetnsTest {
     int n = EgressNftables.MAX_ELEMENTS_PER_TRANSACTION + 1000;
     // A generation that never moves: the listing taken here is reused below, blind to the element added by hand,
     // so the cold apply adds an element the kernel then refuses (EEXIST: same key, another value).
-    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL, t -> () -> 1L)) {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL, t -> () -> 1L)) {
       assertThat(dp.reconcile(desired(1)).succeeded()).isTrue();
       dp.observe();
       // The first element of the first chunk: every transaction that holds it is tried before any commit (after
       // which the listing would be taken again, and the element replaced).
       IpPrefix bad = endpoint(2);
-      ns.exec("nft", "add", "element", "inet", "egress_service_agent", "snat_v4", "{ " + bad.addressText()
+      kernel.ns().exec("nft", "add", "element", "inet", "egress_service_agent", "snat_v4", "{ " + bad.addressText()
           + " : 198.51.100.1 }");
 
       ApplyReport report = dp.reconcile(desired(n));
@@ -71,9 +63,10 @@ class DataplaneColdStartNetnsTest {
       assertThat(report.failures()).hasSize(1);
       assertThat(report.failures().get(0)).contains("snat " + bad.addressText() + " -> 192.0.2.10");
       assertThat(report.applied()).noneMatch(c -> c.description().startsWith("snat " + bad.addressText() + " "));
-      String map = ns.exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4");
+      String map = kernel.ns().exec("nft", "list", "map", "inet", "egress_service_agent", "snat_v4");
       assertThat(map.split(" : 192\\.0\\.2\\.10").length - 1).isEqualTo(n - 1);
-      assertThat(ns.exec("ip", "rule", "show").lines().filter(l -> l.contains("lookup 100")).count()).isEqualTo(n);
+      assertThat(kernel.ns().exec("ip", "rule", "show").lines().filter(l -> l.contains("lookup 100")).count())
+          .isEqualTo(n);
     }
   }
 
@@ -94,10 +87,10 @@ class DataplaneColdStartNetnsTest {
     DesiredState s = new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")),
         List.of(), io.egressservice.plan.RuleMode.MARK, io.egressservice.plan.PlanConfig.DEFAULT_MARK_MASK, marks,
         java.util.Map.of(100L, 0x01000000L));
-    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
       ApplyReport report = dp.reconcile(s);
       assertThat(report.failures()).isEmpty();
-      String map = ns.exec("nft", "list", "map", "inet", "egress_service_agent", "mark_v4");
+      String map = kernel.ns().exec("nft", "list", "map", "inet", "egress_service_agent", "mark_v4");
       assertThat(map.split("jump mark_t100").length - 1).isEqualTo(n);
       assertThat(dp.reconcile(s).applied()).isEmpty();
     }

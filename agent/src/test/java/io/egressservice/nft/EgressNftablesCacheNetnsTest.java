@@ -3,50 +3,32 @@ package io.egressservice.nft;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.nft.EgressNftables.NftChange;
 import io.egressservice.nft.EgressNftables.NftState;
 import io.egressservice.nft.EgressNftables.ObserveStats;
 import io.egressservice.nft.EgressNftables.SnatElement;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The generation-keyed listing cache against the kernel: what it returns must always equal a fresh
  * listing (an EgressNftables without a generation, which lists every time), whoever changed the table.
  */
 class EgressNftablesCacheNetnsTest {
-  private Netns ns;
-  private NetnsThread thread;
+  @RegisterExtension
+  final NftNamespace netns = new NftNamespace("nftc");
   private EgressNftables nft;
   private EgressNftables oracle;
 
   @BeforeEach
   void setUp() {
-    Privileges.assumeNetAdmin();
-    ns = Netns.create("nftc");
-    thread = NetnsThread.enter(Optional.of(ns.name()));
-    nft = EgressNftables.open(thread);
-    oracle = EgressNftables.open(thread, GenerationSource.unavailable("test oracle: always list"));
-  }
-
-  @AfterEach
-  void tearDown() {
-    for (AutoCloseable c : new AutoCloseable[] {nft, oracle, thread, ns}) {
-      if (c != null) {
-        try {
-          c.close();
-        } catch (Exception e) {
-          // best effort
-        }
-      }
-    }
+    nft = netns.closeLater(EgressNftables.open(netns.thread()));
+    oracle = netns.closeLater(EgressNftables.open(netns.thread(),
+        GenerationSource.unavailable("test oracle: always list")));
   }
 
   private static SnatElement snat(String src, String dst, String comment) {
@@ -96,7 +78,7 @@ class EgressNftablesCacheNetnsTest {
     assertThat(stats().listings()).isEqualTo(listings);
 
     // A repair (someone flushed our chain): ensureBase refills it; the expected state is intact again.
-    ns.exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
+    netns.ns().exec("nft", "flush", "chain", "inet", "egress_service_agent", "postrouting");
     assertThat(nft.observe().baseIntact()).isFalse();
     nft.apply(NftChange.none(), true);
     assertThat(nft.observe()).isEqualTo(oracle.observe());
@@ -109,7 +91,7 @@ class EgressNftablesCacheNetnsTest {
     nft.observe();
     assertThat(nft.observe().snat()).contains(A); // from the cache
 
-    ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.5 }");
+    netns.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.5 }");
 
     assertThat(nft.observe().snat()).containsExactlyInAnyOrder(B, C);
     // And apply, planning on its own (possibly cached) observation, puts it back.
@@ -122,7 +104,7 @@ class EgressNftablesCacheNetnsTest {
     nft.apply(new NftChange(Set.of(A), Set.of(), Optional.empty()), true);
     nft.observe();
     long listings = stats().listings();
-    ns.exec("nft", "add", "table", "ip", "foreign");
+    netns.ns().exec("nft", "add", "table", "ip", "foreign");
     assertThat(nft.observe().snat()).containsExactly(A);
     assertThat(stats().listings()).isEqualTo(listings + 1);
     nft.observe();
@@ -131,7 +113,7 @@ class EgressNftablesCacheNetnsTest {
 
   @Test
   void whenTheGenerationCannotBeReadEveryObserveListsAndStillSeesEverything() {
-    try (EgressNftables noGen = EgressNftables.open(thread, () -> {
+    try (EgressNftables noGen = EgressNftables.open(netns.thread(), () -> {
       throw new IllegalStateException("injected GETGEN failure");
     })) {
       noGen.apply(new NftChange(Set.of(A, B), Set.of(), Optional.empty()), true);
@@ -142,7 +124,7 @@ class EgressNftablesCacheNetnsTest {
       assertThat(s.listings()).isEqualTo(3); // apply's, then one per observe
       assertThat(s.generationFailures()).isGreaterThanOrEqualTo(3);
 
-      ns.exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.5 }");
+      netns.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.5 }");
       assertThat(noGen.observe().snat()).containsExactly(B);
       noGen.apply(new NftChange(Set.of(A, B), Set.of(), Optional.empty()), true);
       assertThat(oracle.observe().snat()).containsExactlyInAnyOrder(A, B);

@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -45,14 +44,7 @@ class EgressNftablesNetnsTest {
 
   @BeforeEach
   void setUp() {
-    nft = EgressNftables.open(netns.thread());
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (nft != null) {
-      nft.close();
-    }
+    nft = netns.closeLater(EgressNftables.open(netns.thread()));
   }
 
   private JsonNode listJson() {

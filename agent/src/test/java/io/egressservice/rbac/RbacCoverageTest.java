@@ -16,7 +16,7 @@ import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
+import io.egressservice.testing.NetnsFixture;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
@@ -38,6 +38,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -61,6 +62,8 @@ class RbacCoverageTest {
 
   KubernetesMockServer server;
   KubernetesClient client;
+  @RegisterExtension
+  final NetnsFixture kernel = new NetnsFixture("rbac");
 
   /** verb group/resource[/subresource] [namespace of a namespaced Role, or "*" for a ClusterRole]. */
   record Permission(String verb, String group, String resource, String namespace) {
@@ -72,18 +75,19 @@ class RbacCoverageTest {
 
   @Test
   void eachAccountHoldsExactlyWhatItsProcessCalls() throws Exception {
-    Privileges.assumeNetAdmin();
     MockApiObjects.installCrd(client);
     // The mock never answers 409 to a status PUT: one is injected, so the allocator's re-read runs too.
     server.expect().put().withPath("/apis/k8s.ovn.org/v1/namespaces/default/egressservices/web/status")
         .andReturn(409, new StatusBuilder().withCode(409).withReason("Conflict")
             .withMessage("the object has been modified").build())
         .once();
+    Netns ns = kernel.ns();
+    KubernetesClient agentClient = kernel.closeLater(clientAs("node-agent-under-test"));
+    KubernetesClient allocatorClient = kernel.closeLater(clientAs("allocator-under-test"));
+    Dataplane dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), 5000, 201));
+    // The processes stop before their requests are read, so that what they send on the way out is checked too.
     List<AutoCloseable> closing = new ArrayList<>();
-    try (Netns ns = Netns.create("rbac");
-        KubernetesClient agentClient = clientAs("node-agent-under-test");
-        KubernetesClient allocatorClient = clientAs("allocator-under-test");
-        Dataplane dp = Dataplane.open(Optional.of(ns.name()), 5000, 201)) {
+    try {
       MockApiObjects.readyNodeA(client);
       MockApiObjects.lbServiceOnNodeA(client, "web", "172.30.0.10", "5.5.5.5", "10.128.0.5");
       client.resources(EgressService.class)

@@ -3,8 +3,6 @@ package io.egressservice.netlink;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -23,18 +21,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class ConntrackNetnsTest {
   private static final Pattern SRC = Pattern.compile("^\\S+\\s+\\d+\\s+\\S+\\s+\\d+\\s+\\d+\\s+(?:\\S+\\s+)?src=(\\S+)");
   @RegisterExtension
-  final NetnsFixture kernel = new NetnsFixture("ct");
-  private Netns ns;
-  private NetnsThread thread;
+  final ConntrackNamespace kernel = new ConntrackNamespace("ct");
 
   @BeforeEach
   void setUp() {
-    ns = kernel.ns();
-    thread = kernel.thread();
-    ConntrackNamespace.trackConnections(ns);
     for (int i = 1; i <= 30; i++) {
-      ns.exec("ip", "addr", "add", "10.77.0." + i + "/32", "dev", "lo");
-      ns.exec("ip", "addr", "add", "fd77::" + Integer.toHexString(i) + "/128", "dev", "lo", "nodad");
+      kernel.onLoopback("10.77.0." + i, "fd77::" + Integer.toHexString(i));
     }
   }
 
@@ -43,7 +35,7 @@ class ConntrackNetnsTest {
     flowsFrom(30);
     List<IpPrefix> gone = List.of(v4(3), v4(7));
 
-    assertThat(new Conntrack().restartFlowsLeavingTheCluster(thread, gone, List.of())).isEmpty();
+    assertThat(new Conntrack().restartFlowsLeavingTheCluster(kernel.thread(), gone, List.of())).isEmpty();
 
     assertThat(trackedSources()).isEqualTo(allBut(gone));
   }
@@ -57,7 +49,7 @@ class ConntrackNetnsTest {
     flowsFrom(30);
     List<IpPrefix> gone = List.of(v6(5));
 
-    assertThat(new Conntrack().restartFlowsLeavingTheCluster(thread, gone, List.of())).isEmpty();
+    assertThat(new Conntrack().restartFlowsLeavingTheCluster(kernel.thread(), gone, List.of())).isEmpty();
 
     assertThat(trackedSources()).isEqualTo(allBut(gone));
   }
@@ -73,14 +65,14 @@ class ConntrackNetnsTest {
     }
     gone.add(IpPrefix.parseHost("10.77.9.9")); // a source without flows: nothing to delete, no error
 
-    assertThat(new Conntrack().restartFlowsLeavingTheCluster(thread, gone, List.of())).isEmpty();
+    assertThat(new Conntrack().restartFlowsLeavingTheCluster(kernel.thread(), gone, List.of())).isEmpty();
 
     assertThat(trackedSources()).isEqualTo(allBut(gone));
   }
 
   /** One UDP datagram from each address 1..n of both families to the namespace's first address. */
   private void flowsFrom(int n) {
-    thread.call(() -> {
+    kernel.thread().call(() -> {
       for (int i = 1; i <= n; i++) {
         ConntrackNamespace.send(v4(i), "10.77.0.1");
         ConntrackNamespace.send(v6(i), "fd77::1");
@@ -91,7 +83,7 @@ class ConntrackNetnsTest {
 
   private Set<String> trackedSources() {
     Set<String> sources = new TreeSet<>();
-    for (String line : ns.exec("cat", "/proc/net/nf_conntrack").split("\n")) {
+    for (String line : kernel.tracked()) {
       Matcher m = SRC.matcher(line);
       if (line.contains(" udp ") && m.find()) {
         sources.add(IpPrefix.parseHost(m.group(1)).addressText());

@@ -3,8 +3,6 @@ package io.egressservice.netlink;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.NetnsFixture;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
@@ -34,24 +32,13 @@ class ConntrackRestartNetnsTest {
   private static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.88.0.0/16"), IpPrefix.parse("fd88::/32"));
   private static final int SOURCES = 4;
   @RegisterExtension
-  final NetnsFixture kernel = new NetnsFixture("ctr");
-  private Netns ns;
-  private NetnsThread thread;
+  final ConntrackNamespace kernel = new ConntrackNamespace("ctr");
 
   @BeforeEach
   void setUp() {
-    ns = kernel.ns();
-    thread = kernel.thread();
-    ConntrackNamespace.trackConnections(ns);
-    for (String a : List.of(POD_V4 + "/32", EXTERNAL_V4 + "/32")) {
-      ns.exec("ip", "addr", "add", a, "dev", "lo");
-    }
-    for (String a : List.of(POD_V6 + "/128", EXTERNAL_V6 + "/128")) {
-      ns.exec("ip", "addr", "add", a, "dev", "lo", "nodad");
-    }
+    kernel.onLoopback(POD_V4, EXTERNAL_V4, POD_V6, EXTERNAL_V6);
     for (int i = 1; i <= SOURCES; i++) {
-      ns.exec("ip", "addr", "add", v4(i).addressText() + "/32", "dev", "lo");
-      ns.exec("ip", "addr", "add", v6(i).addressText() + "/128", "dev", "lo", "nodad");
+      kernel.onLoopback(v4(i).addressText(), v6(i).addressText());
     }
     flows();
   }
@@ -60,7 +47,7 @@ class ConntrackRestartNetnsTest {
   void changedEndpointsLoseTheirFlowsOutOfTheClusterAndKeepTheirInClusterFlows() {
     Set<String> before = tracked();
 
-    List<String> errors = new Conntrack().restartFlowsLeavingTheCluster(thread, List.of(v4(2), v6(3)), IN_CLUSTER);
+    List<String> errors = new Conntrack().restartFlowsLeavingTheCluster(kernel.thread(), List.of(v4(2), v6(3)), IN_CLUSTER);
 
     assertThat(errors).isEmpty();
     assertThat(tracked()).isEqualTo(without(before, flow(v4(2), EXTERNAL_V4), flow(v6(3), EXTERNAL_V6)));
@@ -72,7 +59,7 @@ class ConntrackRestartNetnsTest {
     Set<String> before = tracked();
     Conntrack conntrack = new Conntrack();
 
-    assertThat(conntrack.restartFlowsLeavingTheCluster(thread, List.of(v4(1)), IN_CLUSTER)).isEmpty();
+    assertThat(conntrack.restartFlowsLeavingTheCluster(kernel.thread(), List.of(v4(1)), IN_CLUSTER)).isEmpty();
 
     assertThat(tracked()).isEqualTo(without(before, flow(v4(1), EXTERNAL_V4)));
     assertThat(conntrack.filteredDumpRefused()).as("this kernel takes the filtered dump").isFalse();
@@ -89,9 +76,9 @@ class ConntrackRestartNetnsTest {
     AtomicInteger refused = new AtomicInteger();
     Conntrack conntrack = new Conntrack(where -> new RefusesFilters(ConntrackChannel.kernel(where), refused));
 
-    assertThat(conntrack.restartFlowsLeavingTheCluster(thread, List.of(v4(2)), IN_CLUSTER)).isEmpty();
+    assertThat(conntrack.restartFlowsLeavingTheCluster(kernel.thread(), List.of(v4(2)), IN_CLUSTER)).isEmpty();
     assertThat(tracked()).isEqualTo(without(before, flow(v4(2), EXTERNAL_V4)));
-    assertThat(conntrack.restartFlowsLeavingTheCluster(thread, List.of(v4(3)), IN_CLUSTER)).isEmpty();
+    assertThat(conntrack.restartFlowsLeavingTheCluster(kernel.thread(), List.of(v4(3)), IN_CLUSTER)).isEmpty();
 
     assertThat(tracked()).isEqualTo(without(before, flow(v4(2), EXTERNAL_V4), flow(v4(3), EXTERNAL_V4)));
     assertThat(refused).as("filtered requests the old kernel refused").hasValue(1);
@@ -159,7 +146,7 @@ class ConntrackRestartNetnsTest {
 
   /** One UDP datagram from each source of both families to the in-cluster and the external destination. */
   private void flows() {
-    thread.call(() -> {
+    kernel.thread().call(() -> {
       for (int i = 1; i <= SOURCES; i++) {
         ConntrackNamespace.send(v4(i), POD_V4);
         ConntrackNamespace.send(v4(i), EXTERNAL_V4);
@@ -174,7 +161,7 @@ class ConntrackRestartNetnsTest {
   /** The tracked UDP flows of the test's sources, as "source > destination". */
   private Set<String> tracked() {
     Set<String> flows = new TreeSet<>();
-    for (String line : ns.exec("cat", "/proc/net/nf_conntrack").split("\n")) {
+    for (String line : kernel.tracked()) {
       Matcher m = FLOW.matcher(line);
       if (m.find() && m.group(1).equals("udp")) {
         flows.add(flow(IpPrefix.parseHost(m.group(2)), IpPrefix.parseHost(m.group(3)).addressText()));

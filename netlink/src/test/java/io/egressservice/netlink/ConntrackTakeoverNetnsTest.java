@@ -3,8 +3,6 @@ package io.egressservice.netlink;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.NetnsFixture;
 import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
@@ -30,19 +28,13 @@ class ConntrackTakeoverNetnsTest {
   private static final int ECHO = 7000;
   private static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.66.0.0/16"));
   @RegisterExtension
-  final NetnsFixture kernel = new NetnsFixture("ctt");
-  private Netns ns;
-  private NetnsThread thread;
+  final ConntrackNamespace kernel = new ConntrackNamespace("ctt");
 
   @BeforeEach
   void setUp() {
-    ns = kernel.ns();
-    thread = kernel.thread();
-    ns.exec("ip", "addr", "add", POD.addressText() + "/32", "dev", "lo");
-    ns.exec("ip", "addr", "add", EXTERNAL + "/32", "dev", "lo");
-    // Tracks connections, and counts the pod's packets out by direction (the guard matches the original one).
-    ns.exec("nft", "add table inet ct_test; add chain inet ct_test out { type filter hook output priority 0; };"
-        + " add counter inet ct_test reply; add rule inet ct_test out ip saddr " + POD.addressText()
+    kernel.onLoopback(POD.addressText(), EXTERNAL);
+    // Counts the pod's packets out by direction (the guard matches the original one).
+    kernel.ns().exec("nft", "add counter inet ct_test reply; add rule inet ct_test out ip saddr " + POD.addressText()
         + " udp sport " + POD_PORT + " ct direction reply counter name reply");
   }
 
@@ -52,18 +44,18 @@ class ConntrackTakeoverNetnsTest {
     send(POD.addressText(), POD_PORT, EXTERNAL, ECHO); // the steered flow, its identity NAT bound
     // a flow from outside to the pod's own address, which must keep its entry (answers leave with that address)
     send(EXTERNAL, ECHO, POD.addressText(), OTHER_POD_PORT);
-    Conntrack.Found found = conntrack.find(thread, List.of(POD), IN_CLUSTER);
+    Conntrack.Found found = conntrack.find(kernel.thread(), List.of(POD), IN_CLUSTER);
     assertThat(found.size()).isEqualTo(1);
-    assertThat(conntrack.delete(thread, found)).isEmpty();
+    assertThat(conntrack.delete(kernel.thread(), found)).isEmpty();
 
     send(EXTERNAL, ECHO, POD.addressText(), POD_PORT); // the late answer, before the pod's next packet
     send(POD.addressText(), POD_PORT, EXTERNAL, ECHO); // the pod's next packet: the takeover's reply direction
     assertThat(replyPackets()).as("the pod's packets in the reply direction (out of the guard's reach)").isEqualTo(1);
     // the later pass by source alone does not see it: its original source is the outside host
-    assertThat(conntrack.restartFlowsLeavingTheCluster(thread, List.of(POD), IN_CLUSTER)).isEmpty();
+    assertThat(conntrack.restartFlowsLeavingTheCluster(kernel.thread(), List.of(POD), IN_CLUSTER)).isEmpty();
     assertThat(entries()).contains(EXTERNAL + ":" + ECHO + " > " + POD.addressText() + ":" + POD_PORT);
 
-    assertThat(conntrack.deleteTakeovers(thread, found)).isEmpty();
+    assertThat(conntrack.deleteTakeovers(kernel.thread(), found)).isEmpty();
 
     assertThat(entries()).containsExactly(EXTERNAL + ":" + ECHO + " > " + POD.addressText() + ":" + OTHER_POD_PORT);
     send(POD.addressText(), POD_PORT, EXTERNAL, ECHO);
@@ -72,7 +64,7 @@ class ConntrackTakeoverNetnsTest {
   }
 
   private void send(String from, int fromPort, String to, int toPort) {
-    thread.call(() -> {
+    kernel.thread().call(() -> {
       try (DatagramSocket s = new DatagramSocket(null)) {
         s.setReuseAddress(true);
         s.bind(new InetSocketAddress(InetAddress.getByName(from), fromPort));
@@ -84,13 +76,13 @@ class ConntrackTakeoverNetnsTest {
   }
 
   private long replyPackets() {
-    return ns.json("nft", "-j", "list", "counter", "inet", "ct_test", "reply").path("nftables").get(1)
+    return kernel.ns().json("nft", "-j", "list", "counter", "inet", "ct_test", "reply").path("nftables").get(1)
         .path("counter").path("packets").asLong();
   }
 
   /** The tracked UDP entries, as "source:port > destination:port" of their original direction. */
   private List<String> entries() {
-    return ns.exec("cat", "/proc/net/nf_conntrack").lines().filter(l -> l.contains(" udp "))
+    return kernel.tracked().stream().filter(l -> l.contains(" udp "))
         .map(l -> {
           String[] f = l.split("\\s+");
           String src = "";

@@ -16,8 +16,6 @@ import java.util.Optional;
  * the next run's host is the new leader's node.
  */
 final class LeaderDeathRow {
-  /** How long the powered-on node's own pod's flow may take to reach the external host again. */
-  private static final Duration BACK_LIMIT = Duration.ofSeconds(10);
   private static final String ROW = "leader death";
 
   private LeaderDeathRow() {}
@@ -50,12 +48,8 @@ final class LeaderDeathRow {
             + "%s after %.2f s, streams back after %s s, leaked %d%n", i, leaderNode,
             LeaseHolder.node(s.cluster()).orElse("?"), o.newHost(), o.hostSeconds(), Stats.seconds(o.recoverySeconds()),
             o.leaked());
-        s.powerOn(o.oldHost());
-        if (s.awaitStreamsBack(o.oldHost(), BACK_LIMIT)) {
+        if (PowerOn.againAndFlowBack(s, ROW, i, o.oldHost())) {
           flowsBack++;
-        } else {
-          System.out.printf("%s %d: powered on again, %s's own pod's flow does not reach the external host via %s "
-              + "within %d s: replaced by a new flow%n", ROW, i, o.oldHost(), s.host(), BACK_LIMIT.toSeconds());
         }
         done = i;
       }

@@ -14,8 +14,6 @@ import java.util.Optional;
  * start) of the host's agent: moves and lost datagrams.
  */
 final class PowerOffRow {
-  /** How long the powered-on node's own pod's flow may take to reach the external host again. */
-  private static final Duration BACK_LIMIT = Duration.ofSeconds(10);
   private static final String ROW = "power-off";
 
   private PowerOffRow() {}
@@ -43,12 +41,8 @@ final class PowerOffRow {
               + "(allocator: last answer -> status written %.3f s), leaked %d%s%n", i, o.oldHost(), o.newHost(),
               o.hostSeconds(), Stats.seconds(o.recoverySeconds()), alloc, o.leaked(),
               o.leakedSamples().isEmpty() ? "" : " " + o.leakedSamples());
-          s.powerOn(o.oldHost());
-          if (s.awaitStreamsBack(o.oldHost(), BACK_LIMIT)) {
+          if (PowerOn.againAndFlowBack(s, ROW, i, o.oldHost())) {
             flowsBack++;
-          } else {
-            System.out.printf("%s %d: powered on again, %s's own pod's flow does not reach the external host via %s "
-                + "within %d s: replaced by a new flow%n", ROW, i, o.oldHost(), s.host(), BACK_LIMIT.toSeconds());
           }
           done = i;
         }

@@ -21,13 +21,9 @@ final class ProbeLossRow {
   private ProbeLossRow() {}
 
   static RowResult run(String noHost, int windows, Duration window) {
-    String goal = "0 moves (and 0 lost, 0 leaked)";
-    int moves = 0;
-    long lost = 0;
-    long leaked = 0;
+    Disruptions t = new Disruptions();
     double guardDrops = 0;
     int suspectedWindows = 0;
-    int done = 0;
     Optional<String> stopped = Optional.empty();
     try (FailoverScenario s = new FailoverScenario(noHost)) {
       for (int i = 1; i <= windows; i++) {
@@ -57,23 +53,20 @@ final class ProbeLossRow {
         long l = s.lostBetween(t0, t1);
         long k = s.leakedSince(t0);
         double d = NoHostDrops.total(s.cluster()) - dropsBefore;
-        moves += watch.moves();
-        lost += l;
-        leaked += k;
+        t.count(watch.moves(), l, k);
         guardDrops += d;
         suspectedWindows += suspected ? 1 : 0;
         System.out.printf(Locale.ROOT, "probe loss %d: %d s of %d %% loss and %.1f s until the suspicion ended: "
             + "status.host %s, allocator suspected itself: %s, unreachable %s, lost %d, leaked %d, no-host drops "
             + "%.0f%n", i, window.toSeconds(), PERCENT, (t1 - t0 - window.toNanos()) / 1e9, watch.seen(), suspected,
             s.allocator().allocator().unreachableNodes(), l, k, d);
-        done = i;
+        t.completed(i);
       }
     } catch (RuntimeException e) {
-      stopped = Optional.of("window " + (done + 1) + ": " + e);
+      stopped = Optional.of("window " + (t.done + 1) + ": " + e);
     }
-    return new RowResult("loss", String.format(Locale.ROOT, "%d x %d s of %d %% probe loss to every node: %d moves, "
-        + "lost %d, leaked %d, no-host drops %.0f, self-suspicion in %d of %d", done, window.toSeconds(), PERCENT,
-        moves, lost, leaked, guardDrops, suspectedWindows, done), goal,
-        done > 0 && moves == 0 && lost == 0 && leaked == 0, stopped);
+    return t.result("loss", String.format(Locale.ROOT, "%d x %d s of %d %% probe loss to every node: %d moves, "
+        + "lost %d, leaked %d, no-host drops %.0f, self-suspicion in %d of %d", t.done, window.toSeconds(), PERCENT,
+        t.moves, t.lost, t.leaked, guardDrops, suspectedWindows, t.done), stopped);
   }
 }

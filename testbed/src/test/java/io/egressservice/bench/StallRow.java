@@ -19,11 +19,7 @@ final class StallRow {
   private StallRow() {}
 
   static RowResult run(String noHost, int runs) {
-    String goal = "0 moves (and 0 lost, 0 leaked)";
-    int moves = 0;
-    long lost = 0;
-    long leaked = 0;
-    int done = 0;
+    Disruptions d = new Disruptions();
     Optional<String> stopped = Optional.empty();
     try (FailoverScenario s = new FailoverScenario(noHost)) {
       for (int i = 1; i <= runs; i++) {
@@ -43,24 +39,21 @@ final class StallRow {
         watch.pollFor(2000, 100);
         long l = s.lostBetween(t0, t1);
         long k = s.leakedSince(t0);
-        moves += watch.moves();
-        lost += l;
-        leaked += k;
+        d.count(watch.moves(), l, k);
         System.out.printf(Locale.ROOT, "stall %d: agent of host %s stopped %.1f s: status.host %s, failovers %d, "
             + "lost %d, leaked %d%n", i, host, (t1 - t0) / 1e9, watch.seen(),
             s.allocator().allocator().failoverSeconds().size() - failoversBefore, l, k);
         await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
             .until(() -> !node.agent().metrics().isEmpty());
-        done = i;
+        d.completed(i);
         if (i < runs) {
           Pause.ms(5000); // the stall's probe results age out of the allocator's view before the next one
         }
       }
     } catch (RuntimeException e) {
-      stopped = Optional.of("run " + (done + 1) + ": " + e);
+      stopped = Optional.of("run " + (d.done + 1) + ": " + e);
     }
-    return new RowResult("stall", String.format(Locale.ROOT, "%d x %d s SIGSTOP of the host's agent: %d moves, "
-        + "lost %d, leaked %d", done, STALL.toSeconds(), moves, lost, leaked), goal,
-        done > 0 && moves == 0 && lost == 0 && leaked == 0, stopped);
+    return d.result("stall", String.format(Locale.ROOT, "%d x %d s SIGSTOP of the host's agent: %d moves, "
+        + "lost %d, leaked %d", d.done, STALL.toSeconds(), d.moves, d.lost, d.leaked), stopped);
   }
 }

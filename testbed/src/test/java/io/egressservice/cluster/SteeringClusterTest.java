@@ -1,5 +1,8 @@
 package io.egressservice.cluster;
 
+import static io.egressservice.cluster.SteeringCluster.LB_IPS;
+import static io.egressservice.cluster.SteeringCluster.PATIENCE;
+import static io.egressservice.cluster.SteeringCluster.SERVICE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -10,7 +13,6 @@ import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Traffic;
 import io.egressservice.testbed.Traffic.Probe;
 import io.egressservice.testbed.Traffic.Seen;
-import io.egressservice.testing.Privileges;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,11 +39,9 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 abstract class SteeringClusterTest {
-  static final Duration PATIENCE = Duration.ofSeconds(15);
-  static final String SERVICE = "web";
-  static final List<String> LB_IPS = List.of(Addresses.lbIp(5, IpFamily.V4), Addresses.lbIp(5, IpFamily.V6));
   static final List<String> STEERED = List.of("pod-b1", "pod-c1");
 
+  SteeringCluster steering;
   Cluster cluster;
   /** Each node's kernel state with the agents running and no EgressService (see {@link KernelState}). */
   Map<String, String> pristine;
@@ -50,16 +50,15 @@ abstract class SteeringClusterTest {
 
   @BeforeAll
   void startCluster() {
-    Privileges.assumeNetAdmin();
-    cluster = Cluster.standard().agentArgs("--rule-mode", ruleMode()).start();
+    steering = SteeringCluster.start(ruleMode());
+    cluster = steering.cluster();
     pristine = kernelStates();
   }
 
   @AfterAll
   void stopCluster() {
-    if (cluster != null) {
-      cluster.close();
-      assertThat(cluster.anyNamespaceLeft()).as("namespaces left by the cluster").isFalse();
+    if (steering != null) {
+      steering.close();
     }
   }
 
@@ -88,10 +87,7 @@ abstract class SteeringClusterTest {
 
     for (IpFamily f : IpFamily.values()) {
       String lbIp = LB_IPS.get(f.ordinal());
-      for (String pod : List.of("pod-a1", "pod-b1", "pod-c1")) {
-        expect("udp", pod, Addresses.external(f), new Seen("ext-a2", "udp", lbIp));
-        expect("tcp", pod, Addresses.external(f), new Seen("ext-a2", "tcp", lbIp));
-      }
+      steering.expectEndpointsLeaveThrough("ext-a2", f);
       for (String pod : STEERED) {
         Traffic.Transfer t = cluster.traffic().transfer(pod, Addresses.external(f), 1 << 20, Duration.ofSeconds(20));
         assertThat(t.seen()).as("1 MiB from %s over %s: who saw it", pod, f).containsExactly(new Seen("ext-a2", "tcp", lbIp));
@@ -104,12 +100,6 @@ abstract class SteeringClusterTest {
     }
   }
 
-  /**
-   * The client connects to the LB IP on node-a (ext-a1 routes the LB range there): node-a's kube-proxy stand-in
-   * DNATs port 80 to pod-a1 and port 81 to pod-b1 (with kube-proxy's masquerade, as for externalTrafficPolicy
-   * Cluster). The connections work, and their replies leave through the service's network (ext-a2), not back
-   * through ext-a1.
-   */
   /** The agents of node-b and node-c say what they steer: one endpoint per family each; the host steers nothing. */
   @Test
   @Order(2)
@@ -123,6 +113,12 @@ abstract class SteeringClusterTest {
     });
   }
 
+  /**
+   * The client connects to the LB IP on node-a (ext-a1 routes the LB range there): node-a's kube-proxy stand-in
+   * DNATs port 80 to pod-a1 and port 81 to pod-b1 (with kube-proxy's masquerade, as for externalTrafficPolicy
+   * Cluster). The connections work, and their replies leave through the service's network (ext-a2), not back
+   * through ext-a1.
+   */
   @Test
   @Order(3)
   void inboundLoadBalancerConnectionsWorkAndTheirRepliesLeaveThroughTheHostsNetwork() {
@@ -156,10 +152,7 @@ abstract class SteeringClusterTest {
 
     for (IpFamily f : IpFamily.values()) {
       String lbIp = LB_IPS.get(f.ordinal());
-      for (String pod : List.of("pod-a1", "pod-b1", "pod-c1")) {
-        expect("udp", pod, Addresses.external(f), new Seen("ext-c2", "udp", lbIp));
-        expect("tcp", pod, Addresses.external(f), new Seen("ext-c2", "tcp", lbIp));
-      }
+      steering.expectEndpointsLeaveThrough("ext-c2", f);
       Traffic.Transfer t = cluster.traffic().transfer("pod-a1", Addresses.external(f), 1 << 20, Duration.ofSeconds(20));
       assertThat(t.seen()).containsExactly(new Seen("ext-c2", "tcp", lbIp));
       assertThat(t.complete()).as("1 MiB from pod-a1 through node-c (answer %s)", t.reply()).isTrue();
@@ -190,10 +183,7 @@ abstract class SteeringClusterTest {
   // ---- helpers ------------------------------------------------------------------------------------
 
   void createWebOn(String host) {
-    cluster.api().createLoadBalancer(SERVICE, "172.30.0.10", "fd02::10", LB_IPS,
-        List.of(cluster.pod("pod-a1"), cluster.pod("pod-b1"), cluster.pod("pod-c1")));
-    cluster.api().applyEgressService(SERVICE, SourceIPBy.LOADBALANCERIP, "100", Optional.of(host));
-    await().atMost(PATIENCE).until(() -> cluster.api().host(SERVICE).equals(Optional.of(host)));
+    steering.createWebOn(host);
   }
 
   /** A pod that is not steered leaves through its own node's main uplink, masqueraded by the CNI. */
@@ -203,14 +193,8 @@ abstract class SteeringClusterTest {
     expect("tcp", pod, Addresses.external(f), new Seen(node.uplink(1).where(), "tcp", node.uplink(1).nodeIp(f)));
   }
 
-  /** Exactly one server saw the probe, as {@code seen} says, and the sender got its answer. */
   void expect(String protocol, String from, String dst, Seen seen) {
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(100)).untilAsserted(() -> {
-      Probe p = protocol.equals("udp") ? cluster.traffic().udp(from, dst) : cluster.traffic().tcp(from, dst);
-      assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst).containsExactly(seen);
-      assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
-          .contains("saw " + seen.source() + " at " + seen.where());
-    });
+    steering.expect(protocol, from, dst, seen);
   }
 
   /** The client's connection to {@code lbIp:port} is accepted as {@code seen}; its replies come back by ext-a2 only. */

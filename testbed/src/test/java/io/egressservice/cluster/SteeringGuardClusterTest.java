@@ -1,7 +1,7 @@
 package io.egressservice.cluster;
 
+import static io.egressservice.cluster.SteeringCluster.LB_IPS;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
@@ -11,7 +11,6 @@ import io.egressservice.testbed.Namespace;
 import io.egressservice.testbed.Traffic;
 import io.egressservice.testbed.Traffic.Probe;
 import io.egressservice.testbed.Traffic.Seen;
-import io.egressservice.testing.Privileges;
 import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
@@ -20,7 +19,6 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -28,7 +26,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
  * Who may use the steering tunnel, tried as an attacker would with real packets in the namespace cluster
@@ -41,26 +38,21 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 abstract class SteeringGuardClusterTest {
-  static final Duration PATIENCE = Duration.ofSeconds(15);
-  static final String SERVICE = "web";
   static final String GUARD = "egress_service_agent_guard";
-  static final List<String> LB_IPS = List.of(Addresses.lbIp(5, IpFamily.V4), Addresses.lbIp(5, IpFamily.V6));
   static final String FORGED_OUTSIDER = "203.0.113.99";
   /** Attempts per forgery: each is a new datagram (a new conntrack entry). */
   static final int ATTEMPTS = 3;
 
+  SteeringCluster steering;
   Cluster cluster;
 
   abstract String ruleMode();
 
   @BeforeAll
   void startCluster() {
-    Privileges.assumeNetAdmin();
-    cluster = Cluster.standard().agentArgs("--rule-mode", ruleMode()).start();
-    cluster.api().createLoadBalancer(SERVICE, "172.30.0.10", "fd02::10", LB_IPS,
-        List.of(cluster.pod("pod-a1"), cluster.pod("pod-b1"), cluster.pod("pod-c1")));
-    cluster.api().applyEgressService(SERVICE, SourceIPBy.LOADBALANCERIP, "100", Optional.of("node-a"));
-    await().atMost(PATIENCE).until(() -> cluster.api().host(SERVICE).equals(Optional.of("node-a")));
+    steering = SteeringCluster.start(ruleMode());
+    cluster = steering.cluster();
+    steering.createWebOn("node-a");
     for (IpFamily f : IpFamily.values()) {
       expect("udp", "pod-b1", Addresses.external(f), new Seen("ext-a2", "udp", LB_IPS.get(f.ordinal())));
     }
@@ -68,9 +60,8 @@ abstract class SteeringGuardClusterTest {
 
   @AfterAll
   void stopCluster() {
-    if (cluster != null) {
-      cluster.close();
-      assertThat(cluster.anyNamespaceLeft()).as("namespaces left by the cluster").isFalse();
+    if (steering != null) {
+      steering.close();
     }
   }
 
@@ -81,10 +72,7 @@ abstract class SteeringGuardClusterTest {
   void steeredPodsStillLeaveWithTheLbIpOverUdpTcpAndIpv6() {
     for (IpFamily f : IpFamily.values()) {
       String lbIp = LB_IPS.get(f.ordinal());
-      for (String pod : List.of("pod-a1", "pod-b1", "pod-c1")) {
-        expect("udp", pod, Addresses.external(f), new Seen("ext-a2", "udp", lbIp));
-        expect("tcp", pod, Addresses.external(f), new Seen("ext-a2", "tcp", lbIp));
-      }
+      steering.expectEndpointsLeaveThrough("ext-a2", f);
       Traffic.Transfer t = cluster.traffic().transfer("pod-b1", Addresses.external(f), 1 << 20, Duration.ofSeconds(20));
       assertThat(t.seen()).as("1 MiB from pod-b1 over %s", f).containsExactly(new Seen("ext-a2", "tcp", lbIp));
       assertThat(t.complete()).as("1 MiB from pod-b1 over %s completes (answer %s)", f, t.reply()).isTrue();
@@ -291,13 +279,7 @@ abstract class SteeringGuardClusterTest {
     return 0;
   }
 
-  /** Exactly one server saw the probe, as {@code seen} says, and the sender got its answer. */
   void expect(String protocol, String from, String dst, Seen seen) {
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(100)).untilAsserted(() -> {
-      Probe p = protocol.equals("udp") ? cluster.traffic().udp(from, dst) : cluster.traffic().tcp(from, dst);
-      assertThat(p.seen()).as("%s %s -> %s: who saw it", protocol, from, dst).containsExactly(seen);
-      assertThat(p.reply()).as("%s %s -> %s: the answer", protocol, from, dst)
-          .contains("saw " + seen.source() + " at " + seen.where());
-    });
+    steering.expect(protocol, from, dst, seen);
   }
 }

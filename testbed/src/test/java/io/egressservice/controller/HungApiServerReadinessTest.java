@@ -1,15 +1,11 @@
 package io.egressservice.controller;
 
-import static io.egressservice.controller.KubeObjects.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.testbed.ApiProxy;
-import io.egressservice.testing.Netns;
-import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -19,12 +15,8 @@ import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * An API server that accepts connections and never answers (behind a proxy that freezes every byte, open
@@ -32,24 +24,12 @@ import org.junit.jupiter.api.Test;
  */
 @EnableKubernetesMockClient(crud = true)
 class HungApiServerReadinessTest {
-  static final String NODE = "node-a";
+  static final String NODE = AgentKernel.NODE;
 
   KubernetesMockServer server;
   KubernetesClient client;
-  final List<AutoCloseable> toClose = new ArrayList<>();
-
-  @BeforeEach
-  void setUp() {
-    Privileges.assumeNetAdmin();
-    client.nodes().resource(node(NODE, "192.168.1.10", "10.128.0.0/24")).create();
-  }
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (int i = toClose.size() - 1; i >= 0; i--) {
-      toClose.get(i).close();
-    }
-  }
+  @RegisterExtension
+  final AgentKernel kernel = new AgentKernel("hung");
 
   static double watchUp(AgentMetrics metrics, String kind) {
     for (MetricSnapshot s : metrics.registry().scrape()) {
@@ -63,22 +43,15 @@ class HungApiServerReadinessTest {
 
   @Test
   void anApiServerThatHangsCountsAsDownAndItsReturnAsUp() {
-    ApiProxy proxy = new ApiProxy(server.getPort());
-    toClose.add(proxy);
-    KubernetesClient viaProxy = new KubernetesClientBuilder().withConfig(new ConfigBuilder(client.getConfiguration())
-        .withMasterUrl(client.getMasterUrl().getProtocol() + "://127.0.0.1:" + proxy.port()).build()).build();
-    toClose.add(viaProxy);
-    Netns ns = Netns.create("hung");
-    toClose.add(ns);
-    Dataplane dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
-    toClose.add(dataplane);
+    ApiProxy proxy = kernel.closeLater(new ApiProxy(server.getPort()));
+    KubernetesClient viaProxy = kernel.closeLater(new KubernetesClientBuilder().withConfig(
+        new ConfigBuilder(client.getConfiguration())
+            .withMasterUrl(client.getMasterUrl().getProtocol() + "://127.0.0.1:" + proxy.port()).build()).build());
     AgentMetrics metrics = new AgentMetrics();
-    NodeAgent agent = new NodeAgent(viaProxy, dataplane,
+    NodeAgent agent = kernel.start(viaProxy,
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2),
             Duration.ofSeconds(2)),
-        metrics, new KubernetesEvents(viaProxy, NODE, Clock.systemUTC()), Clock.systemUTC());
-    toClose.add(agent);
-    agent.start();
+        metrics, new KubernetesEvents(viaProxy, NODE, Clock.systemUTC()));
     await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
       assertThat(agent.readiness().ok()).isTrue();
       assertThat(watchUp(metrics, "EgressService")).isEqualTo(1.0);
