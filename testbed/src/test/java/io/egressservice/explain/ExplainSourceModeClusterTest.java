@@ -172,6 +172,9 @@ class ExplainSourceModeClusterTest {
    */
   @Test
   void statusNamesEveryRuleIncludingTheClusterIpsFromTheApiAndGivesTheHostAndTheLastChange() throws Exception {
+    // the text and JSON runs below must see the same last change: wait until every writer has told its outcome
+    org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30)).until(() -> eventReasons("web")
+        .containsAll(List.of("HostAllocated", "EgressConfigured", "EndpointsSteered")));
     List<String> args = List.of("status", "--netns", c.cluster.node("node-a").netns().name(), "--kubeconfig",
         c.cluster.api().kubeconfig().toString(), "--node", "node-a", "--service-cidr", "172.30.0.0/16,fd02::/112");
     io.egressservice.cli.InProcess.Result text = io.egressservice.cli.InProcess.run(args.toArray(String[]::new));
@@ -209,6 +212,14 @@ class ExplainSourceModeClusterTest {
 
   /** The newest Event on EgressService shop/NAME, as the API holds it: its time, and every reason written then. */
   private record Newest(String time, List<String> reasons) {}
+
+  /** The reasons of every Event on EgressService shop/NAME. */
+  private List<String> eventReasons(String name) {
+    return c.cluster.api().client().v1().events().inNamespace(ApiServer.NAMESPACE).list().getItems().stream()
+        .filter(e -> "EgressService".equals(e.getInvolvedObject().getKind())
+            && name.equals(e.getInvolvedObject().getName()))
+        .map(io.fabric8.kubernetes.api.model.Event::getReason).toList();
+  }
 
   private Newest newestEvent(String name) {
     List<io.fabric8.kubernetes.api.model.Event> events = c.cluster.api().client().v1().events()
