@@ -74,7 +74,7 @@ if [ ! -f "$JAR" ] || [ ! -d target/image/lib ] || [ ! -f target/egress-service-
   # shellcheck disable=SC2086
   mvn -B -q ${MVN_ARGS:-} -Psbom -DskipTests package
 fi
-version=$(sed -n 's/^version=//p' target/classes/io/egressservice/buildinfo/build-info.properties)
+version=$(sed -n 's/^version=//p' agent/target/classes/io/egressservice/buildinfo/build-info.properties)
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)

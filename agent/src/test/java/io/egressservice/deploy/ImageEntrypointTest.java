@@ -106,6 +106,21 @@ class ImageEntrypointTest {
     assertThat(Files.readAllLines(ROOT.resolve(".dockerignore"))).contains("target/", ".git");
   }
 
+  /**
+   * The version the engine-less build stamps on the image comes from a file the build writes: after the module
+   * split it is in the agent module's classes, not the repository's (it read a file that no longer existed).
+   */
+  @Test
+  void theEngineLessBuildReadsItsVersionFromAFileTheBuildWrites() throws IOException {
+    String script = Files.readString(ROOT.resolve("scripts/build-image.sh"));
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^version=\\$\\(sed -n '[^']*' (\\S+)\\)$")
+        .matcher(script);
+    assertThat(m.find()).as("build-image.sh reads the version with sed").isTrue();
+    assertThat(ROOT.resolve(m.group(1))).as("the file it reads (written when the agent module compiles)")
+        .isRegularFile();
+    assertThat(Files.readString(ROOT.resolve(m.group(1)))).containsPattern("(?m)^version=\\S+");
+  }
+
   /** Where the image carries what a user's shell, man and kubectl read (scripts/image/cli-files.sh). */
   private static final String COMPLETION = "usr/share/bash-completion/completions/egress-service-agent";
   private static final String MAN_PAGE = "usr/share/man/man8/egress-service-agent.8";
