@@ -249,8 +249,8 @@ public final class Dataplane implements AutoCloseable {
     FlowRestarts.EarlyRestart early = restarts.forFullReconcile(plan.desired());
     ChangeSet changes = Differ.diff(plan.desired(), plan.wantedRules(), plan.observed(), plan.steeringMtu(),
         appliedRules);
-    ApplyReport report = withGuard(guarded, withHolds(applier.apply(changes, null, false, early), plan.desired()));
-    report = withLateGuard(report);
+    ApplyReport applied = withHolds(applier.apply(changes, null, false, early), plan.desired());
+    ApplyReport report = withGuard(guarded, applied, guard.afterApply());
     afterFullReconcile(plan.desired(), plan.wantedRules(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
   }
@@ -266,31 +266,24 @@ public final class Dataplane implements AutoCloseable {
     List<String> guarded = guard.sync(desired);
     FlowRestarts.EarlyRestart early = restarts.forFullReconcile(desired);
     Map<Rule, RuleSpec> wanted = Differ.wantedRules(desired);
-    ApplyReport report = withGuard(guarded, withHolds(applier.apply(Differ.diff(desired, wanted,
-        observed, view.steeringMtu(desired), appliedRules), null, false, early), desired));
-    report = withLateGuard(report);
+    ApplyReport applied = withHolds(applier.apply(Differ.diff(desired, wanted, observed, view.steeringMtu(desired),
+        appliedRules), null, false, early), desired);
+    ApplyReport report = withGuard(guarded, applied, guard.afterApply());
     afterFullReconcile(desired, wanted, report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
   }
 
-  /** The report with what the guard table writes after the rules ({@link TunnelGuard#afterApply}) and its failures. */
-  private ApplyReport withLateGuard(ApplyReport report) {
-    List<String> late = guard.afterApply();
-    if (late.isEmpty()) {
+  /**
+   * The report with the guard table's failures in the order it was written: before the rest ({@code before}) and
+   * after the rules ({@code after}, {@link TunnelGuard#afterApply}).
+   */
+  private static ApplyReport withGuard(List<String> before, ApplyReport report, List<String> after) {
+    if (before.isEmpty() && after.isEmpty()) {
       return report;
     }
-    List<String> failures = new ArrayList<>(report.failures());
-    failures.addAll(late);
-    return new ApplyReport(report.applied(), failures, report.kernelNanos());
-  }
-
-  /** The report with the guard table's failures (written before it) first. */
-  private static ApplyReport withGuard(List<String> guardFailures, ApplyReport report) {
-    if (guardFailures.isEmpty()) {
-      return report;
-    }
-    List<String> failures = new ArrayList<>(guardFailures);
+    List<String> failures = new ArrayList<>(before);
     failures.addAll(report.failures());
+    failures.addAll(after);
     return new ApplyReport(report.applied(), failures, report.kernelNanos());
   }
 

@@ -49,8 +49,9 @@ final class GuardInputs {
   record Delta(List<IpPrefix> steeredAdded, List<IpPrefix> steeredRemoved, List<IpPrefix> oursAdded,
       List<IpPrefix> oursRemoved, List<IpPrefix> receivedAdded, List<IpPrefix> receivedRemoved,
       List<IpPrefix> awayAdded, List<IpPrefix> awayRemoved, boolean reshaped) {
-    GuardNftables.Sources added() {
-      return new GuardNftables.Sources(steeredAdded, oursAdded, receivedAdded, awayAdded);
+    /** What enters the sets before the reconcile's rules: all but the steered-away sources (see TunnelGuard). */
+    GuardNftables.Sources addedBeforeRules() {
+      return new GuardNftables.Sources(steeredAdded, oursAdded, receivedAdded, List.of());
     }
 
     GuardNftables.Sources removed() {

@@ -73,11 +73,9 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs.Delta d = in.update(previous, next, changed);
-      GuardNftables.Sources added = d.added();
       pendingAway.removeAll(d.awayRemoved());
       pendingAway.addAll(d.awayAdded());
-      if (d.reshaped() || !table.updateElements(new GuardNftables.Sources(added.steered(), added.ours(),
-          added.received(), List.of()), d.removed())) {
+      if (d.reshaped() || !table.updateElements(d.addedBeforeRules(), d.removed())) {
         writeWhole(in, false);
       }
       committed.run();

@@ -306,12 +306,8 @@ public final class GuardNftables {
     return out;
   }
 
-  /** The whole table (package-visible for its test). */
-  static String script(Shape shape, Collection<IpPrefix> steered, Collection<IpPrefix> ours) {
-    return script(shape, new Sources(steered, ours, List.of(), List.of()));
-  }
-
-  static String script(Shape shape, Sources sources) {
+  /** The whole table. */
+  private static String script(Shape shape, Sources sources) {
     String dev = EgressNftables.STEERING_DEVICE;
     StringBuilder sb = new StringBuilder("table inet ").append(TABLE).append(" {\n");
     sb.append("  counter ").append(PORT).append(" { comment \"steering port: not from a Node\" }\n");
