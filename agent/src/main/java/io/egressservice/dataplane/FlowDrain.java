@@ -171,7 +171,7 @@ final class FlowDrain implements AutoCloseable {
 
   /** Removes the table if present (cleanup); true when there was one. */
   boolean delete() {
-    boolean present = client.listTableIfPresent("inet", DrainNftables.TABLE).isPresent();
+    boolean present = client.tablePresent("inet", DrainNftables.TABLE);
     if (present) {
       table.delete();
     }

@@ -93,7 +93,7 @@ final class NoHostSync implements AutoCloseable {
 
   /** Deletes the table; false when there was none. */
   boolean delete() {
-    boolean present = client.listTableIfPresent("inet", NoHostNftables.TABLE).isPresent();
+    boolean present = client.tablePresent("inet", NoHostNftables.TABLE);
     if (present) {
       table.delete();
     }

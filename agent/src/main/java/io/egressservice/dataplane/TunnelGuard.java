@@ -144,7 +144,7 @@ final class TunnelGuard implements AutoCloseable {
 
   /** Removes the table if present (cleanup); true when there was one. */
   boolean delete() {
-    boolean present = client.listCountersIfPresent("inet", GuardNftables.TABLE).isPresent();
+    boolean present = client.tablePresent("inet", GuardNftables.TABLE);
     if (present) {
       table.delete();
     }

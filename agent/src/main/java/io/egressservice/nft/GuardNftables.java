@@ -159,7 +159,7 @@ public final class GuardNftables {
   public synchronized void sync(Optional<Shape> want, Sources sources, boolean verify) {
     // Its counters tell whether the table is there without listing its sets (thousands of sources).
     if (verify && writtenShape.isPresent() && writtenShape.get().isPresent()
-        && nft.listCountersIfPresent("inet", TABLE).isEmpty()) {
+        && !nft.tablePresent("inet", TABLE)) {
       writtenShape = Optional.empty(); // someone deleted it: written whole
     }
     if (writtenShape.isPresent() && writtenShape.get().equals(want)) {
@@ -293,16 +293,8 @@ public final class GuardNftables {
     if (writtenShape.isPresent() && writtenShape.get().isEmpty()) {
       return out;
     }
-    Optional<JsonNode> listing = nft.listCountersIfPresent("inet", TABLE);
-    if (listing.isEmpty()) {
-      return out;
-    }
-    for (JsonNode item : listing.get().path("nftables")) {
-      JsonNode c = item.path("counter");
-      if (c.has("name") && c.path("table").asText().equals(TABLE)) {
-        out.merge(c.path("name").asText(), c.path("packets").asLong(), Long::sum);
-      }
-    }
+    nft.countersIfPresent("inet", TABLE).orElse(List.of())
+        .forEach(c -> out.merge(c.name(), c.packets(), Long::sum));
     return out;
   }
 

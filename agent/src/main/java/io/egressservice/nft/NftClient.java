@@ -6,9 +6,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.jna.Pointer;
+import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
+import io.egressservice.netlink.NftCounters;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -27,6 +30,10 @@ public final class NftClient implements AutoCloseable {
   private final NetnsThread thread;
   private final Libnftables lib;
   private Pointer ctx;
+  /** Opened on first use: counters and table presence read over nfnetlink, without libnftables' cache. */
+  private NftCounters counters;
+  /** Touched only on {@link #thread}. */
+  private final NativeHeapTrim trim = new NativeHeapTrim();
 
   private NftClient(NetnsThread thread, Libnftables lib, Pointer ctx) {
     this.thread = thread;
@@ -80,6 +87,7 @@ public final class NftClient implements AutoCloseable {
               int rc = lib.nft_run_cmd_from_buffer(ctx, input);
               String out = lib.nft_ctx_get_output_buffer(ctx);
               String err = lib.nft_ctx_get_error_buffer(ctx);
+              trim.passed(input.length() + (out == null ? 0 : out.length()));
               return new String[] {Integer.toString(rc), out == null ? "" : out, err == null ? "" : err};
             });
     if (!result[0].equals("0")) {
@@ -112,6 +120,7 @@ public final class NftClient implements AutoCloseable {
               int rc = lib.nft_run_cmd_from_buffer(ctx, script);
               String out = lib.nft_ctx_get_output_buffer(ctx);
               String err = lib.nft_ctx_get_error_buffer(ctx);
+              trim.passed(script.length() + (out == null ? 0 : out.length()));
               return new String[] {Integer.toString(rc), out == null ? "" : out, err == null ? "" : err};
             });
     if (!result[0].equals("0")) {
@@ -147,6 +156,44 @@ public final class NftClient implements AutoCloseable {
     doc.putArray("nftables").addObject().putObject("list").putObject("counters").put("family", family)
         .put("table", table);
     return unlessNotFound(() -> run(doc));
+  }
+
+  /**
+   * The named counters of a table, empty when the table does not exist. Read over nfnetlink ({@link NftCounters}):
+   * libnftables' {@code list counters} reads every element of every set of the namespace into its cache first
+   * (0.6 s and 70 MiB of native memory beside 55,000 sources); this reads a few hundred bytes.
+   *
+   * @throws NftException when the kernel refuses
+   */
+  public Optional<List<NftCounters.Counter>> countersIfPresent(String family, String table) {
+    try {
+      return counters().of(family, table);
+    } catch (NetlinkException e) {
+      throw new NftException("cannot read the counters of table " + family + " " + table + " in " + describe()
+          + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Whether a table exists, without listing anything of it (a listing of a table with thousands of set elements
+   * costs as many).
+   *
+   * @throws NftException when the kernel refuses
+   */
+  public boolean tablePresent(String family, String table) {
+    try {
+      return counters().tablePresent(family, table);
+    } catch (NetlinkException e) {
+      throw new NftException("cannot look up table " + family + " " + table + " in " + describe() + ": "
+          + e.getMessage(), e);
+    }
+  }
+
+  private synchronized NftCounters counters() {
+    if (counters == null) {
+      counters = NftCounters.open(thread);
+    }
+    return counters;
   }
 
   /** {@code listing}'s result, or empty when nft answers that the table does not exist. */
@@ -226,6 +273,12 @@ public final class NftClient implements AutoCloseable {
   /** Frees the context (on its thread). The thread itself belongs to the caller. */
   @Override
   public void close() {
+    synchronized (this) {
+      if (counters != null) {
+        counters.close();
+        counters = null;
+      }
+    }
     try {
       thread.call(
           () -> {

@@ -107,7 +107,7 @@ public final class NoHostNftables {
       want = Shape.ABSENT;
     }
     if (verify) {
-      boolean present = nft.listTableIfPresent("inet", TABLE).isPresent();
+      boolean present = nft.tablePresent("inet", TABLE);
       if (!present) {
         written = Optional.of(Shape.ABSENT);
       } else if (written.isEmpty() || written.get().absent()) {
@@ -196,16 +196,8 @@ public final class NoHostNftables {
 
   private Map<String, Long> current() {
     Map<String, Long> out = new HashMap<>();
-    JsonNode listing = nft.listCountersIfPresent("inet", TABLE).orElse(null);
-    if (listing == null) {
-      return out;
-    }
-    for (JsonNode item : listing.path("nftables")) {
-      JsonNode c = item.path("counter");
-      if (c.has("comment")) {
-        out.merge(c.path("comment").asText(), c.path("packets").asLong(), Long::sum);
-      }
-    }
+    nft.countersIfPresent("inet", TABLE).orElse(List.of())
+        .forEach(c -> c.comment().ifPresent(service -> out.merge(service, c.packets(), Long::sum)));
     return out;
   }
 

@@ -830,7 +830,7 @@ public final class AgentLatencyBench {
   /** The jar the image runs (no demo, no embedded API server). */
   static final String AGENT_JAR = "target/egress-service-agent-node.jar";
   /** The class list the image's AppCDS archive is dumped from (see the Dockerfile). */
-  static final Path CLASS_LIST = Path.of("src", "main", "appcds", "agent.classlist");
+  static final Path CLASS_LIST = Path.of("agent", "src", "main", "appcds", "agent.classlist");
   /** Where the bench dumps its archive from {@link #CLASS_LIST}, as the image does at build time. */
   static final Path BENCH_ARCHIVE = Path.of("target", "agent-bench.jsa");
 

@@ -1,0 +1,282 @@
+package io.egressservice.netlink;
+
+import static io.egressservice.netlink.NetlinkConstants.*;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The named counters of one nftables table, read over NETLINK_NETFILTER: {@code NFT_MSG_GETTABLE} for the table,
+ * then a dump of {@code NFT_MSG_GETOBJ} filtered by table and type (counter). Only the counters travel.
+ *
+ * <p>Why not libnftables' {@code list counters table T}: nft 1.0.6 fills its cache with the whole ruleset for it,
+ * every element of every set of every table included, and keeps the memory it used (a node with 55,000 sources:
+ * 0.6 s of CPU and 70 MiB of native heap for each read of five counters). The kernel answers this dump with a few
+ * hundred bytes whatever the sets hold.
+ *
+ * <p>Wire format ({@code <linux/netfilter/nf_tables.h>}): a request with a {@code struct nfgenmsg} (family, version
+ * NFNETLINK_V0, res_id 0) and attributes NFTA_OBJ_TABLE (string) and NFTA_OBJ_TYPE (big-endian u32
+ * NFT_OBJECT_COUNTER); each answer NFT_MSG_NEWOBJ carries NFTA_OBJ_TABLE, NFTA_OBJ_NAME, NFTA_OBJ_TYPE,
+ * NFTA_OBJ_DATA (nested NFTA_COUNTER_BYTES, NFTA_COUNTER_PACKETS, big-endian u64) and, when it has a comment,
+ * NFTA_OBJ_USERDATA (libnftnl's TLVs: type u8, length u8, value; a comment is type 0, NUL-terminated). Kernels
+ * before 4.10 ignore the dump filter, so every answer is filtered here too. CLI equivalent: {@code nft -j list
+ * counters table inet T}.
+ *
+ * <p>The socket is created on the namespace's {@link NetnsThread}; {@link #of} may be called from any thread. Needs
+ * CAP_NET_ADMIN, like every nfnetlink request.
+ */
+public final class NftCounters implements AutoCloseable {
+  /** A named counter as the kernel holds it; {@code comment} empty when it has none. */
+  public record Counter(String name, long packets, long bytes, Optional<String> comment) {}
+
+  static final int NFT_MSG_NEWTABLE = 0;
+  static final int NFT_MSG_GETTABLE = 1;
+  static final int NFT_MSG_NEWOBJ = 18;
+  static final int NFT_MSG_GETOBJ = 19;
+  static final int NFTA_TABLE_NAME = 1;
+  static final int NFTA_OBJ_TABLE = 1;
+  static final int NFTA_OBJ_NAME = 2;
+  static final int NFTA_OBJ_TYPE = 3;
+  static final int NFTA_OBJ_DATA = 4;
+  static final int NFTA_OBJ_USERDATA = 8;
+  static final int NFT_OBJECT_COUNTER = 1;
+  static final int NFTA_COUNTER_BYTES = 1;
+  static final int NFTA_COUNTER_PACKETS = 2;
+  /** {@code NFTNL_UDATA_OBJ_COMMENT} of libnftnl. */
+  static final int UDATA_COMMENT = 0;
+  private static final int ATTEMPTS = 5;
+  private static final int RECEIVE_TIMEOUT_MILLIS = 2000;
+
+  private final NetnsThread thread;
+  private final NetlinkSocket socket;
+  private final ByteBuffer sendBuffer = ByteBuffer.allocateDirect(512);
+  private final ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(64 * 1024).order(ByteOrder.nativeOrder());
+  private final NetlinkMessageWriter writer = new NetlinkMessageWriter(sendBuffer);
+  private int seq = (int) (System.nanoTime() & 0x3fffffff);
+  private boolean closed;
+
+  private NftCounters(NetnsThread thread, NetlinkSocket socket) {
+    this.thread = thread;
+    this.socket = socket;
+  }
+
+  /** Opens a NETLINK_NETFILTER socket in the namespace of {@code thread} (which stays the caller's). */
+  public static NftCounters open(NetnsThread thread) {
+    return new NftCounters(thread, thread.call(() -> {
+      NetlinkSocket s = NetlinkSocket.open(NftGeneration.NETLINK_NETFILTER, 0, thread.describe());
+      try {
+        s.setOption(SOL_NETLINK, NETLINK_EXT_ACK, 1);
+        s.setOption(SOL_NETLINK, NETLINK_CAP_ACK, 1);
+        s.setReceiveTimeoutMillis(RECEIVE_TIMEOUT_MILLIS);
+        return s;
+      } catch (RuntimeException e) {
+        s.close();
+        throw e;
+      }
+    }));
+  }
+
+  /**
+   * The counters of table {@code name} of {@code family} ("inet", "ip", "ip6", ...), in the kernel's order; empty
+   * when the table does not exist.
+   *
+   * @throws NetlinkException when the kernel refuses (EPERM without CAP_NET_ADMIN, no nf_tables, ...)
+   */
+  public Optional<List<Counter>> of(String family, String name) {
+    int fam = family(family);
+    return thread.call(() -> {
+      synchronized (this) {
+        if (closed) {
+          throw new IllegalStateException("nftables counter reader of " + thread.describe() + " is closed");
+        }
+        if (!tableExists(fam, name)) {
+          return Optional.empty();
+        }
+        return Optional.of(dumpCounters(fam, name));
+      }
+    });
+  }
+
+  /**
+   * Whether table {@code name} of {@code family} exists (one NFT_MSG_GETTABLE: nothing of its contents is read).
+   *
+   * @throws NetlinkException when the kernel refuses
+   */
+  public boolean tablePresent(String family, String name) {
+    int fam = family(family);
+    return thread.call(() -> {
+      synchronized (this) {
+        if (closed) {
+          throw new IllegalStateException("nftables counter reader of " + thread.describe() + " is closed");
+        }
+        return tableExists(fam, name);
+      }
+    });
+  }
+
+  static int family(String family) {
+    return switch (family) {
+      case "inet" -> 1;
+      case "ip" -> 2;
+      case "arp" -> 3;
+      case "netdev" -> 5;
+      case "bridge" -> 7;
+      case "ip6" -> 10;
+      default -> throw new IllegalArgumentException("not an nftables family: " + family);
+    };
+  }
+
+  static void encodeTableRequest(NetlinkMessageWriter w, int seq, int family, String table) {
+    w.begin(NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETTABLE, NLM_F_REQUEST | NLM_F_ACK, seq);
+    w.u8(family).u8(NftGeneration.NFNETLINK_V0).u16(0);
+    w.attrString(NFTA_TABLE_NAME, table);
+    w.end();
+  }
+
+  static void encodeCounterDump(NetlinkMessageWriter w, int seq, int family, String table) {
+    w.begin(NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETOBJ, NLM_F_REQUEST | NLM_F_DUMP, seq);
+    w.u8(family).u8(NftGeneration.NFNETLINK_V0).u16(0);
+    w.attrString(NFTA_OBJ_TABLE, table);
+    w.attrBytes(NFTA_OBJ_TYPE, ByteBuffer.allocate(4).putInt(NFT_OBJECT_COUNTER).array());
+    w.end();
+  }
+
+  /**
+   * One NFT_MSG_NEWOBJ payload as a counter of {@code table}; empty for another table's object or another type
+   * (an old kernel that does not filter the dump).
+   */
+  static Optional<Counter> decodeCounter(ByteBuffer payload, String table) {
+    NetlinkAttributes a = NetlinkAttributes.parse(payload, NftGeneration.NFGENMSG_LEN, payload.limit());
+    if (!a.string(NFTA_OBJ_TABLE).orElse("").equals(table) || bigEndianInt(a, NFTA_OBJ_TYPE) != NFT_OBJECT_COUNTER) {
+      return Optional.empty();
+    }
+    String name = a.string(NFTA_OBJ_NAME).orElseThrow(() -> new IllegalArgumentException("object without a name"));
+    NetlinkAttributes data = a.nested(NFTA_OBJ_DATA).orElseThrow(
+        () -> new IllegalArgumentException("counter " + name + " without NFTA_OBJ_DATA"));
+    return Optional.of(new Counter(name, bigEndianLong(data, NFTA_COUNTER_PACKETS),
+        bigEndianLong(data, NFTA_COUNTER_BYTES), a.bytes(NFTA_OBJ_USERDATA).flatMap(NftCounters::comment)));
+  }
+
+  /** The comment among libnftnl's user-data TLVs, without its NUL. */
+  static Optional<String> comment(byte[] udata) {
+    int pos = 0;
+    while (pos + 2 <= udata.length) {
+      int type = udata[pos] & 0xff;
+      int len = udata[pos + 1] & 0xff;
+      if (pos + 2 + len > udata.length) {
+        return Optional.empty();
+      }
+      if (type == UDATA_COMMENT) {
+        int n = 0;
+        while (n < len && udata[pos + 2 + n] != 0) {
+          n++;
+        }
+        return Optional.of(new String(udata, pos + 2, n, StandardCharsets.UTF_8));
+      }
+      pos += 2 + len;
+    }
+    return Optional.empty();
+  }
+
+  private static int bigEndianInt(NetlinkAttributes a, int type) {
+    return a.bytes(type).filter(b -> b.length == 4).map(b -> ByteBuffer.wrap(b).getInt()).orElse(-1);
+  }
+
+  private static long bigEndianLong(NetlinkAttributes a, int type) {
+    return a.bytes(type).filter(b -> b.length == 8).map(b -> ByteBuffer.wrap(b).getLong()).orElse(0L);
+  }
+
+  private boolean tableExists(int family, String table) {
+    writer.clear();
+    int s = ++seq;
+    encodeTableRequest(writer, s, family, table);
+    socket.send(sendBuffer, writer.position());
+    boolean answered = false;
+    while (true) {
+      for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, receiveOrFail("NFT_MSG_GETTABLE"))) {
+        if (m.seq() != s) {
+          continue;
+        }
+        if (m.type() == (NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWTABLE)) {
+          answered = true;
+        } else if (m.type() == NLMSG_ERROR) {
+          int errno = m.errorCode();
+          if (errno == NetlinkException.ENOENT) {
+            return false;
+          }
+          if (errno != 0) {
+            throw NetlinkException.fromErrno(errno, "read nftables table " + table + " (NFT_MSG_GETTABLE)",
+                thread.describe(), m.extendedAckMessage());
+          }
+          return answered;
+        }
+      }
+    }
+  }
+
+  private List<Counter> dumpCounters(int family, String table) {
+    for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      writer.clear();
+      int s = ++seq;
+      encodeCounterDump(writer, s, family, table);
+      socket.send(sendBuffer, writer.position());
+      List<Counter> out = new ArrayList<>();
+      boolean interrupted = false;
+      boolean done = false;
+      while (!done) {
+        for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, receiveOrFail("NFT_MSG_GETOBJ"))) {
+          if (m.seq() != s) {
+            continue;
+          }
+          if ((m.flags() & NLM_F_DUMP_INTR) != 0) {
+            interrupted = true;
+          }
+          if (m.type() == NLMSG_DONE) {
+            done = true;
+            break;
+          }
+          if (m.type() == NLMSG_ERROR) {
+            int errno = m.errorCode();
+            if (errno != 0) {
+              throw NetlinkException.fromErrno(errno, "dump the counters of nftables table " + table
+                  + " (NFT_MSG_GETOBJ)", thread.describe(), m.extendedAckMessage());
+            }
+            continue;
+          }
+          if (m.type() == (NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWOBJ)) {
+            decodeCounter(m.payload(), table).ifPresent(out::add);
+          }
+        }
+      }
+      if (!interrupted) {
+        return List.copyOf(out);
+      }
+    }
+    throw new NetlinkException(NetlinkSocket.EINTR, "dump the counters of nftables table " + table + " in "
+        + thread.describe() + ": the ruleset kept changing during " + ATTEMPTS + " dumps");
+  }
+
+  private int receiveOrFail(String op) {
+    int len = socket.receive(receiveBuffer);
+    if (len < 0) {
+      throw new NetlinkException(0, op + " in " + thread.describe() + ": no answer within "
+          + RECEIVE_TIMEOUT_MILLIS + " ms");
+    }
+    return len;
+  }
+
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    socket.close();
+  }
+}
