@@ -117,13 +117,14 @@ final class ChangeApplier {
       try {
         // ensureBase: element changes need the maps and sets; an intact base is left untouched.
         List<EgressNftables.Refusal> refused = List.of();
+        // Every commit of ours on the SNAT part, told to the mark cache as it happens (unless the base was
+        // repaired): it keeps its listing instead of listing the whole table again.
+        Runnable snatCommitted = changes.ensureNftBase() ? () -> {} : marks::snatCommitted;
         if (known != null) {
           nft.applyKnown(changes.nft(), known.snat());
+          snatCommitted.run();
         } else {
-          refused = nft.applyInBatches(changes.nft(), true);
-        }
-        if (!changes.ensureNftBase()) {
-          marks.snatCommitted();
+          refused = nft.applyInBatches(changes.nft(), true, snatCommitted);
         }
         Set<String> refusedLines = new HashSet<>();
         for (EgressNftables.Refusal r : refused) {
@@ -169,10 +170,10 @@ final class ChangeApplier {
         List<MarkNftables.Refusal> refused = List.of();
         if (known != null) {
           marks.runKnown(changes.markCommands(), known.marksRemoved(), known.marksAdded());
+          nft.marksCommitted();
         } else {
-          refused = marks.runInBatches(changes.markCommands());
+          refused = marks.runInBatches(changes.markCommands(), nft::marksCommitted);
         }
-        nft.marksCommitted();
         Set<String> refusedSources = new HashSet<>();
         for (MarkNftables.Refusal r : refused) {
           refusedSources.add(r.source());

@@ -312,25 +312,37 @@ public final class EgressNftables implements AutoCloseable {
    * (when they fail, nothing else is tried and the failure is thrown, as by {@link #apply}), then the additions
    * in chunks of at most {@link #MAX_ELEMENTS_PER_TRANSACTION}. A refused chunk is split in halves until the
    * elements the kernel refuses stand alone: those are returned, every other element is applied.
+   *
+   * @param committed told after each transaction that succeeded (committing once, or not at all when it had
+   *     nothing to do): a cache of another part of the table can follow every commit of ours, where one notice
+   *     after many would not tell them from someone else's
    */
-  public synchronized List<Refusal> applyInBatches(NftChange change, boolean ensureBase) {
+  public synchronized List<Refusal> applyInBatches(NftChange change, boolean ensureBase, Runnable committed) {
     if (change.addSnat().size() + change.deleteSnat().size() <= MAX_ELEMENTS_PER_TRANSACTION) {
       apply(change, ensureBase);
+      committed.run();
       return List.of();
     }
     apply(new NftChange(Set.of(), change.deleteSnat(), change.replaceInCluster()), ensureBase);
+    committed.run();
     List<SnatElement> adds = SnatTransaction.sorted(change.addSnat());
     List<Refusal> refused = new ArrayList<>();
     for (int i = 0; i < adds.size(); i += MAX_ELEMENTS_PER_TRANSACTION) {
-      addAlone(adds.subList(i, Math.min(adds.size(), i + MAX_ELEMENTS_PER_TRANSACTION)), refused);
+      addAlone(adds.subList(i, Math.min(adds.size(), i + MAX_ELEMENTS_PER_TRANSACTION)), refused, committed);
     }
     return refused;
   }
 
+  /** As {@link #applyInBatches(NftChange, boolean, Runnable)}, telling no one of the chunks. */
+  public synchronized List<Refusal> applyInBatches(NftChange change, boolean ensureBase) {
+    return applyInBatches(change, ensureBase, () -> {});
+  }
+
   /** Adds {@code chunk} in one transaction or, refused, each half on its own (depth: log2 of the chunk). */
-  private void addAlone(List<SnatElement> chunk, List<Refusal> refused) {
+  private void addAlone(List<SnatElement> chunk, List<Refusal> refused, Runnable committed) {
     try {
       apply(new NftChange(Set.copyOf(chunk), Set.of(), Optional.empty()), false);
+      committed.run();
     } catch (NftException.PermissionDenied e) {
       throw e;
     } catch (NftException e) {
@@ -339,8 +351,8 @@ public final class EgressNftables implements AutoCloseable {
         return;
       }
       int mid = chunk.size() / 2;
-      addAlone(chunk.subList(0, mid), refused);
-      addAlone(chunk.subList(mid, chunk.size()), refused);
+      addAlone(chunk.subList(0, mid), refused, committed);
+      addAlone(chunk.subList(mid, chunk.size()), refused, committed);
     }
   }
 

@@ -226,12 +226,21 @@ public final class MarkNftables implements AutoCloseable {
    * which are returned (every other element is applied).
    */
   public synchronized List<Refusal> runInBatches(ArrayNode commands) {
+    return runInBatches(commands, () -> {});
+  }
+
+  /**
+   * As {@link #runInBatches(ArrayNode)}, telling {@code committed} after every transaction that committed (so
+   * that the SNAT part's cache, told once per commit, can keep its listing).
+   */
+  public synchronized List<Refusal> runInBatches(ArrayNode commands, Runnable committed) {
     int elements = 0;
     for (JsonNode c : commands) {
       elements += c.path("add").path("element").path("elem").size();
     }
     if (elements <= EgressNftables.MAX_ELEMENTS_PER_TRANSACTION) {
       run(commands);
+      committed.run();
       return List.of();
     }
     ArrayNode first = F.arrayNode();
@@ -244,6 +253,9 @@ public final class MarkNftables implements AutoCloseable {
       }
     }
     run(first);
+    if (!first.isEmpty()) {
+      committed.run();
+    }
     List<Refusal> refused = new ArrayList<>();
     for (JsonNode c : additions) {
       JsonNode elem = c.path("add").path("element").path("elem");
@@ -251,18 +263,19 @@ public final class MarkNftables implements AutoCloseable {
       elem.forEach(all::add);
       for (int i = 0; i < all.size(); i += EgressNftables.MAX_ELEMENTS_PER_TRANSACTION) {
         addAlone(c.path("add").path("element"), all.subList(i, Math.min(all.size(), i + EgressNftables.MAX_ELEMENTS_PER_TRANSACTION)),
-            refused);
+            refused, committed);
       }
     }
     return refused;
   }
 
-  private void addAlone(JsonNode ref, List<JsonNode> chunk, List<Refusal> refused) {
+  private void addAlone(JsonNode ref, List<JsonNode> chunk, List<Refusal> refused, Runnable committed) {
     ObjectNode body = ((ObjectNode) ref).deepCopy();
     ArrayNode elems = body.putArray("elem");
     chunk.forEach(elems::add);
     try {
       run(F.arrayNode().add(MarkCommands.cmd("add", "element", body)));
+      committed.run();
     } catch (NftException.PermissionDenied e) {
       throw e;
     } catch (NftException e) {
@@ -271,8 +284,8 @@ public final class MarkNftables implements AutoCloseable {
         return;
       }
       int mid = chunk.size() / 2;
-      addAlone(ref, chunk.subList(0, mid), refused);
-      addAlone(ref, chunk.subList(mid, chunk.size()), refused);
+      addAlone(ref, chunk.subList(0, mid), refused, committed);
+      addAlone(ref, chunk.subList(mid, chunk.size()), refused, committed);
     }
   }
 

@@ -80,6 +80,23 @@ class DataplaneCacheNetnsTest {
   }
 
   @Test
+  void aSnatChangeInSeveralTransactionsDoesNotMakeTheMarkPartListTheTable() {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+      assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
+      assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
+      long markListings = dp.markObserveStats().listings();
+
+      // More SNAT elements than one transaction adds: they go in chunks, each its own commit.
+      int n = io.egressservice.nft.EgressNftables.MAX_ELEMENTS_PER_TRANSACTION + 500;
+      assertThat(dp.reconcile(desired(n)).succeeded()).isTrue();
+      assertThat(dp.reconcile(desired(n)).applied()).isEmpty();
+
+      assertThat(dp.markObserveStats().listings()).as("mark part: told of every SNAT commit of ours")
+          .isEqualTo(markListings);
+    }
+  }
+
+  @Test
   void withoutAGenerationReconcileStillConvergesAndRepairs() {
     DesiredState plan = desired(20);
     try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL,
