@@ -17,6 +17,8 @@ import java.util.function.Consumer;
  * on the stream's own thread, so the writer that produced an event never waits on a slow client.
  */
 final class WatchStream extends WebSocketListener {
+  /** Events held for a socket not open yet; past this its client is taken as gone. */
+  static final int MAX_PENDING = 100_000;
   private final AttributeSet query;
   private final AttributeSet typeQuery;
   private final boolean bookmarks;
@@ -69,6 +71,11 @@ final class WatchStream extends WebSocketListener {
       return;
     }
     if (socket == null) {
+      if (pending.size() >= MAX_PENDING) {
+        // a connection that never opens: its client left during the upgrade; keep no unbounded queue for it
+        end();
+        return;
+      }
       pending.add(event);
     } else {
       WebSocket ws = socket;
