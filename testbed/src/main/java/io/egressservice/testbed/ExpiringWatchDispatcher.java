@@ -56,7 +56,13 @@ final class ExpiringWatchDispatcher extends KubernetesCrudDispatcher implements 
   static final int DEFAULT_HISTORY = 10_000;
   static final Duration DEFAULT_BOOKMARK_EVERY = Duration.ofSeconds(1);
 
+  /** The attributes that name a resource type in the mock's keys and paths. */
+  private static final List<String> TYPE_ATTRIBUTES = List.of(KubernetesAttributesExtractor.PLURAL,
+      KubernetesAttributesExtractor.API, KubernetesAttributesExtractor.VERSION);
+
   private final WatchHistory history;
+  /** {@code "kind":…,"apiVersion":…} by the type attributes of the objects written so far. */
+  private final Map<AttributeSet, String> types = new ConcurrentHashMap<>();
   private final Set<WatchStream> streams = ConcurrentHashMap.newKeySet();
   /** Orders changes against watches opening and bookmarks (taken inside the mock's own lock, never around it). */
   private final Object order = new Object();
@@ -110,6 +116,7 @@ final class ExpiringWatchDispatcher extends KubernetesCrudDispatcher implements 
       before = before.map(json -> withResourceVersion(json, version));
     }
     Optional<AttributeSet> afterKey = after.map(json -> keyOf(pathAttributes, resource, json));
+    afterKey.ifPresent(k -> rememberType(k, after.get()));
     WatchHistory.Change change = new WatchHistory.Change(version, before.map(b -> oldAttributes), before,
         afterKey, after);
     synchronized (order) {
@@ -197,12 +204,24 @@ final class ExpiringWatchDispatcher extends KubernetesCrudDispatcher implements 
   }
 
   /**
-   * The kind and apiVersion of the objects {@code typeQuery} matches, from one of them (a bookmark carries its
-   * watch's kind; with none stored yet, the watch gets no bookmark, since the path names only the plural).
+   * The kind and apiVersion of the objects {@code typeQuery} matches, from one that was ever written (a bookmark
+   * carries its watch's kind; the path names only the plural, so a watch of a kind never written gets none).
    */
   private Optional<String> typeOf(AttributeSet typeQuery) {
-    return current().stream().filter(e -> e.getKey().matches(typeQuery)).findFirst().map(e -> {
-      JsonNode node = parse(e.getValue());
+    return types.entrySet().stream().filter(e -> e.getKey().matches(typeQuery)).map(Map.Entry::getValue).findFirst();
+  }
+
+  /** Remembers the kind and apiVersion of the object stored under {@code key}, for bookmarks. */
+  private void rememberType(AttributeSet key, String json) {
+    AttributeSet type = new AttributeSet();
+    for (String k : TYPE_ATTRIBUTES) {
+      Attribute a = key.getAttribute(k);
+      if (a != null) {
+        type = type.add(a);
+      }
+    }
+    types.computeIfAbsent(type, t -> {
+      JsonNode node = parse(json);
       return "\"kind\":" + node.path("kind") + ",\"apiVersion\":" + node.path("apiVersion");
     });
   }
@@ -217,8 +236,7 @@ final class ExpiringWatchDispatcher extends KubernetesCrudDispatcher implements 
   private AttributeSet typeQuery(String path) {
     Map<String, String> parts = ((KubernetesAttributesExtractor) attributeExtractor).fromKubernetesPath(path);
     AttributeSet type = new AttributeSet();
-    for (String k : List.of(KubernetesAttributesExtractor.PLURAL, KubernetesAttributesExtractor.API,
-        KubernetesAttributesExtractor.VERSION)) {
+    for (String k : TYPE_ATTRIBUTES) {
       if (parts.containsKey(k)) {
         type = type.add(new Attribute(k, parts.get(k)));
       }
