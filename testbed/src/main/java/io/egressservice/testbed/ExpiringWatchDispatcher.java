@@ -222,7 +222,9 @@ final class ExpiringWatchDispatcher extends KubernetesCrudDispatcher implements 
     }
     types.computeIfAbsent(type, t -> {
       JsonNode node = parse(json);
-      return "\"kind\":" + node.path("kind") + ",\"apiVersion\":" + node.path("apiVersion");
+      // none recorded (null) for an object without them: a later one of its type may have them
+      return node.hasNonNull("kind") && node.hasNonNull("apiVersion")
+          ? "\"kind\":" + node.get("kind") + ",\"apiVersion\":" + node.get("apiVersion") : null;
     });
   }
 
