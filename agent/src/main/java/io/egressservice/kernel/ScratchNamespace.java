@@ -40,7 +40,7 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   private static final int IPV4_DEVCONF_RP_FILTER = 8;
 
   /** The agent's nftables constructs, one table per feature so that a refusal names one feature. */
-  private static final java.util.Map<Feature, String> SCRIPTS = new java.util.EnumMap<>(java.util.Map.of(
+  static final java.util.Map<Feature, String> SCRIPTS = new java.util.EnumMap<>(java.util.Map.of(
       Feature.NFT_INET_NAT, """
           table inet esa_probe_nat {
             map snat_v4 { type ipv4_addr : ipv4_addr; }
@@ -195,6 +195,13 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
     }
   }
 
+  /** Judged by the version: an older kernel ignores CTA_FILTER rather than refusing it, so it cannot be tried. */
+  static Optional<String> conntrackFilteredDump(String release) {
+    return KernelVersion.atLeast(release, 5, 8) ? Optional.empty()
+        : Optional.of("Linux " + release + " is older than 5.8 (judged by the version: an older kernel ignores the"
+            + " filter rather than refusing it)");
+  }
+
   @Override
   public Optional<String> missing(Feature feature) {
     try {
@@ -211,9 +218,7 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
         case THROW_ROUTES -> throwRoutes();
         case VXLAN_GPE -> vxlanGpe();
         case DEVICE_CONF -> deviceConf();
-        case CONNTRACK_FILTERED_DUMP -> KernelVersion.atLeast(release, 5, 8) ? Optional.empty()
-            : Optional.of("Linux " + release + " is older than 5.8 (judged by the version: an older kernel ignores the"
-                + " filter rather than refusing it)");
+        case CONNTRACK_FILTERED_DUMP -> conntrackFilteredDump(release);
       };
     } catch (RuntimeException e) {
       return Optional.of(String.valueOf(e.getMessage()));
