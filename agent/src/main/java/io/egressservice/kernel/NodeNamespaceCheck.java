@@ -73,6 +73,8 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
   private final String release;
   private Optional<Boolean> allScripts = Optional.empty();
   private Optional<Map<Feature, Optional<String>>> readBack = Optional.empty();
+  /** DEVICE_CONF's answer when it was tried on the VXLAN-GPE check's device (one device made and deleted, not two). */
+  private Optional<Optional<String>> deviceConfOnGpe = Optional.empty();
 
   private NodeNamespaceCheck(NetnsThread thread, RtNetlink netlink, Optional<NftClient> nft, String nftError) {
     this.thread = thread;
@@ -275,6 +277,7 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
           .dev(loopback()).protocol(PROTOCOL).encap(new RouteEncap(IpPrefix.parse("192.0.2.1"), 1, true));
       netlink.addRoute(route);
       quietly(() -> netlink.deleteRoute(route), "delete route " + route);
+      deviceConfOnGpe = Optional.of(deviceConfOn(link.index()));
       return Optional.empty();
     } finally {
       quietly(() -> netlink.deleteLink(link.index()), "delete link " + DEVICE);
@@ -296,10 +299,14 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
 
   /**
    * src_valid_mark and rp_filter set on the probe's own device (down, so they steer nothing), src_valid_mark read
-   * back. Without even a plain VXLAN device to set them on, src_valid_mark of {@code lo} is written with the value
+   * back: on the VXLAN-GPE check's device when there was one, else on a plain VXLAN device of its own. Without even
+   * that to set them on, src_valid_mark of {@code lo} is written with the value
    * it has, which changes nothing.
    */
   private Optional<String> deviceConf() {
+    if (deviceConfOnGpe.isPresent()) {
+      return deviceConfOnGpe.get();
+    }
     Optional<Link> device;
     try {
       device = Optional.of(createDevice(false));
@@ -313,12 +320,20 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
     }
     int index = device.get().index();
     try {
+      return deviceConfOn(index);
+    } finally {
+      quietly(() -> netlink.deleteLink(index), "delete link " + DEVICE);
+    }
+  }
+
+  private Optional<String> deviceConfOn(int index) {
+    try {
       netlink.setIpv4DeviceConf(index, RtNetlink.IPV4_DEVCONF_SRC_VMARK, 1);
       netlink.setIpv4DeviceConf(index, IPV4_DEVCONF_RP_FILTER, 2);
       String value = readConf(DEVICE);
       return value.equals("1") ? Optional.empty() : Optional.of("src_valid_mark reads " + value + " after setting 1");
-    } finally {
-      quietly(() -> netlink.deleteLink(index), "delete link " + DEVICE);
+    } catch (RuntimeException e) {
+      return Optional.of(String.valueOf(e.getMessage()));
     }
   }
 
