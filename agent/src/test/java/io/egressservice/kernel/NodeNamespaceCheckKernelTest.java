@@ -146,23 +146,23 @@ class NodeNamespaceCheckKernelTest {
   }
 
   /**
-   * The DaemonSet's privileges for real: a JVM started without CAP_SYS_ADMIN in its bounding set (capsh), in the
-   * test namespace, cannot make a scratch namespace, so the agent's startup probe takes the in-node path and finds
-   * every feature, leaving the namespace as it was.
+   * The DaemonSet's privileges for real: a JVM whose capabilities are CAP_NET_ADMIN alone (bounding set, so root's
+   * exec keeps only that one, as the DaemonSet's {@code drop: [ALL], add: [NET_ADMIN]}), in the test namespace,
+   * cannot make a scratch namespace, so the agent's startup probe takes the in-node path and finds every feature,
+   * leaving the namespace as it was.
    */
   @Test
-  void withoutSysAdminTheStartupProbeRunsInTheNodesNamespace() {
+  void withOnlyNetAdminTheStartupProbeRunsInTheNodesNamespace() {
     Netns ns = fixture.ns();
     aBusyNode(ns);
     Map<String, JsonNode> before = state(ns);
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Netns.Result r = ns.tryExec("capsh", "--drop=cap_sys_admin", "--", "-c",
-        "exec \"$0\" -cp \"$1\" io.egressservice.kernel.StartupProbeMain", java,
-        System.getProperty("java.class.path"));
+    Netns.Result r = ns.tryExec("setpriv", "--bounding-set", "-all,+net_admin", "--", java, "-cp",
+        System.getProperty("java.class.path"), "io.egressservice.kernel.StartupProbeMain");
     System.out.println(r.stdout());
 
     assertThat(r.exitCode()).as(r.stderr()).isZero();
-    assertThat(r.stdout()).contains("sys_admin=false", "net_admin=true", "scratch=unavailable permission=true",
+    assertThat(r.stdout()).contains("capabilities=0000000000001000 (net_admin only)", "scratch=unavailable permission=true",
         "path=node", "missing={}", "admitted=unchanged");
     assertThat(state(ns)).isEqualTo(before);
   }

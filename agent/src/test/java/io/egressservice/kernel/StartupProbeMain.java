@@ -22,7 +22,7 @@ public final class StartupProbeMain {
         caps = Long.parseUnsignedLong(line.substring(7).trim(), 16);
       }
     }
-    System.out.println("sys_admin=" + ((caps & (1L << 21)) != 0) + " net_admin=" + ((caps & (1L << 12)) != 0));
+    System.out.println("capabilities=" + String.format("%016x", caps) + (caps == 1L << 12 ? " (net_admin only)" : ""));
     try (ScratchNamespace s = ScratchNamespace.open()) {
       System.out.println("scratch=made");
     } catch (ScratchNamespace.Unavailable e) {
