@@ -27,7 +27,8 @@ import java.util.Optional;
  * thread and its sockets ({@link #close()}).
  *
  * <p>{@code unshare(CLONE_NEWNET)} needs CAP_SYS_ADMIN, which the DaemonSet does not grant (NET_ADMIN only): there
- * {@link #open()} fails with {@link Unavailable} and the agent starts without a probe (see {@link KernelProbe}).
+ * {@link #open()} fails with {@link Unavailable} and the agent probes in the node's own namespace instead, with
+ * {@link NodeNamespaceCheck} (see {@link KernelProbe}).
  */
 public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   private static final int CLONE_NEWNET = 0x40000000;
@@ -118,7 +119,10 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
     int unshare(int flags) throws LastErrorException;
   }
 
-  /** The scratch namespace cannot be made here; the reason names the missing privilege or the error. */
+  /**
+   * A probe cannot run here (no scratch namespace; or, from {@link NodeNamespaceCheck}, no rtnetlink in the node's);
+   * the reason names the missing privilege or the error.
+   */
   public static final class Unavailable extends RuntimeException {
     private static final long serialVersionUID = 1L;
     private final boolean permission;
