@@ -9,11 +9,19 @@ public enum Feature {
   NFT_INET_NAT("an nftables nat chain in an inet table (snat ip/ip6 to ... map @m)", "5.2", "0.9.1"),
   NFT_INTERVAL_SETS("nftables interval sets (flags interval, prefixes and ranges)", "3.13", "0.2"),
   NFT_ELEMENT_COMMENTS("comments on nftables set/map elements (NFTA_SET_ELEM_USERDATA), read back", "4.1", "0.9.0"),
-  /** fib itself is 4.10 (f6d0cbcf09c5); {@code oif missing} is compiled to its existence flag, 5.3 (055c4b34b94f). */
-  NFT_FIB("the nftables fib expression with an existence check (fib saddr . iif oif missing)", "5.3", "0.9.1"),
+  /**
+   * fib itself is 4.10 (f6d0cbcf09c5); {@code oif missing} is compiled to its existence flag NFTA_FIB_F_PRESENT (kernel
+   * 055c4b34b94f), which nft emits since 0.8 (f686a17e, March 2017, with the flag in its copy of the kernel's
+   * header): the kernel side is of the same series, so 4.12 rather than the 5.3 written before (release unverified).
+   */
+  NFT_FIB("the nftables fib expression with an existence check (fib saddr . iif oif missing)", "4.12", "0.8"),
   NFT_CT_MARK("nftables ct direction, ct status and meta mark set", "3.14", "0.2"),
   NFT_ELEMENT_TIMEOUTS("nftables set element timeouts (flags timeout)", "4.1", "0.5"),
-  NFT_OBJECT_COMMENTS("comments on nftables named counters (NFTA_OBJ_USERDATA), read back", "5.10", "0.9.7"),
+  /**
+   * nft has object comments since 0.9.7 (293c9b11), but prints them in JSON, which is how the agent reads them, only
+   * since 1.0.6 (05fcf801 "json: add stateful object comment support").
+   */
+  NFT_OBJECT_COMMENTS("comments on nftables named counters (NFTA_OBJ_USERDATA), read back", "5.10", "1.0.6"),
   NFT_INET_ROUTE_CHAIN("an nftables route chain in an inet table, with verdict maps and ifname sets", "5.2",
       "0.9.1"),
   RULE_PROTOCOL_FWMASK("ip rules with a protocol (FRA_PROTOCOL) and fwmark/mask", "4.17", "-"),

@@ -3,8 +3,8 @@ package io.egressservice.kernel;
 import java.util.Optional;
 
 /**
- * The seam the probe tries each feature through: the real one ({@link ScratchNamespace}) asks the kernel, a test's
- * answers as an older kernel would.
+ * The seam the probe tries each feature through: the real ones ({@link ScratchNamespace}, {@link NodeNamespaceCheck})
+ * ask the kernel, a test's answers as an older kernel would.
  */
 public interface FeatureCheck {
   /** Tries {@code feature}; empty when it works, else why not (the kernel's or libnftables' words). */

@@ -96,27 +96,49 @@ public final class KernelProbe {
   }
 
   /**
-   * The startup hook: probes in a scratch namespace ({@code checks}), logs the fallbacks at WARN and a summary with
-   * the time taken, and returns the configuration to run with. Where no scratch namespace can be made (the
-   * DaemonSet grants NET_ADMIN, not SYS_ADMIN), the agent starts unprobed, saying so; with no privileges at all it
-   * stays silent, as the dataplane's own check reports that first.
+   * The startup hook with no probe but the scratch namespace ({@code checks}): where none can be made the agent
+   * starts unprobed, saying so.
    *
    * @throws MissingFeatures when the kernel lacks what {@code config} needs
    */
   public static PlanConfig atStartup(PlanConfig config, Supplier<FeatureCheck> checks) {
+    return atStartup(config, checks, () -> {
+      throw new ScratchNamespace.Unavailable("no probe in the node's namespace", false, null);
+    });
+  }
+
+  /**
+   * The startup hook: probes in a scratch namespace ({@code scratch}) where one can be made (tests, {@code --netns},
+   * a container with CAP_SYS_ADMIN), else in the node's own namespace ({@code inNode}: the DaemonSet, NET_ADMIN
+   * only, with writes no packet can meet, see {@link NodeNamespaceCheck}), logs which, the fallbacks at WARN and a
+   * summary with the time taken, and returns the configuration to run with. When neither can run the agent starts
+   * unprobed, saying so; with no privileges at all it stays silent, as the dataplane's own check reports that first.
+   *
+   * @throws MissingFeatures when the kernel lacks what {@code config} needs
+   */
+  public static PlanConfig atStartup(PlanConfig config, Supplier<FeatureCheck> scratch,
+      Supplier<FeatureCheck> inNode) {
     long start = System.nanoTime();
     KernelFeatures found;
     FeatureCheck check;
+    String where;
     try {
-      check = checks.get();
-    } catch (ScratchNamespace.Unavailable e) {
-      if (Privileges.netAdmin()) {
-        LOG.warn("kernel features not probed ({}): a missing one shows as failed reconciles instead; see {}",
-            e.getMessage(), DOC);
-      } else {
-        LOG.debug("kernel features not probed: {}", e.getMessage());
+      check = scratch.get();
+      where = "in a scratch network namespace";
+    } catch (ScratchNamespace.Unavailable noScratch) {
+      if (!Privileges.netAdmin()) {
+        LOG.debug("kernel features not probed: {}", noScratch.getMessage());
+        return config;
       }
-      return config;
+      try {
+        check = inNode.get();
+        where = "in the node's network namespace (no scratch one: " + noScratch.getMessage() + "), with nft check mode"
+            + " and throwaway objects no packet can meet";
+      } catch (ScratchNamespace.Unavailable noInNode) {
+        LOG.warn("kernel features not probed ({}; {}): a missing one shows as failed reconciles instead; see {}",
+            noScratch.getMessage(), noInNode.getMessage(), DOC);
+        return config;
+      }
     }
     try {
       found = probe(check);
@@ -126,7 +148,7 @@ public final class KernelProbe {
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     Admission admission = admit(found, config);
     admission.fallbacks().forEach(w -> LOG.warn("{}", w));
-    LOG.info("kernel probe: Linux {}, {} of {} features present, {} ms", found.kernelRelease(),
+    LOG.info("kernel probe {}: Linux {}, {} of {} features present, {} ms", where, found.kernelRelease(),
         Feature.values().length - found.missing().size(), Feature.values().length, took.toMillis());
     return admission.config();
   }
@@ -149,8 +171,8 @@ public final class KernelProbe {
     }
   }
 
-  /** {@link #atStartup(PlanConfig, Supplier)} with the real probe in a scratch namespace. */
+  /** {@link #atStartup(PlanConfig, Supplier, Supplier)} with the real probes: scratch namespace, else the node's. */
   public static PlanConfig atStartup(PlanConfig config) {
-    return atStartup(config, ScratchNamespace::open);
+    return atStartup(config, ScratchNamespace::open, NodeNamespaceCheck::open);
   }
 }

@@ -27,7 +27,8 @@ import java.util.Optional;
  * thread and its sockets ({@link #close()}).
  *
  * <p>{@code unshare(CLONE_NEWNET)} needs CAP_SYS_ADMIN, which the DaemonSet does not grant (NET_ADMIN only): there
- * {@link #open()} fails with {@link Unavailable} and the agent starts without a probe (see {@link KernelProbe}).
+ * {@link #open()} fails with {@link Unavailable} and the agent probes in the node's own namespace instead, with
+ * {@link NodeNamespaceCheck} (see {@link KernelProbe}).
  */
 public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   private static final int CLONE_NEWNET = 0x40000000;
@@ -40,7 +41,7 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
   private static final int IPV4_DEVCONF_RP_FILTER = 8;
 
   /** The agent's nftables constructs, one table per feature so that a refusal names one feature. */
-  private static final java.util.Map<Feature, String> SCRIPTS = new java.util.EnumMap<>(java.util.Map.of(
+  static final java.util.Map<Feature, String> SCRIPTS = new java.util.EnumMap<>(java.util.Map.of(
       Feature.NFT_INET_NAT, """
           table inet esa_probe_nat {
             map snat_v4 { type ipv4_addr : ipv4_addr; }
@@ -118,7 +119,10 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
     int unshare(int flags) throws LastErrorException;
   }
 
-  /** The scratch namespace cannot be made here; the reason names the missing privilege or the error. */
+  /**
+   * A probe cannot run here (no scratch namespace; or, from {@link NodeNamespaceCheck}, no rtnetlink in the node's);
+   * the reason names the missing privilege or the error.
+   */
   public static final class Unavailable extends RuntimeException {
     private static final long serialVersionUID = 1L;
     private final boolean permission;
@@ -195,6 +199,13 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
     }
   }
 
+  /** Judged by the version: an older kernel ignores CTA_FILTER rather than refusing it, so it cannot be tried. */
+  static Optional<String> conntrackFilteredDump(String release) {
+    return KernelVersion.atLeast(release, 5, 8) ? Optional.empty()
+        : Optional.of("Linux " + release + " is older than 5.8 (judged by the version: an older kernel ignores the"
+            + " filter rather than refusing it)");
+  }
+
   @Override
   public Optional<String> missing(Feature feature) {
     try {
@@ -211,9 +222,7 @@ public final class ScratchNamespace implements FeatureCheck, AutoCloseable {
         case THROW_ROUTES -> throwRoutes();
         case VXLAN_GPE -> vxlanGpe();
         case DEVICE_CONF -> deviceConf();
-        case CONNTRACK_FILTERED_DUMP -> KernelVersion.atLeast(release, 5, 8) ? Optional.empty()
-            : Optional.of("Linux " + release + " is older than 5.8 (judged by the version: an older kernel ignores the"
-                + " filter rather than refusing it)");
+        case CONNTRACK_FILTERED_DUMP -> conntrackFilteredDump(release);
       };
     } catch (RuntimeException e) {
       return Optional.of(String.valueOf(e.getMessage()));

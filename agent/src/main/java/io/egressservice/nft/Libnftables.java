@@ -41,6 +41,12 @@ interface Libnftables extends Library {
 
   int nft_run_cmd_from_buffer(Pointer ctx, String buf);
 
+  /**
+   * {@code nft --check}: the batch is sent to the kernel, which validates every command and then aborts the whole
+   * transaction (libnftables leaves out the batch's end message), so nothing is committed.
+   */
+  void nft_ctx_set_dry_run(Pointer ctx, boolean dry);
+
   /** The loaded library; throws {@link NftException} with an install hint when it is missing. */
   static Libnftables get() {
     return Holder.load();

@@ -134,6 +134,32 @@ public final class NftClient implements AutoCloseable {
     }
   }
 
+  /**
+   * {@code nft -c -f -}: the kernel validates {@code script} as it would commit it, then aborts the transaction, so
+   * nothing changes; the kernel's refusal throws as {@link #runScript} does.
+   */
+  public void checkScript(String script) {
+    String[] result =
+        thread.call(
+            () -> {
+              if (ctx == null) {
+                throw new IllegalStateException("NftClient is closed");
+              }
+              lib.nft_ctx_set_dry_run(ctx, true);
+              try {
+                int rc = lib.nft_run_cmd_from_buffer(ctx, script);
+                String err = lib.nft_ctx_get_error_buffer(ctx);
+                lib.nft_ctx_get_output_buffer(ctx); // drained, so the next command does not print it
+                return new String[] {Integer.toString(rc), err == null ? "" : err};
+              } finally {
+                lib.nft_ctx_set_dry_run(ctx, false);
+              }
+            });
+    if (!result[0].equals("0")) {
+      throw failure(result[1], abbreviate(script), thread.describe());
+    }
+  }
+
   /** {@code nft -j list table FAMILY NAME}; throws {@link NftException} (isNotFound) when absent. */
   public JsonNode listTable(String family, String name) {
     ObjectNode doc = JSON.createObjectNode();

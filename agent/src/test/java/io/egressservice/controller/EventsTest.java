@@ -177,8 +177,10 @@ class EventsTest {
   /** Issue 17 finding 7: Event messages said "SNAT of N endpoint(s)", a literal N. */
   @Test
   void eventMessagesSayTheRealCountsAndACountChangeAloneWritesNothing() {
-    NodeAgent agent = start(new AgentMetrics());
+    // Objects first: created after the start, the Service can reach the agent before its slice (separate watches),
+    // and the first Event then rightly says 0 endpoints, which a count change alone does not rewrite.
     createService(0, "100");
+    NodeAgent agent = start(new AgentMetrics());
     await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.events("EgressConfigured")).singleElement()
         .satisfies(e -> assertThat(e.getMessage()).contains("SNAT of 1 endpoint(s) to 5.5.0.1").doesNotContain(" N ")));
 

@@ -45,8 +45,13 @@ final class LinkCodec {
    * not read it): the alias is set by {@link #encodeSet} right after.
    */
   static void encodeCreateVxlan(NetlinkMessageWriter w, int seq, VxlanDevice d) {
+    encodeCreateVxlan(w, seq, d, true);
+  }
+
+  /** As above, created down when {@code up} is false (the kernel probe's device: no UDP socket is opened). */
+  static void encodeCreateVxlan(NetlinkMessageWriter w, int seq, VxlanDevice d, boolean up) {
     w.begin(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq);
-    w.u8(0).u8(0).u16(0).u32(0).u32(IFF_UP).u32(IFF_UP);
+    w.u8(0).u8(0).u16(0).u32(0).u32(up ? IFF_UP : 0).u32(IFF_UP);
     w.attrString(IFLA_IFNAME, d.name());
     if (d.mtu() > 0) {
       w.attrU32(IFLA_MTU, d.mtu());

@@ -270,6 +270,20 @@ public final class RtNetlink implements AutoCloseable {
         created.mtu(), true, created.vxlan());
   }
 
+  /**
+   * Creates a collect-metadata VXLAN device and leaves it down: a down VXLAN device has no UDP socket, so it receives
+   * and sends nothing (the kernel probe's throwaway device, made in the node's own namespace). No alias is set.
+   *
+   * @throws NetlinkException.AlreadyExists when a device of that name, or one with the same port and flags, exists
+   */
+  public Link createVxlanDown(VxlanDevice device) {
+    channel.request("add ip link '" + device.name() + " type vxlan external" + (device.gpe() ? " gpe" : "") + " dstport "
+        + device.port() + "' (down)", s -> LinkCodec.encodeCreateVxlan(writer, s, device, false));
+    return listLinks().stream().filter(l -> l.name().equals(device.name())).findFirst()
+        .orElseThrow(() -> new NetlinkException(NetlinkException.ENODEV, "the device " + device.name()
+            + " created in " + describe() + " is gone again", "add ip link " + device.name()));
+  }
+
   /** {@code ip link set dev #INDEX [mtu M] [alias A] up|down} (mtu 0, no alias: left as they are). */
   public void setLink(int index, int mtu, boolean up, Optional<String> alias) {
     channel.request("set ip link #" + index + (mtu > 0 ? " mtu " + mtu : "") + alias.map(a -> " alias " + a).orElse("")

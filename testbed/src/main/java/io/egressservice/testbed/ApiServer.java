@@ -25,7 +25,8 @@ import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec;
 
 /**
- * The cluster's Kubernetes API: fabric8's mock server in CRUD mode (no schema validation, no watch history), a
+ * The cluster's Kubernetes API: fabric8's mock server in CRUD mode (no schema validation; with
+ * {@code expiringWatches}, a real server's watch semantics: {@link ExpiringWatchDispatcher}), a
  * kubeconfig file for the agents, and the objects a cluster would hold, written through the real client.
  */
 public final class ApiServer implements AutoCloseable {
@@ -221,6 +222,7 @@ public final class ApiServer implements AutoCloseable {
   @Override
   public void close() {
     proxy.ifPresent(ApiProxy::close);
+    dispatcher.ifPresent(ExpiringWatchDispatcher::close);
     if (client != null) {
       client.close();
     }
