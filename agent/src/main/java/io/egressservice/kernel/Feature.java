@@ -21,7 +21,7 @@ public enum Feature {
    * nft has object comments since 0.9.7 (293c9b11), but prints them in JSON, which is how the agent reads them, only
    * since 1.0.6 (05fcf801 "json: add stateful object comment support").
    */
-  NFT_OBJECT_COMMENTS("comments on nftables named counters (NFTA_OBJ_USERDATA), read back", "5.10", "1.0.6"),
+  NFT_OBJECT_COMMENTS("comments on nftables named counters (NFTA_OBJ_USERDATA), read back", "5.10", "0.9.7"),
   NFT_INET_ROUTE_CHAIN("an nftables route chain in an inet table, with verdict maps and ifname sets", "5.2",
       "0.9.1"),
   RULE_PROTOCOL_FWMASK("ip rules with a protocol (FRA_PROTOCOL) and fwmark/mask", "4.17", "-"),

@@ -84,7 +84,7 @@ class OlderKernelProbeTest {
 
     assertThat(a.config()).isEqualTo(STEERING);
     assertThat(a.fallbacks()).singleElement().asString()
-        .contains("named counters", "first in Linux 5.10 and nftables 1.0.6", "per-service drop counts");
+        .contains("named counters", "first in Linux 5.10 and nftables 0.9.7", "per-service drop counts");
   }
 
   @Test
