@@ -84,6 +84,14 @@ final class ListingCache<T> {
   /** The cached value if the generation is unchanged (and it is young enough), else a new listing. */
   T get(Supplier<T> list) {
     OptionalLong g = readGeneration();
+    Offer<T> offer = offered.getAndSet(null);
+    if (g.isPresent() && offer != null && offer.generation() == g.getAsLong()
+        && (value == null || generation != g.getAsLong())) {
+      value = offer.value();
+      pending = null;
+      generation = offer.generation();
+      listedAt = clock.getAsLong();
+    }
     if (g.isPresent() && value != null && generation == g.getAsLong()
         && clock.getAsLong() - listedAt <= maxAgeNanos) {
       if (pending != null) {
@@ -108,6 +116,29 @@ final class ListingCache<T> {
       value = null;
     }
     return fresh;
+  }
+
+  /**
+   * The generation read right before the listing that {@link #get} is making (valid inside its supplier), so that
+   * the same listing can be offered to another cache of the table ({@link #offer}).
+   */
+  java.util.OptionalLong listingGeneration() {
+    return lastReadValid ? java.util.OptionalLong.of(lastRead) : java.util.OptionalLong.empty();
+  }
+
+  private record Offer<T>(T value, long generation) {}
+
+  /** The latest listing another reader offered; taken by the next {@link #get} at its generation. */
+  private final java.util.concurrent.atomic.AtomicReference<Offer<T>> offered =
+      new java.util.concurrent.atomic.AtomicReference<>();
+
+  /**
+   * A listing another reader of the table made at {@code generation} (read before it), already parsed: the next
+   * {@link #get} takes it instead of listing when the generation is still that one, so the table is listed once
+   * for both readers. Safe from any thread (the other reader holds its own lock, not this cache's owner's).
+   */
+  void offer(T parsed, long generation) {
+    offered.set(new Offer<>(parsed, generation));
   }
 
   /**

@@ -56,6 +56,9 @@ public final class MarkNftables implements AutoCloseable {
   /** Skips the listing while the ruleset generation is unchanged, like {@link EgressNftables}. */
   private final ListingCache<MarkState> cache;
 
+  /** Told of each listing this object makes ({@link EgressNftables#shareListings}). */
+  private volatile java.util.function.BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
+
   private MarkNftables(NftClient client, GenerationSource generation) {
     this.client = client;
     this.cache = new ListingCache<>(generation, EgressNftables.MAX_LISTING_AGE_NANOS, System::nanoTime);
@@ -133,7 +136,21 @@ public final class MarkNftables implements AutoCloseable {
   }
 
   public synchronized MarkState observe() {
-    return cache.get(() -> MarkListing.parse(client.listTableIfPresent(FAMILY, TABLE)));
+    return cache.get(() -> {
+      Optional<JsonNode> listing = client.listTableIfPresent(FAMILY, TABLE);
+      cache.listingGeneration().ifPresent(g -> sibling.accept(listing, g));
+      return MarkListing.parse(listing);
+    });
+  }
+
+  /** See {@link EgressNftables#shareListings}. */
+  void shareWith(java.util.function.BiConsumer<Optional<JsonNode>, Long> snat) {
+    sibling = snat;
+  }
+
+  /** A listing {@link EgressNftables} made at {@code generation}: parsed here, taken by the next observe. */
+  void offer(Optional<JsonNode> listing, long generation) {
+    cache.offer(MarkListing.parse(listing), generation);
   }
 
   /** Counters of the listing cache, for tests and benchmarks. */

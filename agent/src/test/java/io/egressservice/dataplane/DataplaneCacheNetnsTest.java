@@ -97,6 +97,22 @@ class DataplaneCacheNetnsTest {
   }
 
   @Test
+  void aChangeByHandIsListedOnceForBothPartsOfTheTable() {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+      assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
+      assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
+      long listings = dp.nftObserveStats().listings() + dp.markObserveStats().listings();
+
+      kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.7 }");
+      assertThat(dp.reconcile(desired(50)).applied()).extracting(Change::toString)
+          .containsExactly("+ snat 10.244.0.7 -> 192.0.2.10");
+
+      assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
+          .as("one listing of the table for the SNAT and the mark part").isEqualTo(listings + 1);
+    }
+  }
+
+  @Test
   void withoutAGenerationReconcileStillConvergesAndRepairs() {
     DesiredState plan = desired(20);
     try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL,
