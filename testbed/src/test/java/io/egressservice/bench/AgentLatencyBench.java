@@ -955,6 +955,33 @@ public final class AgentLatencyBench {
     return IpPrefix.parseHost(address);
   }
 
+  /**
+   * Mark mode's arrival: nanotime at which the namespace's nftables generation first differs from {@code before}
+   * (the change's first commit; the mark element is in the same reconcile), waiting up to {@code limit}.
+   */
+  Optional<Long> awaitNftCommit(long before, Duration limit) throws InterruptedException {
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (System.nanoTime() < deadline) {
+      if (nftGeneration() != before) {
+        return Optional.of(System.nanoTime());
+      }
+      Thread.sleep(2);
+    }
+    return Optional.empty();
+  }
+
+  private io.egressservice.netlink.NetnsThread generationThread;
+  private io.egressservice.netlink.NftGeneration generation;
+
+  /** The bench namespace's nftables generation (a GETGEN over nfnetlink: no listing). */
+  synchronized long nftGeneration() {
+    if (generation == null) {
+      generationThread = io.egressservice.netlink.NetnsThread.enter(Optional.of(netns));
+      generation = io.egressservice.netlink.NftGeneration.open(generationThread);
+    }
+    return generation.read();
+  }
+
   /** Nanotime of the first NEW rule with this source, waiting up to {@code limit}; empty when none came. */
   Optional<Long> awaitArrival(IpPrefix source, Duration limit) throws InterruptedException {
     long deadline = System.nanoTime() + limit.toNanos();
@@ -1150,6 +1177,13 @@ public final class AgentLatencyBench {
   void close() {
     if (watch != null) {
       watch.close();
+    }
+    synchronized (this) {
+      if (generation != null) {
+        generation.close();
+        generationThread.close();
+        generation = null;
+      }
     }
     try {
       stopAgentProcess();

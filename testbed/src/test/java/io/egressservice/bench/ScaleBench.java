@@ -78,7 +78,8 @@ public final class ScaleBench {
         + " start) grow with the machine's load and steal, printed with each figure.");
     switch (mode) {
       case "all" -> bench.all();
-      case "change" -> bench.change(AgentLatencyBench.intArg(args, 1, 1000));
+      case "change" -> bench.change(AgentLatencyBench.intArg(args, 1, 1000),
+          args.length > 2 && args[2].equals("mark"));
       case "latency" -> bench.latency(AgentLatencyBench.intArg(args, 1, 1000));
       case "cold" -> bench.cold(AgentLatencyBench.intArg(args, 1, 1000), AgentLatencyBench.intArg(args, 2, 10),
           args.length > 3 && args[3].equals("mark"));
@@ -146,9 +147,15 @@ public final class ScaleBench {
 
   /** CPU and bytes per isolated endpoint change at {@code services} x 5 endpoints; null when not converged. */
   ChangeCost change(int services) throws Exception {
-    System.out.printf(Locale.ROOT, "%n== CPU and bytes per endpoint change: %d services x 5 endpoints, %d isolated"
-        + " changes after %d warm-up%n", services, CHANGES, WARMUP);
+    return change(services, false);
+  }
+
+  /** As {@link #change(int)}, in mark mode when {@code markMode} (each change then awaited as its first nft commit). */
+  ChangeCost change(int services, boolean markMode) throws Exception {
+    System.out.printf(Locale.ROOT, "%n== CPU and bytes per endpoint change, %s: %d services x 5 endpoints, %d isolated"
+        + " changes after %d warm-up%n", markMode ? "mark mode" : "source mode", services, CHANGES, WARMUP);
     AgentLatencyBench b = setUp(services, 5, 0);
+    b.markMode = markMode;
     try {
       Machine m0 = Machine.now();
       long t0 = System.nanoTime();
@@ -157,7 +164,7 @@ public final class ScaleBench {
       Start start = awaitProgrammed(b, services, t0, CONVERGE_LIMIT);
       System.out.println("  start: " + start + "; " + m0.since());
       if (!start.programmed()) {
-        rows.add(new Row("CPU/bytes per change, " + services + " services", "not converged: " + start.end(),
+        rows.add(new Row("CPU/bytes per change, " + services + " services" + (markMode ? ", mark mode" : ""), "not converged: " + start.end(),
             "converge", "NOT MET", m0.since()));
         return null;
       }
@@ -215,11 +222,11 @@ public final class ScaleBench {
           backgroundMsPerS * wallS / CHANGES, netCpuMs, netBytesPer / 1048576.0, idleBytes / idleS / 1048576.0);
       AgentLatencyBench.printThreadCpu(threads0, threads1, ticks, CHANGES, "change");
       System.out.println("  machine during the changes: " + machine);
-      rows.add(new Row("CPU per change, " + services + " services", String.format(Locale.ROOT,
+      rows.add(new Row("CPU per change, " + services + " services" + (markMode ? ", mark mode" : ""), String.format(Locale.ROOT,
           "%.1f ms (%.1f net of the background)", cpuMs, netCpuMs),
           "flat: 5,000 / 100 <= 2x", done.timeouts() == 0 ? "(ratio below)" : "NOT MET (" + done.timeouts()
               + " timeouts)", machine));
-      rows.add(new Row("bytes allocated per change, " + services + " services",
+      rows.add(new Row("bytes allocated per change, " + services + " services" + (markMode ? ", mark mode" : ""),
           String.format(Locale.ROOT, "%.2f MiB (%.2f net of the background)", bytesPer / 1048576.0,
               netBytesPer / 1048576.0), "flat: 5,000 / 100 <= 2x", "(ratio below)",
           machine));
@@ -506,8 +513,10 @@ public final class ScaleBench {
     for (int u = 0; u < n; u++) {
       int[] slot = slots.get(cursor[0]++ % slots.size());
       long sent = System.nanoTime();
+      long generation = b.markMode ? b.nftGeneration() : 0;
       IpPrefix source = b.replaceEndpoint(slot[0], slot[1]);
-      Optional<Long> arrived = b.awaitArrival(source, CHANGE_TIMEOUT);
+      Optional<Long> arrived = b.markMode ? b.awaitNftCommit(generation, CHANGE_TIMEOUT)
+          : b.awaitArrival(source, CHANGE_TIMEOUT);
       if (arrived.isPresent()) {
         latencies.add((arrived.get() - sent) / 1e6);
       } else {
