@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiConsumer;
 
 /**
  * The one nftables table the agent owns (DESIGN.md section 2), and nothing else:
@@ -87,7 +88,7 @@ public final class EgressNftables implements AutoCloseable {
   private final ListingCache<Listing> cache;
 
   /** Told of each listing this object makes, with the generation read before it ({@link #shareListings}). */
-  private volatile java.util.function.BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
+  private volatile BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
 
   private EgressNftables(NftClient client, GenerationSource generation) {
     this.client = client;

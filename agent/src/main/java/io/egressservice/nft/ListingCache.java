@@ -3,6 +3,7 @@ package io.egressservice.nft;
 import io.egressservice.netlink.NetlinkException;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -41,6 +42,11 @@ final class ListingCache<T> {
 
   /** Commits of ours not yet folded into {@link #value}: applied once, when the value is next read. */
   private Patch<T> pending;
+
+  private record Offer<T>(T value, long generation) {}
+
+  /** The latest listing another reader offered; taken by the next {@link #get} at its generation. */
+  private final AtomicReference<Offer<T>> offered = new AtomicReference<>();
 
   private long listings;
   private long hits;
@@ -122,15 +128,9 @@ final class ListingCache<T> {
    * The generation read right before the listing that {@link #get} is making (valid inside its supplier), so that
    * the same listing can be offered to another cache of the table ({@link #offer}).
    */
-  java.util.OptionalLong listingGeneration() {
-    return lastReadValid ? java.util.OptionalLong.of(lastRead) : java.util.OptionalLong.empty();
+  OptionalLong listingGeneration() {
+    return lastReadValid ? OptionalLong.of(lastRead) : OptionalLong.empty();
   }
-
-  private record Offer<T>(T value, long generation) {}
-
-  /** The latest listing another reader offered; taken by the next {@link #get} at its generation. */
-  private final java.util.concurrent.atomic.AtomicReference<Offer<T>> offered =
-      new java.util.concurrent.atomic.AtomicReference<>();
 
   /**
    * A listing another reader of the table made at {@code generation} (read before it), already parsed: the next

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiConsumer;
 
 /**
  * Mark mode's objects in the owned table {@code inet egress_service_agent} (next to the SNAT objects
@@ -57,7 +58,7 @@ public final class MarkNftables implements AutoCloseable {
   private final ListingCache<MarkState> cache;
 
   /** Told of each listing this object makes ({@link EgressNftables#shareListings}). */
-  private volatile java.util.function.BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
+  private volatile BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
 
   private MarkNftables(NftClient client, GenerationSource generation) {
     this.client = client;
@@ -144,7 +145,7 @@ public final class MarkNftables implements AutoCloseable {
   }
 
   /** See {@link EgressNftables#shareListings}. */
-  void shareWith(java.util.function.BiConsumer<Optional<JsonNode>, Long> snat) {
+  void shareWith(BiConsumer<Optional<JsonNode>, Long> snat) {
     sibling = snat;
   }
 
