@@ -78,22 +78,11 @@ public final class NftClient implements AutoCloseable {
     } catch (JsonProcessingException e) {
       throw new NftException("cannot serialize nft commands: " + e.getMessage(), e);
     }
-    String[] result =
-        thread.call(
-            () -> {
-              if (ctx == null) {
-                throw new IllegalStateException("NftClient is closed");
-              }
-              int rc = lib.nft_run_cmd_from_buffer(ctx, input);
-              String out = lib.nft_ctx_get_output_buffer(ctx);
-              String err = lib.nft_ctx_get_error_buffer(ctx);
-              trim.passed(input.length() + (out == null ? 0 : out.length()));
-              return new String[] {Integer.toString(rc), out == null ? "" : out, err == null ? "" : err};
-            });
-    if (!result[0].equals("0")) {
-      throw failure(result[2], summarize(nftablesCommands), thread.describe());
+    Outcome result = execute(input, false);
+    if (result.rc() != 0) {
+      throw failure(result.err(), summarize(nftablesCommands), thread.describe());
     }
-    String out = result[1].trim();
+    String out = result.out().trim();
     if (out.isEmpty()) {
       ObjectNode empty = JSON.createObjectNode();
       empty.putArray("nftables");
@@ -111,22 +100,11 @@ public final class NftClient implements AutoCloseable {
    * table written whole; returns the output parsed as JSON.
    */
   public JsonNode runScript(String script) {
-    String[] result =
-        thread.call(
-            () -> {
-              if (ctx == null) {
-                throw new IllegalStateException("NftClient is closed");
-              }
-              int rc = lib.nft_run_cmd_from_buffer(ctx, script);
-              String out = lib.nft_ctx_get_output_buffer(ctx);
-              String err = lib.nft_ctx_get_error_buffer(ctx);
-              trim.passed(script.length() + (out == null ? 0 : out.length()));
-              return new String[] {Integer.toString(rc), out == null ? "" : out, err == null ? "" : err};
-            });
-    if (!result[0].equals("0")) {
-      throw failure(result[2], abbreviate(script), thread.describe());
+    Outcome result = execute(script, false);
+    if (result.rc() != 0) {
+      throw failure(result.err(), abbreviate(script), thread.describe());
     }
-    String out = result[1].trim();
+    String out = result.out().trim();
     try {
       return out.isEmpty() ? JSON.createObjectNode().set("nftables", JSON.createArrayNode()) : JSON.readTree(out);
     } catch (JsonProcessingException e) {
@@ -139,25 +117,40 @@ public final class NftClient implements AutoCloseable {
    * nothing changes; the kernel's refusal throws as {@link #runScript} does.
    */
   public void checkScript(String script) {
-    String[] result =
-        thread.call(
-            () -> {
-              if (ctx == null) {
-                throw new IllegalStateException("NftClient is closed");
-              }
-              lib.nft_ctx_set_dry_run(ctx, true);
-              try {
-                int rc = lib.nft_run_cmd_from_buffer(ctx, script);
-                String err = lib.nft_ctx_get_error_buffer(ctx);
-                lib.nft_ctx_get_output_buffer(ctx); // drained, so the next command does not print it
-                return new String[] {Integer.toString(rc), err == null ? "" : err};
-              } finally {
-                lib.nft_ctx_set_dry_run(ctx, false);
-              }
-            });
-    if (!result[0].equals("0")) {
-      throw failure(result[1], abbreviate(script), thread.describe());
+    Outcome result = execute(script, true); // its output is drained there, so the next command does not print it
+    if (result.rc() != 0) {
+      throw failure(result.err(), abbreviate(script), thread.describe());
     }
+  }
+
+  /** What one {@code nft_run_cmd_from_buffer} returned and printed. */
+  private record Outcome(int rc, String out, String err) {}
+
+  /**
+   * One {@code nft_run_cmd_from_buffer} on the client's thread, both buffers read (and so emptied) after it; with
+   * {@code dryRun}, in check mode for this call only.
+   */
+  private Outcome execute(String buffer, boolean dryRun) {
+    return thread.call(
+        () -> {
+          if (ctx == null) {
+            throw new IllegalStateException("NftClient is closed");
+          }
+          if (dryRun) {
+            lib.nft_ctx_set_dry_run(ctx, true);
+          }
+          try {
+            int rc = lib.nft_run_cmd_from_buffer(ctx, buffer);
+            String out = lib.nft_ctx_get_output_buffer(ctx);
+            String err = lib.nft_ctx_get_error_buffer(ctx);
+            trim.passed(buffer.length() + (out == null ? 0 : out.length()));
+            return new Outcome(rc, out == null ? "" : out, err == null ? "" : err);
+          } finally {
+            if (dryRun) {
+              lib.nft_ctx_set_dry_run(ctx, false);
+            }
+          }
+        });
   }
 
   /** {@code nft -j list table FAMILY NAME}; throws {@link NftException} (isNotFound) when absent. */
