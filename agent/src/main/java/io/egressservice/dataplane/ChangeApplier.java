@@ -117,9 +117,9 @@ final class ChangeApplier {
       try {
         // ensureBase: element changes need the maps and sets; an intact base is left untouched.
         List<EgressNftables.Refusal> refused = List.of();
-        // Every commit of ours on the SNAT part, told to the mark cache as it happens (unless the base was
-        // repaired): it keeps its listing instead of listing the whole table again.
-        Runnable snatCommitted = changes.ensureNftBase() ? () -> {} : marks::snatCommitted;
+        // Every commit of ours on the SNAT part, told to the mark cache as it happens: it keeps its listing instead
+        // of listing the whole table again (a base repair touches only SNAT objects; the table exists after it).
+        Runnable snatCommitted = marks::snatCommitted;
         if (known != null) {
           nft.applyKnown(changes.nft(), known.snat());
           snatCommitted.run();
@@ -172,7 +172,7 @@ final class ChangeApplier {
           marks.runKnown(changes.markCommands(), known.marksRemoved(), known.marksAdded());
           nft.marksCommitted();
         } else {
-          refused = marks.runInBatches(changes.markCommands(), nft::marksCommitted);
+          refused = marks.runInBatches(changes.markCommands(), changes.markOutcome(), nft::marksCommitted);
         }
         Set<String> refusedSources = new HashSet<>();
         for (MarkNftables.Refusal r : refused) {

@@ -4,8 +4,10 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables.NftChange;
+import io.egressservice.nft.MarkNftables.MarkOutcome;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The ordered difference between the plan and the kernel: throw-route additions first, then rule
@@ -16,6 +18,7 @@ import java.util.Map;
  * @param changes the same, described per service, in that order
  * @param srcValidMark devices (name to ifindex) that get {@code src_valid_mark=1} before the mark transaction
  * @param steering the steering device and routes: applied before the rule additions and after the deletions
+ * @param markOutcome what the mark commands were planned from and leave (empty: not known, the cache lists after)
  */
 public record ChangeSet(
     List<Rule> ruleAdds,
@@ -27,11 +30,12 @@ public record ChangeSet(
     List<Route> routeDeletes,
     List<Change> changes,
     Map<String, Integer> srcValidMark,
-    SteeringChanges steering) {
+    SteeringChanges steering,
+    Optional<MarkOutcome> markOutcome) {
   public ChangeSet(List<Rule> ruleAdds, NftChange nft, boolean ensureNftBase, ArrayNode markCommands,
       List<Rule> ruleDeletes, List<Change> changes) {
     this(ruleAdds, nft, ensureNftBase, markCommands, ruleDeletes, List.of(), List.of(), changes, Map.of(),
-        SteeringChanges.none());
+        SteeringChanges.none(), Optional.empty());
   }
 
   public ChangeSet {

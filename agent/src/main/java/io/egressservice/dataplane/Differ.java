@@ -64,7 +64,7 @@ public final class Differ {
     described.addAll(rulesAndNft.changes());
     return new ChangeSet(rulesAndNft.ruleAdds(), rulesAndNft.nft(), rulesAndNft.ensureNftBase(),
         rulesAndNft.markCommands(), rulesAndNft.ruleDeletes(), rulesAndNft.routeAdds(), rulesAndNft.routeDeletes(),
-        described, rulesAndNft.srcValidMark(), steering);
+        described, rulesAndNft.srcValidMark(), steering, rulesAndNft.markOutcome());
   }
 
   /** The plan's rules as netlink rules, in plan order, each with the rule of the plan it came from. */
@@ -203,7 +203,8 @@ public final class Differ {
     changes.stream().filter(c -> c.kind() == Change.Kind.RULE && c.op() == Change.Op.DELETE).forEach(ordered::add);
     changes.stream().filter(c -> c.kind() == Change.Kind.ROUTE && c.op() == Change.Op.DELETE).forEach(ordered::add);
     return new ChangeSet(adds, new NftChange(addSnat, deleteSnat, inCluster), ensureBase, markCommands, deletes,
-        routeAdds, routeDeletes, ordered, srcValidMark, SteeringChanges.none());
+        routeAdds, routeDeletes, ordered, srcValidMark, SteeringChanges.none(),
+        markCommands.isEmpty() ? Optional.empty() : Optional.of(MarkNftables.outcome(observed.marks(), markPlan)));
   }
 
   /**

@@ -160,6 +160,21 @@ final class ListingCache<T> {
 
     /** This patch followed by {@code later}; may update this one in place (patches are owned by the cache). */
     Patch<T> then(Patch<T> later);
+
+    /** {@code first}, then {@code second}, for patches of different kinds. */
+    static <T> Patch<T> sequence(Patch<T> first, Patch<T> second) {
+      return new Patch<>() {
+        @Override
+        public Optional<T> applyTo(T value) {
+          return first.applyTo(value).flatMap(second::applyTo);
+        }
+
+        @Override
+        public Patch<T> then(Patch<T> later) {
+          return sequence(this, later);
+        }
+      };
+    }
   }
 
   /**
@@ -186,6 +201,45 @@ final class ListingCache<T> {
    */
   void committedElsewhere() {
     carryOver(value, true);
+  }
+
+  /**
+   * As {@link #committedElsewhere()}, for a transaction whose only effect on what this cache holds is {@code change},
+   * one that commutes with any transaction of this cache's owner (the table now exists, say): kept pending on top.
+   */
+  void committedElsewhere(Patch<T> change) {
+    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    long before = lastRead;
+    OptionalLong after = readGeneration();
+    if (basedOnCurrent && after.isPresent() && (after.getAsLong() == next(before) || after.getAsLong() == before)) {
+      generation = after.getAsLong();
+      pending = pending == null ? change : pending.then(change);
+    } else {
+      invalidate();
+    }
+  }
+
+  /**
+   * After {@code commits} transactions of ours (in several, each its own commit) that were planned from {@code
+   * basedOn} and together leave {@code expected}: keeps {@code expected} if {@code basedOn} is still the cached value
+   * (no listing or patch replaced it since: the same object) and exactly {@code commits} commits happened since its
+   * generation, so no one else's came in between; else forgets. What was told pending since by {@link
+   * #committedElsewhere(Patch)} stays pending on top (it commutes).
+   */
+  void committedSeveral(T basedOn, T expected, int commits) {
+    boolean basedOnCurrent = lastReadValid && value != null && value == basedOn && generation == lastRead;
+    long before = lastRead;
+    OptionalLong after = readGeneration();
+    long wanted = before;
+    for (int i = 0; i < commits; i++) {
+      wanted = next(wanted);
+    }
+    if (basedOnCurrent && after.isPresent() && after.getAsLong() == wanted) {
+      generation = after.getAsLong();
+      value = expected;
+    } else {
+      invalidate();
+    }
   }
 
   /** Keeps {@code kept} under the generation now if only our commit (or none, when allowed) came since. */

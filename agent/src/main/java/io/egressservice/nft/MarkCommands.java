@@ -22,8 +22,10 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * The difference between mark objects as listed and as planned, as libnftables-json commands in an order the
@@ -54,7 +56,7 @@ final class MarkCommands {
         if (observed.replyIfaces().isPresent()) {
           cmds.add(cmd("delete", "set", setRef(REPLY_IFACES)));
         }
-        for (String map : observed.maps()) {
+        for (String map : new TreeSet<>(observed.maps())) { // sorted: the same state gives the same commands
           cmds.add(cmd("delete", "map", setRef(map)));
         }
         for (long table : observed.networkChains().keySet()) {
@@ -147,6 +149,36 @@ final class MarkCommands {
       }
     }
     return cmds;
+  }
+
+  /**
+   * The mark objects as they are once every command of {@link #commands} for the same arguments has committed: what
+   * the planner decides from must be the same for this state as for a listing of the table then, so a cache may keep
+   * it instead of listing. A network chain left intact keeps the mask it was read with (nft folds the mark's own bits
+   * out of it); a rewritten one holds {@code desired.mask()}, which {@link #commands} takes as intact too. Pure.
+   */
+  static MarkState expectedAfter(MarkState observed, MarkPlan desired) {
+    if (!desired.wanted()) {
+      return new MarkState(observed.tablePresent(), Set.of(), Map.of(), Map.of(), Map.of(), Map.of(), Optional.empty());
+    }
+    Map<Long, Long> masks = new TreeMap<>();
+    for (Map.Entry<Long, Long> net : desired.networkMarks().entrySet()) {
+      long readMask = observed.networkChainMasks().getOrDefault(net.getKey(), -1L);
+      boolean intact = net.getValue().equals(observed.networkChains().get(net.getKey()))
+          && (readMask == desired.mask() || (readMask | net.getValue()) == desired.mask());
+      masks.put(net.getKey(), intact ? readMask : desired.mask());
+    }
+    Map<String, Boolean> hooks = new HashMap<>();
+    hooks.put(PREROUTING, true);
+    hooks.put(OUTPUT, true);
+    if (!desired.replyIfaces().isEmpty()) {
+      hooks.put(REPLY, true);
+    }
+    Map<IpPrefix, MarkElement> elements = new HashMap<>(desired.elements().size() * 4 / 3 + 1);
+    desired.elements().forEach(e -> elements.put(e.source(), e));
+    return new MarkState(true, Set.of(mapOf(IpFamily.V4), mapOf(IpFamily.V6)), hooks,
+        new TreeMap<>(desired.networkMarks()), masks, elements,
+        desired.replyIfaces().isEmpty() ? Optional.empty() : Optional.of(desired.replyIfaces()));
   }
 
   /** The reply chain and its set of uplinks: present exactly while some uplink needs them. */

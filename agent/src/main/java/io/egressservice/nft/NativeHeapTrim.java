@@ -34,11 +34,6 @@ final class NativeHeapTrim {
     }
   }
 
-  /** Whether this libc can trim at all. */
-  static boolean available() {
-    return GLIBC.isPresent();
-  }
-
   private static Optional<Glibc> load() {
     try {
       Glibc c = Native.load("c", Glibc.class);

@@ -166,18 +166,6 @@ public final class NftClient implements AutoCloseable {
   }
 
   /**
-   * {@code nft -j list counters table FAMILY NAME}: the table's named counters only, empty when the table does not
-   * exist. Neither libnftables nor the kernel reads the table's sets for it (a scrape of a no-host table with
-   * 25,000 endpoints listed them all).
-   */
-  public Optional<JsonNode> listCountersIfPresent(String family, String table) {
-    ObjectNode doc = JSON.createObjectNode();
-    doc.putArray("nftables").addObject().putObject("list").putObject("counters").put("family", family)
-        .put("table", table);
-    return unlessNotFound(() -> run(doc));
-  }
-
-  /**
    * The named counters of a table, empty when the table does not exist. Read over nfnetlink ({@link NftCounters}):
    * libnftables' {@code list counters} reads every element of every set of the namespace into its cache first
    * (0.6 s and 70 MiB of native memory beside 55,000 sources); this reads a few hundred bytes.

@@ -4,8 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.GenerationSource;
+import io.egressservice.nft.MarkNftables;
+import io.egressservice.nft.MarkNftables.MarkState;
 import io.egressservice.plan.DesiredState;
+import io.egressservice.plan.MarkEntry;
+import io.egressservice.plan.PlanConfig;
+import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
@@ -13,7 +19,9 @@ import io.egressservice.plan.TableRef;
 import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -109,6 +117,69 @@ class DataplaneCacheNetnsTest {
 
       assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
           .as("one listing of the table for the SNAT and the mark part").isEqualTo(listings + 1);
+    }
+  }
+
+  /** Mark mode: {@code n} sources of one service in table 100, and {@code replyIfaces} to mark replies on. */
+  static DesiredState markMode(int n, long mark) {
+    ObjectRef svc = new ObjectRef("default", "web");
+    IpPrefix lb = IpPrefix.parse("192.0.2.10");
+    List<MarkEntry> marks = new ArrayList<>();
+    List<SnatEntry> snat = new ArrayList<>();
+    for (int i = 1; i <= n; i++) {
+      IpPrefix src = IpPrefix.parse("10.244." + (i >> 8) + "." + (i & 0xff));
+      marks.add(new MarkEntry(src, 100, mark, svc));
+      snat.add(new SnatEntry(src, lb, svc));
+    }
+    marks.sort(MarkEntry.ORDER);
+    snat.sort(SnatEntry.ORDER);
+    List<RuleSpec> rules = List.of(new RuleSpec(IpFamily.V4, PRIORITY, Optional.empty(), Optional.empty(),
+        TableRef.of(100), Optional.empty(), OptionalLong.of(mark)));
+    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")),
+        List.of(), RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK, marks, Map.of(100L, mark));
+  }
+
+  @Test
+  void aFullMarkReconcileInSeveralTransactionsKeepsWhatItWroteInsteadOfListingTheTable() {
+    int n = EgressNftables.MAX_ELEMENTS_PER_TRANSACTION + 500;
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+      // A cold start: the table is created by the SNAT part, then the mark objects and elements in chunks.
+      assertThat(dp.reconcile(markMode(n, 0x01000000L)).failures()).isEmpty();
+      long listings = dp.nftObserveStats().listings() + dp.markObserveStats().listings();
+
+      assertThat(dp.reconcile(markMode(n, 0x01000000L)).applied()).as("nothing left to do").isEmpty();
+      // The network's mark changes (its chain is rewritten) and a source goes: a full mark transaction again.
+      assertThat(dp.reconcile(markMode(n - 1, 0x02000000L)).failures()).isEmpty();
+      assertThat(dp.reconcile(markMode(n - 1, 0x02000000L)).applied()).as("nothing left to do").isEmpty();
+
+      assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
+          .as("the mark part kept its own result: no listing of the whole table after it").isEqualTo(listings);
+      MarkState kept = dp.observe().marks();
+      try (MarkNftables fresh = MarkNftables.open(dp.thread(), GenerationSource.unavailable("always list"))) {
+        MarkState listed = fresh.observe();
+        assertThat(kept.elements()).isEqualTo(listed.elements());
+        assertThat(kept.networkChains()).isEqualTo(listed.networkChains());
+        assertThat(kept.maps()).isEqualTo(listed.maps());
+        assertThat(kept.hookChains()).isEqualTo(listed.hookChains());
+      }
+      String map = kernel.ns().exec("nft", "list", "map", "inet", "egress_service_agent", "mark_v4");
+      assertThat(map.split("jump mark_t100").length - 1).isEqualTo(n - 1);
+    }
+  }
+
+  @Test
+  void aMarkElementDeletedByHandAfterAFullMarkReconcileIsSeenAndRestored() {
+    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+      assertThat(dp.reconcile(markMode(20, 0x01000000L)).failures()).isEmpty();
+      assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).isEmpty();
+      long listings = dp.nftObserveStats().listings() + dp.markObserveStats().listings();
+
+      kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "mark_v4", "{ 10.244.0.7 }");
+      assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).extracting(Change::description)
+          .anyMatch(d -> d.startsWith("mark 10.244.0.7"));
+      assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).isEmpty();
+      assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
+          .as("the change by hand was seen by one listing for both parts").isEqualTo(listings + 1);
     }
   }
 

@@ -81,6 +81,54 @@ class ListingCacheTest {
   }
 
   @Test
+  void severalCommitsOfOursKeepTheirResultOnlyWhenNoOneElsesCameBetween() {
+    String planned = cache.get(this::list);
+    gen.set(10); // three transactions of ours
+    cache.committedSeveral(planned, "after three", 3);
+    assertThat(cache.get(this::list)).isEqualTo("after three");
+
+    planned = cache.get(this::list);
+    gen.set(13); // our two and someone else's
+    cache.committedSeveral(planned, "after two", 2);
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+  }
+
+  @Test
+  void aResultPlannedFromAnEarlierListingDoesNotReplaceALaterOne() {
+    String planned = cache.get(this::list);
+    gen.set(8); // someone else's commit, seen by another reader's observe: listed again
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+    gen.set(9); // then ours, planned from the first listing
+    cache.committedSeveral(planned, "planned from listing1", 1);
+    assertThat(cache.get(this::list)).isEqualTo("listing3");
+  }
+
+  @Test
+  void whatAnotherPartToldStaysPendingOnTopOfOurResult() {
+    ListingCache.Patch<String> suffix = new ListingCache.Patch<>() {
+      @Override
+      public java.util.Optional<String> applyTo(String value) {
+        return java.util.Optional.of(value + "+table");
+      }
+
+      @Override
+      public ListingCache.Patch<String> then(ListingCache.Patch<String> later) {
+        return ListingCache.Patch.sequence(this, later);
+      }
+    };
+    String planned = cache.get(this::list);
+    gen.set(8); // the other part's transaction
+    cache.committedElsewhere(suffix);
+    gen.set(10); // then two of ours
+    cache.committedSeveral(planned, "ours", 2);
+    assertThat(cache.get(this::list)).isEqualTo("ours+table");
+
+    gen.set(12); // the other part's, with someone else's
+    cache.committedElsewhere(suffix);
+    assertThat(cache.get(this::list)).isEqualTo("listing2");
+  }
+
+  @Test
   void commitOnTopOfAStaleListingIsNotTrusted() {
     cache.get(this::list);
     gen.set(8); // someone else, then our commit is based on a listing we did not refresh
