@@ -18,15 +18,15 @@ import java.util.Optional;
  * has its own "UNIX domain abstract socket namespace"), so the lock needs no file, volume or node-level setup and
  * is per node exactly when the probe is (hostNetwork); and it is released by the kernel when the last descriptor
  * closes, so a probe killed with SIGKILL or by the OOM killer never leaves a stale lock. The socket is
- * close-on-exec so that no child process outlives the agent holding it. JDK 17's {@code UnixDomainSocketAddress}
+ * close-on-exec so that a program the agent starts does not inherit it and keep the lock after the agent is gone. JDK 17's {@code UnixDomainSocketAddress}
  * has no abstract names, hence {@code socket(2)}/{@code bind(2)} through JNA, with {@code sun_path} starting with a
  * NUL byte and the address length counting the name's bytes only (abstract names are not NUL-terminated).
  *
  * <p>Who can take it: any process in the namespace, i.e. on the node every hostNetwork pod and host process
  * (abstract names have no permissions). The worst such a process can do by holding the name is delay the probe:
- * a probe waits for the lock at most {@link NodeNamespaceCheck#LOCK_WAIT}, then the agent starts unprobed with a
- * WARN naming the lock (see {@link NodeNamespaceCheck#open()}); it never removes, writes or reads anything without
- * the lock, and never fails to start because of it.
+ * a probe waits for the lock at most {@link NodeNamespaceCheck#LOCK_WAIT}, then the agent starts without the probe's
+ * answers, with a WARN naming the lock (see {@link NodeNamespaceCheck}); a probe never removes or writes anything
+ * without the lock, and the agent never fails to start because of it.
  */
 final class ProbeLock implements AutoCloseable {
   static final String NAME = "egress-service-agent/probe";
