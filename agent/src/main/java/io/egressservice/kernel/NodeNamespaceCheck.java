@@ -16,6 +16,7 @@ import io.egressservice.nft.NftClient;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -48,6 +49,19 @@ import org.slf4j.LoggerFactory;
  * Everything carries protocol {@value #PROTOCOL} (not the agent's 201, so a running agent never takes it for its
  * own) and is removed right after its check, on every path; a leftover of a probe killed half-way (these exact
  * objects only) is removed when the next one opens.
+ *
+ * <p>Those names are fixed, so two probes in one namespace (two agents starting on a node at once: a DaemonSet's
+ * maxSurge, {@code apply} run by hand while the agent starts) would fail on each other's objects or remove them as
+ * leftovers. The probes therefore take turns: {@link #open()} takes the namespace's {@link ProbeLock} before it
+ * touches anything, leftovers included, and {@link #close()} gives it back. A probe that finds the lock held waits
+ * for it, at most {@link #LOCK_WAIT}; still held then, it does not probe at all ({@link
+ * ScratchNamespace.Unavailable}: the agent starts unprobed with a WARN naming the lock), rather than refusing to
+ * start. Any process in the node's namespace can hold the lock (every hostNetwork pod; abstract socket names have
+ * no permissions), so refusing would let any of them keep the agent from ever starting; skipping bounds the worst
+ * such a process can do to a delay of {@link #LOCK_WAIT} at each start (and the probe's own answers not being
+ * there: a missing feature then shows as failed reconciles named by the kernel's error, as when libnftables cannot
+ * be used). A real concurrent probe holds the lock for a fraction of a second (a few seconds on a cold, loaded
+ * start), well inside the wait.
  */
 public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NodeNamespaceCheck.class);
@@ -65,8 +79,11 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
   /** Not the agent's 4799: two collect-metadata VXLAN devices with one port and the same flags cannot coexist. */
   private static final int[] DEVICE_PORTS = {47_990, 47_991};
   private static final int IPV4_DEVCONF_RP_FILTER = 8;
+  /** The longest a probe waits for another one in its namespace (see the class comment). */
+  static final Duration LOCK_WAIT = Duration.ofSeconds(10);
 
   private final NetnsThread thread;
+  private final ProbeLock lock;
   private final RtNetlink netlink;
   private final Optional<NftClient> nft;
   private final String nftError;
@@ -76,24 +93,42 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
   /** DEVICE_CONF's answer when it was tried on the VXLAN-GPE check's device (one device made and deleted, not two). */
   private Optional<Optional<String>> deviceConfOnGpe = Optional.empty();
 
-  private NodeNamespaceCheck(NetnsThread thread, RtNetlink netlink, Optional<NftClient> nft, String nftError) {
+  private NodeNamespaceCheck(NetnsThread thread, ProbeLock lock, RtNetlink netlink, Optional<NftClient> nft,
+      String nftError) {
     this.thread = thread;
+    this.lock = lock;
     this.netlink = netlink;
     this.nft = nft;
     this.nftError = nftError;
     this.release = ScratchNamespace.currentRelease();
   }
 
-  /** Opens rtnetlink and libnftables in the process's own namespace and removes an earlier probe's leftovers. */
+  /**
+   * Takes the namespace's probe lock (waiting up to {@link #LOCK_WAIT} for another probe), opens rtnetlink and
+   * libnftables in the process's own namespace and removes an earlier probe's leftovers.
+   *
+   * @throws ScratchNamespace.Unavailable when it cannot probe, the lock still held by another process included
+   */
   public static NodeNamespaceCheck open() {
-    return open(Optional.empty());
+    return open(Optional.empty(), LOCK_WAIT);
   }
 
   /** As {@link #open()} in the named namespace (tests), or the process's own when empty. */
   static NodeNamespaceCheck open(Optional<String> netns) {
+    return open(netns, LOCK_WAIT);
+  }
+
+  /** As {@link #open(Optional)}, waiting at most {@code lockWait} for the lock. */
+  static NodeNamespaceCheck open(Optional<String> netns, Duration lockWait) {
     NetnsThread thread = NetnsThread.enter(netns);
+    ProbeLock lock = null;
     RtNetlink netlink = null;
     try {
+      lock = ProbeLock.take(thread, lockWait);
+      if (!lock.waited().isZero()) {
+        LOG.info("kernel probe: waited {} ms for another probe in {} (lock @{})", lock.waited().toMillis(),
+            thread.describe(), ProbeLock.NAME);
+      }
       netlink = RtNetlink.open(thread);
       Optional<NftClient> nft;
       String nftError = "";
@@ -103,12 +138,15 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
         nft = Optional.empty();
         nftError = "libnftables cannot be used: " + e.getMessage();
       }
-      NodeNamespaceCheck check = new NodeNamespaceCheck(thread, netlink, nft, nftError);
+      NodeNamespaceCheck check = new NodeNamespaceCheck(thread, lock, netlink, nft, nftError);
       check.removeLeftovers();
       return check;
     } catch (RuntimeException | UnsatisfiedLinkError e) {
       if (netlink != null) {
         netlink.close();
+      }
+      if (lock != null) {
+        lock.close();
       }
       thread.close();
       throw new ScratchNamespace.Unavailable("cannot probe in the node's network namespace: " + e.getMessage(),
@@ -353,7 +391,8 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
 
   /**
    * What a probe killed half-way can have left: only the exact objects this class writes (by name, or by protocol,
-   * priority, table and TEST-NET address together), never anything the agent or another program owns.
+   * priority, table and TEST-NET address together), never anything the agent or another program owns. Only with
+   * the lock held: without it these could be a live probe's objects.
    */
   private void removeLeftovers() {
     List<String> removed = new ArrayList<>();
@@ -408,12 +447,14 @@ public final class NodeNamespaceCheck implements FeatureCheck, AutoCloseable {
     }
   }
 
+  /** Closes the probe's sockets, then gives the lock back: the next probe starts on a namespace without ours. */
   @Override
   public void close() {
     try {
       nft.ifPresent(NftClient::close);
       netlink.close();
     } finally {
+      lock.close();
       thread.close();
     }
   }

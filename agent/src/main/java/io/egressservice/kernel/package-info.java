@@ -3,8 +3,8 @@
  * io.egressservice.kernel.Feature} the agent depends on through a {@link io.egressservice.kernel.FeatureCheck} (the
  * real ones: {@link io.egressservice.kernel.ScratchNamespace}, in an anonymous network namespace, where CAP_SYS_ADMIN
  * allows one; else {@link io.egressservice.kernel.NodeNamespaceCheck}, in the node's own namespace with writes no
- * packet can meet), then admits the
- * configuration, with a fallback where one exists, or refuses to start naming what is missing. The features and
+ * packet can meet, one probe at a time per namespace through {@link io.egressservice.kernel.ProbeLock}), then admits
+ * the configuration, with a fallback where one exists, or refuses to start naming what is missing. The features and
  * their first versions are listed in docs/kernel-requirements.md.
  */
 package io.egressservice.kernel;

@@ -4,19 +4,34 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.nft.NftClient;
 import io.egressservice.nft.NftException;
+import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.slf4j.LoggerFactory;
 
 /**
  * The in-node probe (the DaemonSet's case: NET_ADMIN without SYS_ADMIN) on this machine's kernel, in a test
@@ -118,6 +133,106 @@ class NodeNamespaceCheckKernelTest {
 
     assertThat(found.missing()).isEmpty();
     assertThat(state(ns)).isEqualTo(before);
+  }
+
+  /**
+   * Two agents starting on one node at once (a DaemonSet's maxSurge, or {@code apply} by hand while the agent
+   * starts): each probe runs whole, one after the other, neither removing the other's live objects nor failing on
+   * them, and the node is as before.
+   */
+  @Test
+  void twoProbesAtOnceInOneNamespaceBothFindEveryFeatureAndLeaveItAsItWas() throws Exception {
+    aBusyNode(fixture.ns());
+    Map<String, JsonNode> before = state(fixture.ns());
+    CyclicBarrier start = new CyclicBarrier(2);
+    ExecutorService probes = Executors.newFixedThreadPool(2);
+    try {
+      List<Future<KernelFeatures>> both = probes.invokeAll(List.of(() -> {
+        start.await();
+        return probeInTheNamespace();
+      }, () -> {
+        start.await();
+        return probeInTheNamespace();
+      }));
+
+      for (Future<KernelFeatures> one : both) {
+        assertThat(one.get().missing()).isEmpty();
+      }
+    } finally {
+      probes.shutdownNow();
+    }
+    assertThat(state(fixture.ns())).isEqualTo(before);
+  }
+
+  /** A child JVM in the test's namespace holding the probe lock, once it says it holds it. */
+  private Process aLockHolder() throws IOException {
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process holder = new ProcessBuilder("ip", "netns", "exec", fixture.ns().name(), java, "-cp",
+        System.getProperty("java.class.path"), "io.egressservice.kernel.ProbeLockHolderMain")
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    fixture.closeLater(() -> {
+      holder.destroyForcibly();
+      holder.waitFor();
+    });
+    String said = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8))
+        .readLine();
+    assertThat(said).as("the holder's first line").isEqualTo("held");
+    return holder;
+  }
+
+  /**
+   * Any process in the node's namespace can hold the lock (abstract socket names have no permissions); one that
+   * never lets go delays the probe by the wait and no more, the agent then starts unprobed with a WARN naming the
+   * lock, and nothing is touched without the lock: not even what looks like a killed probe's leftover.
+   */
+  @Test
+  void aLockHolderThatNeverLetsGoDelaysTheStartOnlyUpToTheWaitAndTouchesNothing() throws Exception {
+    Netns ns = fixture.ns();
+    aBusyNode(ns);
+    ns.exec("ip", "rule", "add", "priority", "40000", "from", "192.0.2.254", "fwmark", "0x01000000/0x3f000000",
+        "lookup", "2000000201", "protocol", "209");
+    Map<String, JsonNode> before = state(ns);
+    aLockHolder();
+    ListAppender<ILoggingEvent> log = new ListAppender<>();
+    log.start();
+    Logger probeLog = (Logger) LoggerFactory.getLogger(KernelProbe.class);
+    probeLog.addAppender(log);
+    PlanConfig config = PlanConfig.defaults();
+    Duration wait = Duration.ofSeconds(2);
+
+    long start = System.nanoTime();
+    PlanConfig admitted;
+    try {
+      admitted = KernelProbe.atStartup(config, () -> {
+        throw new ScratchNamespace.Unavailable("no scratch namespace in this test", true, null);
+      }, () -> NodeNamespaceCheck.open(Optional.of(ns.name()), wait));
+    } finally {
+      probeLog.detachAppender(log);
+    }
+    Duration took = Duration.ofNanos(System.nanoTime() - start);
+    System.out.printf("startup probe with the lock held elsewhere: %d ms (wait %d ms)%n", took.toMillis(),
+        wait.toMillis());
+
+    assertThat(took).isBetween(wait, wait.plusSeconds(2));
+    assertThat(admitted).isEqualTo(config);
+    assertThat(log.list).filteredOn(e -> e.getLevel() == Level.WARN).singleElement()
+        .extracting(ILoggingEvent::getFormattedMessage).asString()
+        .contains("kernel features not probed", "@" + ProbeLock.NAME, "for all of 2000 ms");
+    assertThat(state(ns)).isEqualTo(before);
+  }
+
+  /** The kernel drops an abstract socket's name with its last descriptor: a probe killed -9 leaves no stale lock. */
+  @Test
+  void aProbeKilledWithSigkillFreesTheLockAtOnce() throws Exception {
+    Process holder = aLockHolder();
+    assertThat(ProbeLock.tryTake(fixture.thread())).as("while the holder lives").isEmpty();
+
+    Netns.run(List.of("kill", "-KILL", Long.toString(holder.pid())));
+    assertThat(holder.waitFor(10, TimeUnit.SECONDS)).isTrue();
+
+    Optional<ProbeLock> taken = ProbeLock.tryTake(fixture.thread());
+    assertThat(taken).as("one try, right after the holder's death").isPresent();
+    taken.get().close();
   }
 
   @Test

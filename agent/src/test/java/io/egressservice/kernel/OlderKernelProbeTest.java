@@ -94,7 +94,7 @@ class OlderKernelProbeTest {
         .hasMessageContaining("Linux 5.1.21")
         .hasMessageContaining("route chain in an inet table")
         .hasMessageContaining("--rule-mode=mark")
-        .hasMessageContaining("first in Linux 5.2 and nftables 0.9.1");
+        .hasMessageContaining("first in Linux 5.2 and nftables 0.8.3");
 
     KernelProbe.Admission a = admit("5.1.21", Set.of(Feature.NFT_INET_ROUTE_CHAIN), STEERING);
     assertThat(a.config()).isEqualTo(STEERING);
