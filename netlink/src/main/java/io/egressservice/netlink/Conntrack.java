@@ -23,7 +23,7 @@ import java.util.function.Function;
  * original tuple and zone per matching entry (both requests as old as ctnetlink, 2.6.14). The kernel cannot
  * express "destination outside these prefixes", so the match is made here. The dump is narrowed in the kernel
  * where that is safe: to the sources' family when they share one, and to one IPv4 source ({@code CTA_FILTER} on
- * dumps, Linux 5.8, commit cb8aa9a3afb7): a few IPv4 sources ({@value #FILTERED_DUMPS_MAX} at most) take one such
+ * dumps, Linux 5.8, commit cb8aa9a3affb): a few IPv4 sources ({@value #FILTERED_DUMPS_MAX} at most) take one such
  * dump each, first, and the rest (their IPv6 addresses) one dump of their family, so that a dual-stack endpoint's
  * IPv4 flows restart without waiting for a walk of the whole table. Before 5.8 the kernel ignores that
  * attribute (it lies past the kernel's {@code CTA_MAX}, which nfnetlink's liberal parsing skips) and dumps the
