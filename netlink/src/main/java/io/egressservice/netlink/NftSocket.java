@@ -66,6 +66,8 @@ final class NftSocket implements AutoCloseable {
   private final ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BYTES).order(ByteOrder.nativeOrder());
   private final NetlinkMessageWriter writer = new NetlinkMessageWriter(sendBuffer);
   private int seq = (int) (System.nanoTime() & 0x3fffffff);
+  /** Datagrams received, for tests that a dump is handed over while it arrives. */
+  private long datagrams;
 
   NftSocket(Datagrams io, String where) {
     this.io = io;
@@ -163,6 +165,7 @@ final class NftSocket implements AutoCloseable {
     try {
       while (true) {
         int len = io.receive(receiveBuffer);
+        datagrams++;
         if (len < 0) {
           ended = true;
           throw new NetlinkException(0, op + " in " + where + ": no answer within " + RECEIVE_TIMEOUT_MILLIS + " ms");
@@ -210,6 +213,10 @@ final class NftSocket implements AutoCloseable {
       }
       throw e;
     }
+  }
+
+  long datagrams() {
+    return datagrams;
   }
 
   /** Reads the rest of dump {@code s} after a failure, so the kernel is not left with a running dump. */
