@@ -28,9 +28,11 @@ import java.util.stream.Collector;
  * equivalent: {@code nft list set FAMILY TABLE SET} ({@code list map} for a map); {@code nft --debug=netlink} prints
  * the raw elements this reads.
  *
- * <p>A dump the kernel marks NLM_F_DUMP_INTR (the ruleset changed while it ran) is started again with a fresh
- * container from the collector, so a result never mixes two rulesets; after {@value NftSocket#DUMP_ATTEMPTS}
- * interrupted dumps it fails with EINTR.
+ * <p>A dump during which a commit changed the ruleset is started again with a fresh container from the collector,
+ * so a result never mixes two rulesets (the kernel resumes a set's dump by counting elements, so a commit between
+ * two datagrams could skip or repeat some). The kernel does not mark set element dumps NLM_F_DUMP_INTR; the change
+ * shows in the generation each answer carries (nfgenmsg res_id). After {@value NftSocket#DUMP_ATTEMPTS} interrupted
+ * dumps it fails with EINTR.
  *
  * <p>The socket is created on the namespace's {@link NetnsThread}; {@link #collect} may be called from any thread,
  * and runs the collector on the namespace's thread. Needs CAP_NET_ADMIN, like every nfnetlink request.

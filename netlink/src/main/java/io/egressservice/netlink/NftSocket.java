@@ -32,7 +32,7 @@ final class NftSocket implements AutoCloseable {
   static final int NFGENMSG_LEN = 4;
   static final int RECEIVE_TIMEOUT_MILLIS = 2000;
   static final int RECEIVE_BYTES = 64 * 1024;
-  /** Dumps the kernel marks interrupted (NLM_F_DUMP_INTR: the ruleset changed meanwhile) before giving up. */
+  /** Dumps interrupted by a change of the ruleset before giving up. */
   static final int DUMP_ATTEMPTS = 5;
 
   /** What the socket does with datagrams: a {@link NetlinkSocket}, or recorded bytes in tests. */
@@ -56,7 +56,10 @@ final class NftSocket implements AutoCloseable {
     COMPLETE,
     /** The kernel answered ENOENT: no such table, set, ... */
     ABSENT,
-    /** A dump the kernel marked NLM_F_DUMP_INTR: what it delivered may mix two rulesets. */
+    /**
+     * A dump the kernel marked NLM_F_DUMP_INTR, or whose answers carry two ruleset generations: what it delivered
+     * may mix two rulesets.
+     */
     INTERRUPTED
   }
 
@@ -147,12 +150,13 @@ final class NftSocket implements AutoCloseable {
       }
     }
     throw new NetlinkException(NetlinkSocket.EINTR, op + " in " + where + ": the ruleset kept changing during "
-        + DUMP_ATTEMPTS + " dumps (each marked NLM_F_DUMP_INTR)", op);
+        + DUMP_ATTEMPTS + " dumps (each saw a commit)", op);
   }
 
   /**
-   * One exchange. The answers of a dump after the kernel marked it interrupted are not handed over: that attempt
-   * is void, it is only read to its end. If {@code answers} throws, the rest of the exchange is read and dropped
+   * One exchange. A dump is interrupted when the kernel marks it NLM_F_DUMP_INTR or when its answers were filled
+   * at two ruleset generations; the answers from then on are not handed over: that attempt is void, it is only read
+   * to its end. If {@code answers} throws, the rest of the exchange is read and dropped
    * before the exception goes on, so the socket's next dump does not meet this one still running (EBUSY).
    */
   private Outcome exchange(String op, Encoder encode, boolean dump, Consumer<NetlinkMessage> answers) {
@@ -161,6 +165,7 @@ final class NftSocket implements AutoCloseable {
     encode.encode(writer, s);
     io.send(sendBuffer, writer.position());
     boolean interrupted = false;
+    int firstGeneration = -1;
     boolean ended = false; // this exchange's last message was read (or nothing more will come)
     try {
       while (true) {
@@ -201,6 +206,18 @@ final class NftSocket implements AutoCloseable {
               return Outcome.COMPLETE;
             }
             continue;
+          }
+          if (dump && m.payload().limit() >= NFGENMSG_LEN) {
+            // nfgenmsg.res_id: the low 16 bits of the ruleset generation when the kernel filled this message
+            // (big-endian). Set element dumps are never marked NLM_F_DUMP_INTR (nf_tables_dump_set does not call
+            // nl_dump_check_consistent), and they resume by counting elements, so a commit between two datagrams
+            // can skip or repeat elements: a change of generation is the only sign of it.
+            int generation = Short.toUnsignedInt(m.payload().duplicate().order(ByteOrder.BIG_ENDIAN).getShort(2));
+            if (firstGeneration < 0) {
+              firstGeneration = generation;
+            } else if (generation != firstGeneration) {
+              interrupted = true;
+            }
           }
           if (!interrupted) {
             answers.accept(m);

@@ -172,6 +172,36 @@ class NftSetElementsKernelTest {
     assertThat(best / 1_000_000).as("ms of CPU for %d elements", n).isLessThan(1000);
   }
 
+  @Test
+  void aChangeCommittedDuringTheDumpRestartsItAndTheResultIsTheNewRuleset() {
+    int n = 5_000; // a dump of a dozen datagrams: the change lands between two of them
+    String elements = IntStream.range(0, n).mapToObj(i -> "10.0." + (i >> 8) + "." + (i & 255) + " : jump c0")
+        .collect(Collectors.joining(", "));
+    load("table inet t {\n chain c0 { }\n map m { type ipv4_addr : verdict; }\n}\nadd element inet t m { "
+        + elements + " }\n");
+    int[] attempts = {0};
+    boolean[] changed = {false};
+    long read = reader().collect("inet", "t", "m", java.util.stream.Collector.<SetElement, long[], Long>of(
+        () -> {
+          attempts[0]++;
+          return new long[1];
+        },
+        (count, e) -> {
+          if (!changed[0]) { // at the first element, from the dump's first datagram: commit a change meanwhile
+            changed[0] = true;
+            fixture.ns().exec("nft", "add", "element", "inet", "t", "m", "{ 10.200.0.1 : jump c0 }");
+          }
+          count[0]++;
+        },
+        (a, b) -> {
+          a[0] += b[0];
+          return a;
+        },
+        count -> count[0])).orElseThrow();
+    assertThat(attempts[0]).as("the kernel marked the first dump NLM_F_DUMP_INTR: it was run again").isEqualTo(2);
+    assertThat(read).as("only the complete second dump was collected").isEqualTo(n + 1);
+  }
+
   /** A key or value as nft prints it: an address for 4 or 16 bytes. */
   private static String text(byte[] b) {
     return IpPrefix.host(b).toString();

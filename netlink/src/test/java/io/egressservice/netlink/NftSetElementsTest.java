@@ -99,6 +99,24 @@ class NftSetElementsTest {
   }
 
   @Test
+  void aDumpWhoseAnswersCarryTwoGenerationsIsStartedAgain() {
+    // What the kernel does for set elements: no NLM_F_DUMP_INTR, but each answer carries the generation it was
+    // filled at; 0x1ff then 0x200 (the byte order matters).
+    Recorded kernel = new Recorded();
+    kernel.answer(seq -> elementsAt(0x1ff, seq, NLM_MULTI, 1, 2));
+    kernel.answer(seq -> elementsAt(0x200, seq, NLM_MULTI, 3));
+    kernel.answer(seq -> done(seq, NLM_MULTI));
+    kernel.answer(seq -> elementsAt(0x200, seq, NLM_MULTI, 1, 2, 3));
+    kernel.answer(seq -> elementsAt(0x200, seq, NLM_MULTI, 4));
+    kernel.answer(seq -> done(seq, NLM_MULTI));
+    try (NftSetElements reader = new NftSetElements(thread, new NftSocket(kernel, "recorded"))) {
+      assertThat(reader.collect("inet", "t", "s", Collectors.mapping(e -> (int) e.key()[3], Collectors.toList())))
+          .contains(List.of(1, 2, 3, 4));
+    }
+    assertThat(kernel.requests).isEqualTo(2);
+  }
+
+  @Test
   void aDumpInterruptedAtEveryAttemptFailsWithEintr() {
     Recorded kernel = new Recorded();
     for (int i = 0; i < NftSocket.DUMP_ATTEMPTS; i++) {
@@ -159,11 +177,16 @@ class NftSetElementsTest {
   private static final int NLM_MULTI = NetlinkConstants.NLM_F_MULTI;
   private static final int DUMP_INTR = NetlinkConstants.NLM_F_DUMP_INTR;
 
-  /** One NFT_MSG_NEWSETELEM with keys 10.0.0.k. */
+  /** One NFT_MSG_NEWSETELEM with keys 10.0.0.k, filled at generation 7. */
   private static byte[] elements(int seq, int flags, int... lastBytes) {
+    return elementsAt(7, seq, flags, lastBytes);
+  }
+
+  /** One NFT_MSG_NEWSETELEM with keys 10.0.0.k, filled at {@code generation} (nfgenmsg res_id, big-endian). */
+  private static byte[] elementsAt(int generation, int seq, int flags, int... lastBytes) {
     NetlinkMessageWriter w = new NetlinkMessageWriter(ByteBuffer.allocate(4096));
     w.begin(NftSocket.type(NftSetElements.NFT_MSG_NEWSETELEM), flags, seq);
-    w.u8(1).u8(0).u16(0);
+    w.u8(1).u8(0).u8(generation >> 8).u8(generation);
     w.attrString(NftSetElements.NFTA_SET_ELEM_LIST_TABLE, "t");
     w.attrString(NftSetElements.NFTA_SET_ELEM_LIST_SET, "s");
     int list = w.beginNested(NftSetElements.NFTA_SET_ELEM_LIST_ELEMENTS);
