@@ -3,7 +3,6 @@ package io.egressservice.netlink;
 import static io.egressservice.netlink.NetlinkConstants.*;
 
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -45,8 +44,6 @@ public final class NftCounters implements AutoCloseable {
   static final int NFT_OBJECT_COUNTER = 1;
   static final int NFTA_COUNTER_BYTES = 1;
   static final int NFTA_COUNTER_PACKETS = 2;
-  /** {@code NFTNL_UDATA_OBJ_COMMENT} of libnftnl. */
-  static final int UDATA_COMMENT = 0;
 
   private final NetnsThread thread;
   private final NftSocket socket;
@@ -69,7 +66,7 @@ public final class NftCounters implements AutoCloseable {
    * @throws NetlinkException when the kernel refuses (EPERM without CAP_NET_ADMIN, no nf_tables, ...)
    */
   public Optional<List<Counter>> of(String family, String name) {
-    int fam = family(family);
+    int fam = NftSocket.family(family);
     return thread.call(() -> {
       synchronized (this) {
         if (closed) {
@@ -89,7 +86,7 @@ public final class NftCounters implements AutoCloseable {
    * @throws NetlinkException when the kernel refuses
    */
   public boolean tablePresent(String family, String name) {
-    int fam = family(family);
+    int fam = NftSocket.family(family);
     return thread.call(() -> {
       synchronized (this) {
         if (closed) {
@@ -98,18 +95,6 @@ public final class NftCounters implements AutoCloseable {
         return tableExists(fam, name);
       }
     });
-  }
-
-  static int family(String family) {
-    return switch (family) {
-      case "inet" -> 1;
-      case "ip" -> 2;
-      case "arp" -> 3;
-      case "netdev" -> 5;
-      case "bridge" -> 7;
-      case "ip6" -> 10;
-      default -> throw new IllegalArgumentException("not an nftables family: " + family);
-    };
   }
 
   static void encodeTableRequest(NetlinkMessageWriter w, int seq, int family, String table) {
@@ -140,28 +125,7 @@ public final class NftCounters implements AutoCloseable {
     NetlinkAttributes data = a.nested(NFTA_OBJ_DATA).orElseThrow(
         () -> new IllegalArgumentException("counter " + name + " without NFTA_OBJ_DATA"));
     return Optional.of(new Counter(name, bigEndianLong(data, NFTA_COUNTER_PACKETS),
-        bigEndianLong(data, NFTA_COUNTER_BYTES), a.bytes(NFTA_OBJ_USERDATA).flatMap(NftCounters::comment)));
-  }
-
-  /** The comment among libnftnl's user-data TLVs, without its NUL. */
-  static Optional<String> comment(byte[] udata) {
-    int pos = 0;
-    while (pos + 2 <= udata.length) {
-      int type = udata[pos] & 0xff;
-      int len = udata[pos + 1] & 0xff;
-      if (pos + 2 + len > udata.length) {
-        return Optional.empty();
-      }
-      if (type == UDATA_COMMENT) {
-        int n = 0;
-        while (n < len && udata[pos + 2 + n] != 0) {
-          n++;
-        }
-        return Optional.of(new String(udata, pos + 2, n, StandardCharsets.UTF_8));
-      }
-      pos += 2 + len;
-    }
-    return Optional.empty();
+        bigEndianLong(data, NFTA_COUNTER_BYTES), a.bytes(NFTA_OBJ_USERDATA).flatMap(NftSocket::comment)));
   }
 
   private static int bigEndianInt(NetlinkAttributes a, int type) {

@@ -89,7 +89,7 @@ public final class NftSetElements implements AutoCloseable {
    *     answer within the receive timeout, or the ruleset keeps changing (EINTR)
    */
   public <A, R> Optional<R> collect(String family, String table, String set, Collector<SetElement, A, R> collector) {
-    int fam = NftCounters.family(family);
+    int fam = NftSocket.family(family);
     return thread.call(() -> {
       synchronized (this) {
         if (closed) {
@@ -135,7 +135,7 @@ public final class NftSetElements implements AutoCloseable {
           v.string(NFTA_VERDICT_CHAIN)));
     }
     int flags = bigEndianInt(e, NFTA_SET_ELEM_FLAGS).orElse(0);
-    Optional<String> comment = e.bytes(NFTA_SET_ELEM_USERDATA).flatMap(NftCounters::comment);
+    Optional<String> comment = e.bytes(NFTA_SET_ELEM_USERDATA).flatMap(NftSocket::comment);
     return new SetElement(key, value(e, NFTA_SET_ELEM_KEY_END), data, verdict, flags, comment);
   }
 

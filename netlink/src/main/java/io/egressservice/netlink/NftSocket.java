@@ -4,6 +4,7 @@ import static io.egressservice.netlink.NetlinkConstants.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
@@ -34,6 +35,8 @@ final class NftSocket implements AutoCloseable {
   static final int RECEIVE_BYTES = 64 * 1024;
   /** Dumps interrupted by a change of the ruleset before giving up. */
   static final int DUMP_ATTEMPTS = 5;
+  /** The type of a comment among libnftnl's user-data TLVs. */
+  static final int UDATA_COMMENT = 0;
 
   /** What the socket does with datagrams: a {@link NetlinkSocket}, or recorded bytes in tests. */
   interface Datagrams {
@@ -111,6 +114,43 @@ final class NftSocket implements AutoCloseable {
         s.close();
       }
     }, thread.describe());
+  }
+
+  /** The nfgenmsg family of an nftables family name ("inet", "ip", "ip6", ...). */
+  static int family(String family) {
+    return switch (family) {
+      case "inet" -> 1;
+      case "ip" -> 2;
+      case "arp" -> 3;
+      case "netdev" -> 5;
+      case "bridge" -> 7;
+      case "ip6" -> 10;
+      default -> throw new IllegalArgumentException("not an nftables family: " + family);
+    };
+  }
+
+  /**
+   * The comment among libnftnl's user-data TLVs (type u8, length u8, value), without its NUL: type 0 for objects
+   * (NFTNL_UDATA_OBJ_COMMENT) and set elements (NFTNL_UDATA_SET_ELEM_COMMENT) alike.
+   */
+  static Optional<String> comment(byte[] udata) {
+    int pos = 0;
+    while (pos + 2 <= udata.length) {
+      int type = udata[pos] & 0xff;
+      int len = udata[pos + 1] & 0xff;
+      if (pos + 2 + len > udata.length) {
+        return Optional.empty();
+      }
+      if (type == UDATA_COMMENT) {
+        int n = 0;
+        while (n < len && udata[pos + 2 + n] != 0) {
+          n++;
+        }
+        return Optional.of(new String(udata, pos + 2, n, StandardCharsets.UTF_8));
+      }
+      pos += 2 + len;
+    }
+    return Optional.empty();
   }
 
   /** The message type of an nf_tables message: {@code NFNL_SUBSYS_NFTABLES << 8 | msg}. */
