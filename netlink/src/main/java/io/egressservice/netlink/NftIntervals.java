@@ -18,7 +18,8 @@ import java.util.stream.Collector;
  * past its last key (NFT_SET_ELEM_INTERVAL_END), in no promised order; a range that runs to the top of the key
  * space (255.255.255.255, ffff:...:ffff) has no end element; nft also adds an end element at key 0 when no range
  * starts there, which ends nothing. For a concatenation (pipapo, kernel 5.6+), one element per range with an
- * inclusive NFTA_SET_ELEM_KEY_END. The start element carries the range's data, verdict and comment.
+ * inclusive NFTA_SET_ELEM_KEY_END. The start element carries the range's data, verdict and comment. The
+ * catch-all element {@code *} is no range and is left out: a caller that needs it finds it among the elements.
  */
 public final class NftIntervals {
   private NftIntervals() {}
@@ -92,6 +93,9 @@ public final class NftIntervals {
     List<Range> out = new ArrayList<>();
     List<SetElement> bounds = new ArrayList<>(elements.size());
     for (SetElement e : elements) {
+      if (e.catchAll()) {
+        continue;
+      }
       if (e.keyEnd().isPresent()) {
         out.add(new Range(e.key(), e.keyEnd().get(), e));
       } else {

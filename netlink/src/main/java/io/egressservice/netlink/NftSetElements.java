@@ -21,12 +21,12 @@ import java.util.stream.Collector;
  * <p>Wire format ({@code <linux/netfilter/nf_tables.h>}): a request with a {@code struct nfgenmsg} (family,
  * NFNETLINK_V0, res_id 0), NLM_F_DUMP, and attributes NFTA_SET_ELEM_LIST_TABLE and NFTA_SET_ELEM_LIST_SET (strings;
  * the kernel answers ENOENT when either does not exist). Each answer carries NFTA_SET_ELEM_LIST_ELEMENTS, a list
- * of NFTA_LIST_ELEM, each with NFTA_SET_ELEM_KEY and, when present, NFTA_SET_ELEM_KEY_END (nested NFTA_DATA_VALUE
- * bytes), NFTA_SET_ELEM_DATA (nested NFTA_DATA_VALUE, or NFTA_DATA_VERDICT with a big-endian NFTA_VERDICT_CODE and
- * NFTA_VERDICT_CHAIN), NFTA_SET_ELEM_FLAGS (big-endian u32) and NFTA_SET_ELEM_USERDATA (libnftnl's TLVs: the
- * comment is type 0, NUL-terminated). Timeouts, expirations and per-element expressions are not read. CLI
- * equivalent: {@code nft list set FAMILY TABLE SET} ({@code list map} for a map); {@code nft --debug=netlink} prints
- * the raw elements this reads.
+ * of NFTA_LIST_ELEM, each with NFTA_SET_ELEM_KEY (none for the catch-all element {@code *}) and, when present,
+ * NFTA_SET_ELEM_KEY_END (nested NFTA_DATA_VALUE bytes), NFTA_SET_ELEM_DATA (nested NFTA_DATA_VALUE, or
+ * NFTA_DATA_VERDICT with a big-endian NFTA_VERDICT_CODE and NFTA_VERDICT_CHAIN), NFTA_SET_ELEM_FLAGS (big-endian
+ * u32) and NFTA_SET_ELEM_USERDATA (libnftnl's TLVs: the comment is type 0, NUL-terminated). Timeouts, expirations
+ * and per-element expressions are not read. CLI equivalent: {@code nft list set FAMILY TABLE SET} ({@code list
+ * map} for a map); {@code nft --debug=netlink} prints the raw elements this reads.
  *
  * <p>A dump during which a commit changed the ruleset is started again with a fresh container from the collector,
  * so a result never mixes two rulesets (the kernel resumes a set's dump by counting elements, so a commit between
@@ -122,8 +122,11 @@ public final class NftSetElements implements AutoCloseable {
   }
 
   private static SetElement decodeElement(NetlinkAttributes e) {
-    byte[] key = value(e, NFTA_SET_ELEM_KEY)
-        .orElseThrow(() -> new IllegalArgumentException("set element without NFTA_SET_ELEM_KEY"));
+    int flags = bigEndianInt(e, NFTA_SET_ELEM_FLAGS).orElse(0);
+    // The catch-all element (*) has no key.
+    byte[] key = value(e, NFTA_SET_ELEM_KEY).or(() -> Optional.of(new byte[0]).filter(k -> (flags
+        & SetElement.CATCH_ALL) != 0)).orElseThrow(() -> new IllegalArgumentException(
+            "set element without NFTA_SET_ELEM_KEY that is not the catch-all element"));
     Optional<byte[]> data = Optional.empty();
     Optional<SetElement.Verdict> verdict = Optional.empty();
     Optional<NetlinkAttributes> d = e.nested(NFTA_SET_ELEM_DATA);
@@ -134,7 +137,6 @@ public final class NftSetElements implements AutoCloseable {
               .orElseThrow(() -> new IllegalArgumentException("verdict without NFTA_VERDICT_CODE")),
           v.string(NFTA_VERDICT_CHAIN)));
     }
-    int flags = bigEndianInt(e, NFTA_SET_ELEM_FLAGS).orElse(0);
     Optional<String> comment = e.bytes(NFTA_SET_ELEM_USERDATA).flatMap(NftSocket::comment);
     return new SetElement(key, value(e, NFTA_SET_ELEM_KEY_END), data, verdict, flags, comment);
   }

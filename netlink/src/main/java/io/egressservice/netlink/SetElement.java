@@ -18,7 +18,7 @@ import java.util.Optional;
  * <p>The record is immutable although it holds arrays: they are copied in and every accessor returns a copy, and
  * {@code equals}, {@code hashCode} and {@code toString} go by content (hex for bytes).
  *
- * @param key the key (NFTA_SET_ELEM_KEY)
+ * @param key the key (NFTA_SET_ELEM_KEY); empty for the catch-all element ({@link #catchAll()})
  * @param keyEnd the inclusive last key of a concatenated range (NFTA_SET_ELEM_KEY_END), empty otherwise
  * @param data the value of a data map ({@code ipv4_addr : ipv4_addr} ...), empty in a set or a verdict map
  * @param verdict the verdict of a verdict map, empty otherwise
@@ -29,6 +29,8 @@ public record SetElement(byte[] key, Optional<byte[]> keyEnd, Optional<byte[]> d
     int flags, Optional<String> comment) {
   /** {@code NFT_SET_ELEM_INTERVAL_END}: the element ends the range the previous key began. */
   public static final int INTERVAL_END = 1;
+  /** {@code NFT_SET_ELEM_CATCHALL}: nft's {@code *} element (kernel 5.13+), which has no key. */
+  public static final int CATCH_ALL = 2;
 
   /**
    * A verdict as the kernel encodes it (NFTA_VERDICT_CODE, NFTA_VERDICT_CHAIN); {@link #toString()} prints it as
@@ -98,6 +100,11 @@ public record SetElement(byte[] key, Optional<byte[]> keyEnd, Optional<byte[]> d
     return (flags & INTERVAL_END) != 0;
   }
 
+  /** Whether this is nft's catch-all element {@code *} (NFT_SET_ELEM_CATCHALL), which matches any key. */
+  public boolean catchAll() {
+    return (flags & CATCH_ALL) != 0;
+  }
+
   /** The key as text up to its first NUL: the name of an {@code ifname} (or other string) key. */
   public String keyString() {
     int n = 0;
@@ -131,7 +138,7 @@ public record SetElement(byte[] key, Optional<byte[]> keyEnd, Optional<byte[]> d
   @Override
   public String toString() {
     HexFormat hex = HexFormat.of();
-    StringBuilder sb = new StringBuilder("SetElement[").append(hex.formatHex(key));
+    StringBuilder sb = new StringBuilder("SetElement[").append(catchAll() ? "*" : hex.formatHex(key));
     keyEnd.ifPresent(k -> sb.append('-').append(hex.formatHex(k)));
     data.ifPresent(d -> sb.append(" : ").append(hex.formatHex(d)));
     verdict.ifPresent(v -> sb.append(" : ").append(v));

@@ -27,6 +27,8 @@ class NftSetElementsKernelTest {
         chain c2 { }
         map vm { type ipv4_addr : verdict; elements = { 10.0.0.1 comment "shop/a" : jump c1, 10.0.0.2 : goto c2,
           10.0.0.3 : accept, 10.0.0.4 comment "two words" : drop, 10.0.0.5 : return } }
+        map ca { type ipv4_addr : verdict; elements = { 10.0.0.1 : accept, * : jump c1 } }
+        set cs { type ipv4_addr; flags interval; elements = { 10.0.0.0/8 comment "ten", * } }
         map am { type ipv4_addr : ipv4_addr; elements = { 10.0.0.1 comment "shop/a" : 192.0.2.1, 10.0.0.2 : 192.0.2.2 } }
         map am6 { type ipv6_addr : ipv6_addr; elements = { 2001:db8::1 comment "v6" : fd00::5, fe80::1 : ::1 } }
         set iv { type ipv4_addr; flags interval; elements = { 10.0.0.0/8 comment "a", 172.16.0.5,
@@ -62,9 +64,9 @@ class NftSetElementsKernelTest {
   void verdictAndDataMapsReadAsNftListsThem() {
     load(TABLES);
     NftSetElements reader = reader();
-    for (String map : List.of("vm", "am", "am6")) {
+    for (String map : List.of("vm", "ca", "am", "am6")) {
       List<String> read = reader.collect("inet", "t", map, Collectors.mapping(
-          e -> text(e.key()) + " : " + e.verdict().map(SetElement.Verdict::toString).orElseGet(
+          e -> (e.catchAll() ? "*" : text(e.key())) + " : " + e.verdict().map(SetElement.Verdict::toString).orElseGet(
               () -> text(e.data().orElseThrow())) + e.comment().map(c -> " comment " + c).orElse(""),
           Collectors.toList())).orElseThrow();
       assertThat(read).as(map).containsExactlyInAnyOrderElementsOf(nftMap(map)).isNotEmpty();
@@ -87,6 +89,17 @@ class NftSetElementsKernelTest {
         .as("what the kernel holds: a start and an end one past it per range, none after the top range")
         .filteredOn(SetElement::intervalEnd).extracting(e -> text(e.key()))
         .containsExactlyInAnyOrder("0.0.0.0", "11.0.0.0", "172.16.0.6", "192.168.1.10", "192.168.1.21");
+  }
+
+  @Test
+  void theCatchAllElementHasNoKeyAndIsNoRange() {
+    load(TABLES);
+    NftSetElements reader = reader();
+    assertThat(reader.collect("inet", "t", "cs", Collectors.toList()).orElseThrow()).filteredOn(SetElement::catchAll)
+        .singleElement().satisfies(e -> assertThat(e.key()).isEmpty()).hasToString("SetElement[* flags 2]");
+    assertThat(reader.collect("inet", "t", "cs", NftIntervals.collector()).orElseThrow())
+        .extracting(r -> r.prefix().orElseThrow() + " " + r.start().comment().orElseThrow())
+        .containsExactly("10.0.0.0/8 ten");
   }
 
   @Test
