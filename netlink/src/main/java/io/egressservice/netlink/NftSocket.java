@@ -196,8 +196,8 @@ final class NftSocket implements AutoCloseable {
   /**
    * One exchange. A dump is interrupted when the kernel marks it NLM_F_DUMP_INTR or when its answers were filled
    * at two ruleset generations; the answers from then on are not handed over: that attempt is void, it is only read
-   * to its end. If {@code answers} throws, the rest of the exchange is read and dropped
-   * before the exception goes on, so the socket's next dump does not meet this one still running (EBUSY).
+   * to its end. If {@code answers} throws, the rest of the dump is read and dropped before the exception goes on, so
+   * the socket's next dump does not meet this one still running (EBUSY).
    */
   private Outcome exchange(String op, Encoder encode, boolean dump, Consumer<NetlinkMessage> answers) {
     writer.clear();
@@ -210,11 +210,11 @@ final class NftSocket implements AutoCloseable {
     try {
       while (true) {
         int len = io.receive(receiveBuffer);
-        datagrams++;
         if (len < 0) {
           ended = true;
           throw new NetlinkException(0, op + " in " + where + ": no answer within " + RECEIVE_TIMEOUT_MILLIS + " ms");
         }
+        datagrams++;
         for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, len)) {
           if (m.seq() != s) {
             continue; // a leftover of an earlier, abandoned exchange
