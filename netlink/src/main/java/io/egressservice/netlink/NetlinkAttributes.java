@@ -117,6 +117,30 @@ final class NetlinkAttributes {
             });
   }
 
+  /**
+   * Each attribute of type {@code inner} nested inside attribute {@code type}, itself parsed as an attribute list:
+   * a list such as NFTA_SET_ELEM_LIST_ELEMENTS repeats one type (NFTA_LIST_ELEM), of which the index keeps only
+   * the last. Nothing happens when {@code type} is absent.
+   */
+  void forEachNested(int type, int inner, java.util.function.Consumer<NetlinkAttributes> each) {
+    if (!has(type)) {
+      return;
+    }
+    int end = offset[type] + length(type);
+    int pos = offset[type];
+    while (pos + NetlinkConstants.NLA_HDRLEN <= end) {
+      int len = Short.toUnsignedInt(buf.getShort(pos));
+      int t = Short.toUnsignedInt(buf.getShort(pos + 2)) & NetlinkConstants.NLA_TYPE_MASK;
+      if (len < NetlinkConstants.NLA_HDRLEN || pos + len > end) {
+        throw new IllegalArgumentException("malformed nested attribute at offset " + pos + ": length " + len);
+      }
+      if (t == inner) {
+        each.accept(parse(buf, pos + NetlinkConstants.NLA_HDRLEN, pos + len));
+      }
+      pos += NetlinkMessageWriter.align(len);
+    }
+  }
+
   /** The attributes nested inside attribute {@code type}. */
   Optional<NetlinkAttributes> nested(int type) {
     if (!has(type)) {

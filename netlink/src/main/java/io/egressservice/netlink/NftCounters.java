@@ -3,8 +3,6 @@ package io.egressservice.netlink;
 import static io.egressservice.netlink.NetlinkConstants.*;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -46,38 +44,19 @@ public final class NftCounters implements AutoCloseable {
   static final int NFT_OBJECT_COUNTER = 1;
   static final int NFTA_COUNTER_BYTES = 1;
   static final int NFTA_COUNTER_PACKETS = 2;
-  /** {@code NFTNL_UDATA_OBJ_COMMENT} of libnftnl. */
-  static final int UDATA_COMMENT = 0;
-  private static final int ATTEMPTS = 5;
-  private static final int RECEIVE_TIMEOUT_MILLIS = 2000;
 
   private final NetnsThread thread;
-  private final NetlinkSocket socket;
-  private final ByteBuffer sendBuffer = ByteBuffer.allocateDirect(512);
-  private final ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(64 * 1024).order(ByteOrder.nativeOrder());
-  private final NetlinkMessageWriter writer = new NetlinkMessageWriter(sendBuffer);
-  private int seq = (int) (System.nanoTime() & 0x3fffffff);
+  private final NftSocket socket;
   private boolean closed;
 
-  private NftCounters(NetnsThread thread, NetlinkSocket socket) {
+  private NftCounters(NetnsThread thread, NftSocket socket) {
     this.thread = thread;
     this.socket = socket;
   }
 
   /** Opens a NETLINK_NETFILTER socket in the namespace of {@code thread} (which stays the caller's). */
   public static NftCounters open(NetnsThread thread) {
-    return new NftCounters(thread, thread.call(() -> {
-      NetlinkSocket s = NetlinkSocket.open(NftGeneration.NETLINK_NETFILTER, 0, thread.describe());
-      try {
-        s.setOption(SOL_NETLINK, NETLINK_EXT_ACK, 1);
-        s.setOption(SOL_NETLINK, NETLINK_CAP_ACK, 1);
-        s.setReceiveTimeoutMillis(RECEIVE_TIMEOUT_MILLIS);
-        return s;
-      } catch (RuntimeException e) {
-        s.close();
-        throw e;
-      }
-    }));
+    return new NftCounters(thread, NftSocket.open(thread));
   }
 
   /**
@@ -87,7 +66,7 @@ public final class NftCounters implements AutoCloseable {
    * @throws NetlinkException when the kernel refuses (EPERM without CAP_NET_ADMIN, no nf_tables, ...)
    */
   public Optional<List<Counter>> of(String family, String name) {
-    int fam = family(family);
+    int fam = NftSocket.family(family);
     return thread.call(() -> {
       synchronized (this) {
         if (closed) {
@@ -107,7 +86,7 @@ public final class NftCounters implements AutoCloseable {
    * @throws NetlinkException when the kernel refuses
    */
   public boolean tablePresent(String family, String name) {
-    int fam = family(family);
+    int fam = NftSocket.family(family);
     return thread.call(() -> {
       synchronized (this) {
         if (closed) {
@@ -118,28 +97,16 @@ public final class NftCounters implements AutoCloseable {
     });
   }
 
-  static int family(String family) {
-    return switch (family) {
-      case "inet" -> 1;
-      case "ip" -> 2;
-      case "arp" -> 3;
-      case "netdev" -> 5;
-      case "bridge" -> 7;
-      case "ip6" -> 10;
-      default -> throw new IllegalArgumentException("not an nftables family: " + family);
-    };
-  }
-
   static void encodeTableRequest(NetlinkMessageWriter w, int seq, int family, String table) {
-    w.begin(NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETTABLE, NLM_F_REQUEST | NLM_F_ACK, seq);
-    w.u8(family).u8(NftGeneration.NFNETLINK_V0).u16(0);
+    w.begin(NftSocket.type(NFT_MSG_GETTABLE), NLM_F_REQUEST | NLM_F_ACK, seq);
+    w.u8(family).u8(NftSocket.NFNETLINK_V0).u16(0);
     w.attrString(NFTA_TABLE_NAME, table);
     w.end();
   }
 
   static void encodeCounterDump(NetlinkMessageWriter w, int seq, int family, String table) {
-    w.begin(NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETOBJ, NLM_F_REQUEST | NLM_F_DUMP, seq);
-    w.u8(family).u8(NftGeneration.NFNETLINK_V0).u16(0);
+    w.begin(NftSocket.type(NFT_MSG_GETOBJ), NLM_F_REQUEST | NLM_F_DUMP, seq);
+    w.u8(family).u8(NftSocket.NFNETLINK_V0).u16(0);
     w.attrString(NFTA_OBJ_TABLE, table);
     w.attrBytes(NFTA_OBJ_TYPE, ByteBuffer.allocate(4).putInt(NFT_OBJECT_COUNTER).array());
     w.end();
@@ -150,7 +117,7 @@ public final class NftCounters implements AutoCloseable {
    * (an old kernel that does not filter the dump).
    */
   static Optional<Counter> decodeCounter(ByteBuffer payload, String table) {
-    NetlinkAttributes a = NetlinkAttributes.parse(payload, NftGeneration.NFGENMSG_LEN, payload.limit());
+    NetlinkAttributes a = NetlinkAttributes.parse(payload, NftSocket.NFGENMSG_LEN, payload.limit());
     if (!a.string(NFTA_OBJ_TABLE).orElse("").equals(table) || bigEndianInt(a, NFTA_OBJ_TYPE) != NFT_OBJECT_COUNTER) {
       return Optional.empty();
     }
@@ -158,28 +125,7 @@ public final class NftCounters implements AutoCloseable {
     NetlinkAttributes data = a.nested(NFTA_OBJ_DATA).orElseThrow(
         () -> new IllegalArgumentException("counter " + name + " without NFTA_OBJ_DATA"));
     return Optional.of(new Counter(name, bigEndianLong(data, NFTA_COUNTER_PACKETS),
-        bigEndianLong(data, NFTA_COUNTER_BYTES), a.bytes(NFTA_OBJ_USERDATA).flatMap(NftCounters::comment)));
-  }
-
-  /** The comment among libnftnl's user-data TLVs, without its NUL. */
-  static Optional<String> comment(byte[] udata) {
-    int pos = 0;
-    while (pos + 2 <= udata.length) {
-      int type = udata[pos] & 0xff;
-      int len = udata[pos + 1] & 0xff;
-      if (pos + 2 + len > udata.length) {
-        return Optional.empty();
-      }
-      if (type == UDATA_COMMENT) {
-        int n = 0;
-        while (n < len && udata[pos + 2 + n] != 0) {
-          n++;
-        }
-        return Optional.of(new String(udata, pos + 2, n, StandardCharsets.UTF_8));
-      }
-      pos += 2 + len;
-    }
-    return Optional.empty();
+        bigEndianLong(data, NFTA_COUNTER_BYTES), a.bytes(NFTA_OBJ_USERDATA).flatMap(NftSocket::comment)));
   }
 
   private static int bigEndianInt(NetlinkAttributes a, int type) {
@@ -191,82 +137,22 @@ public final class NftCounters implements AutoCloseable {
   }
 
   private boolean tableExists(int family, String table) {
-    writer.clear();
-    int s = ++seq;
-    encodeTableRequest(writer, s, family, table);
-    socket.send(sendBuffer, writer.position());
-    boolean answered = false;
-    while (true) {
-      for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, receiveOrFail("NFT_MSG_GETTABLE"))) {
-        if (m.seq() != s) {
-          continue;
-        }
-        if (m.type() == (NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWTABLE)) {
-          answered = true;
-        } else if (m.type() == NLMSG_ERROR) {
-          int errno = m.errorCode();
-          if (errno == NetlinkException.ENOENT) {
-            return false;
-          }
-          if (errno != 0) {
-            throw NetlinkException.fromErrno(errno, "read nftables table " + table + " (NFT_MSG_GETTABLE)",
-                thread.describe(), m.extendedAckMessage());
-          }
-          return answered;
-        }
-      }
-    }
+    boolean[] answered = {false};
+    NftSocket.Outcome outcome = socket.request("read nftables table " + table + " (NFT_MSG_GETTABLE)",
+        (w, seq) -> encodeTableRequest(w, seq, family, table),
+        m -> answered[0] |= m.type() == NftSocket.type(NFT_MSG_NEWTABLE));
+    return outcome == NftSocket.Outcome.COMPLETE && answered[0];
   }
 
   private List<Counter> dumpCounters(int family, String table) {
-    for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-      writer.clear();
-      int s = ++seq;
-      encodeCounterDump(writer, s, family, table);
-      socket.send(sendBuffer, writer.position());
-      List<Counter> out = new ArrayList<>();
-      boolean interrupted = false;
-      boolean done = false;
-      while (!done) {
-        for (NetlinkMessage m : NetlinkMessage.parse(receiveBuffer, receiveOrFail("NFT_MSG_GETOBJ"))) {
-          if (m.seq() != s) {
-            continue;
-          }
-          if ((m.flags() & NLM_F_DUMP_INTR) != 0) {
-            interrupted = true;
-          }
-          if (m.type() == NLMSG_DONE) {
-            done = true;
-            break;
-          }
-          if (m.type() == NLMSG_ERROR) {
-            int errno = m.errorCode();
-            if (errno != 0) {
-              throw NetlinkException.fromErrno(errno, "dump the counters of nftables table " + table
-                  + " (NFT_MSG_GETOBJ)", thread.describe(), m.extendedAckMessage());
-            }
-            continue;
-          }
-          if (m.type() == (NftGeneration.NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWOBJ)) {
+    String op = "dump the counters of nftables table " + table + " (NFT_MSG_GETOBJ)";
+    List<Counter> counters = socket.<List<Counter>>dump(op, (w, seq) -> encodeCounterDump(w, seq, family, table),
+        ArrayList::new, (out, m) -> {
+          if (m.type() == NftSocket.type(NFT_MSG_NEWOBJ)) {
             decodeCounter(m.payload(), table).ifPresent(out::add);
           }
-        }
-      }
-      if (!interrupted) {
-        return List.copyOf(out);
-      }
-    }
-    throw new NetlinkException(NetlinkSocket.EINTR, "dump the counters of nftables table " + table + " in "
-        + thread.describe() + ": the ruleset kept changing during " + ATTEMPTS + " dumps");
-  }
-
-  private int receiveOrFail(String op) {
-    int len = socket.receive(receiveBuffer);
-    if (len < 0) {
-      throw new NetlinkException(0, op + " in " + thread.describe() + ": no answer within "
-          + RECEIVE_TIMEOUT_MILLIS + " ms");
-    }
-    return len;
+        }).orElseThrow(() -> NetlinkException.fromErrno(NetlinkException.ENOENT, op, thread.describe()));
+    return List.copyOf(counters);
   }
 
   @Override

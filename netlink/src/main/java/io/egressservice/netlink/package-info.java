@@ -13,6 +13,12 @@
  * io.egressservice.netlink.RtNetlink}, the per-namespace connection ({@code Notifications} reads its change
  * notifications).
  *
+ * <p>nf_tables over NETLINK_NETFILTER, read only: the ruleset generation ({@link
+ * io.egressservice.netlink.NftGeneration}), a table's named counters ({@link io.egressservice.netlink.NftCounters})
+ * and one set's or map's elements, streamed ({@link io.egressservice.netlink.NftSetElements}, with {@link
+ * io.egressservice.netlink.NftIntervals} for interval sets), all over the package-private {@code NftSocket}: reads
+ * that do not go through libnftables, whose listings build the whole ruleset in native memory.
+ *
  * <p>Threading: {@code setns(2)} is per thread, so each connection's socket is created and used on a
  * {@link io.egressservice.netlink.NetnsThread}; public methods may be called from any thread. There
  * is no static mutable state: two connections to two namespaces are independent.
