@@ -115,7 +115,6 @@ public final class Dataplane implements AutoCloseable {
       RtNetlink netlink = RtNetlink.open(thread);
       EgressNftables nft = EgressNftables.open(thread, generation.apply(thread));
       MarkNftables marks = MarkNftables.open(thread, generation.apply(thread));
-      EgressNftables.shareListings(nft, marks);
       return new Dataplane(thread, netlink, nft, marks, generation.apply(thread), priority, protocol);
     } catch (NetlinkException | NftException e) {
       thread.close();

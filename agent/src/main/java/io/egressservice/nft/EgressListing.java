@@ -10,6 +10,8 @@ import static io.egressservice.nft.EgressTableLayout.snatMap;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.netlink.NftIntervals;
+import io.egressservice.netlink.SetElement;
 import io.egressservice.nft.EgressNftables.IpRange;
 import io.egressservice.nft.EgressNftables.NftState;
 import io.egressservice.nft.EgressNftables.SnatElement;
@@ -19,6 +21,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collectors;
 
 /**
  * What a listing of the SNAT table says: its elements, and for each base object (maps, sets, chain) whether it
@@ -62,8 +65,78 @@ final class EgressListing {
     }
   }
 
+  /**
+   * Where the elements of the SNAT maps and in-cluster sets come from: the {@code elem} arrays of a full listing
+   * ({@link #LISTED}), or the kernel over nfnetlink ({@link #fromKernel}), next to a listing without them.
+   */
+  interface Elements {
+    /** The elements of SNAT map {@code item} (as listed, of family {@code f}), by source. */
+    Map<IpPrefix, SnatElement> snat(JsonNode item, IpFamily f);
+
+    /** The ranges of in-cluster set {@code item}, in any order. */
+    List<IpRange> inCluster(JsonNode item, IpFamily f);
+  }
+
+  /** The elements as a full listing ({@code nft -j list table}) prints them. */
+  static final Elements LISTED = new Elements() {
+    @Override
+    public Map<IpPrefix, SnatElement> snat(JsonNode item, IpFamily f) {
+      Map<IpPrefix, SnatElement> snat = new HashMap<>();
+      for (JsonNode e : item.path("elem")) {
+        SnatElement el = parseSnatElement(e, f);
+        snat.put(el.source(), el);
+      }
+      return snat;
+    }
+
+    @Override
+    public List<IpRange> inCluster(JsonNode item, IpFamily f) {
+      List<IpRange> ranges = new ArrayList<>();
+      for (JsonNode e : item.path("elem")) {
+        ranges.add(parseIntervalElement(e, f));
+      }
+      return ranges;
+    }
+  };
+
+  /** The elements as the kernel holds them, streamed by {@code client} ({@link NftClient#setElements}). */
+  static Elements fromKernel(NftClient client) {
+    return new Elements() {
+      @Override
+      public Map<IpPrefix, SnatElement> snat(JsonNode item, IpFamily f) {
+        String map = item.path("name").asText();
+        return client.setElements(EgressNftables.FAMILY, EgressNftables.TABLE, map,
+            Collectors.toMap(e -> KernelElements.host(e.key(), f, map), e -> snatElement(e, f, map),
+                (a, b) -> b, HashMap::new)).orElseGet(HashMap::new);
+      }
+
+      @Override
+      public List<IpRange> inCluster(JsonNode item, IpFamily f) {
+        String set = item.path("name").asText();
+        return client.setElements(EgressNftables.FAMILY, EgressNftables.TABLE, set, NftIntervals.collector())
+            .orElseGet(List::of).stream()
+            .map(r -> new IpRange(KernelElements.host(r.first(), f, set), KernelElements.host(r.last(), f, set)))
+            .toList();
+      }
+    };
+  }
+
+  private static SnatElement snatElement(SetElement e, IpFamily f, String map) {
+    byte[] target = e.data().orElseThrow(() -> new NftException("element without a value in map " + map + ": " + e));
+    return new SnatElement(KernelElements.host(e.key(), f, map), KernelElements.host(target, f, map),
+        e.comment().orElse(""));
+  }
+
   /** Parses {@code nft -j list table inet egress_service_agent} (empty: there is no such table). */
   static Observed parse(Optional<JsonNode> listing) {
+    return parse(listing, LISTED);
+  }
+
+  /**
+   * Parses the table's definitions ({@code listing}, with or without elements; empty: there is no such table), the
+   * elements from {@code elements}.
+   */
+  static Observed parse(Optional<JsonNode> listing, Elements elements) {
     Map<String, ObjectStatus> objects = new HashMap<>();
     for (IpFamily f : IpFamily.values()) {
       objects.put(snatMap(f), ObjectStatus.ABSENT);
@@ -87,10 +160,7 @@ final class EgressListing {
                 && m.path("flags").isMissingNode();
             objects.put(name, ok ? ObjectStatus.OK : ObjectStatus.WRONG);
             if (ok) {
-              for (JsonNode e : m.path("elem")) {
-                SnatElement el = parseSnatElement(e, f);
-                snat.put(el.source(), el);
-              }
+              snat.putAll(elements.snat(m, f));
             }
           }
         }
@@ -108,9 +178,7 @@ final class EgressListing {
                 && flags.get(0).asText().equals("interval");
             objects.put(name, ok ? ObjectStatus.OK : ObjectStatus.WRONG);
             if (ok) {
-              for (JsonNode e : s.path("elem")) {
-                inCluster.add(parseIntervalElement(e, f));
-              }
+              inCluster.addAll(elements.inCluster(s, f));
             }
           }
         }

@@ -87,9 +87,6 @@ public final class EgressNftables implements AutoCloseable {
   private final NftClient client;
   private final ListingCache<Listing> cache;
 
-  /** Told of each listing this object makes, with the generation read before it ({@link #shareListings}). */
-  private volatile BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
-
   private EgressNftables(NftClient client, GenerationSource generation) {
     this.client = client;
     this.cache = new ListingCache<>(generation, MAX_LISTING_AGE_NANOS, System::nanoTime);
@@ -256,27 +253,15 @@ public final class EgressNftables implements AutoCloseable {
     cache.invalidate();
   }
 
-  private Listing current() {
-    return cache.get(() -> {
-      Optional<JsonNode> listing = client.listTableIfPresent(FAMILY, TABLE);
-      cache.listingGeneration().ifPresent(g -> sibling.accept(listing, g));
-      return Listing.of(EgressListing.parse(listing));
-    });
-  }
-
   /**
-   * Hands every listing of the table this object makes to {@code marks} too (and theirs to this one): the table
-   * holds both parts, and at 5,000 services one listing is 9.6 MB of JSON, 3 s and some 250 MiB of native memory
-   * in libnftables, which two readers paid twice at every resync.
+   * The table as the cache holds it or, when that is not current, read anew: its definitions from a listing without
+   * elements, the elements of the SNAT maps and in-cluster sets streamed from the kernel (the mark part's are not
+   * read here). At 5,000 services a full listing was 110,000 elements of JSON built in libnftables' native memory
+   * (some 250 MiB for a moment, 1-3 s); this reads the same in a 64 KiB buffer.
    */
-  public static void shareListings(EgressNftables snat, MarkNftables marks) {
-    snat.sibling = marks::offer;
-    marks.shareWith(snat::offer);
-  }
-
-  /** A listing {@link MarkNftables} made at {@code generation}: parsed here, taken by the next observe. */
-  void offer(Optional<JsonNode> listing, long generation) {
-    cache.offer(Listing.of(EgressListing.parse(listing)), generation);
+  private Listing current() {
+    return cache.get(() -> Listing.of(EgressListing.parse(client.tableDefinitionsIfPresent(FAMILY, TABLE),
+        EgressListing.fromKernel(client))));
   }
 
   // ---------------------------------------------------------------- coverage

@@ -22,6 +22,8 @@ interface Libnftables extends Library {
   int NFT_CTX_DEFAULT = 0;
   /** {@code NFT_CTX_OUTPUT_JSON}: output (listings, errors stay text) as JSON; also enables JSON input. */
   int NFT_CTX_OUTPUT_JSON = 1 << 4;
+  /** {@code NFT_CTX_OUTPUT_TERSE} ({@code nft -t}, nftables 0.9.1+): sets and maps listed without their elements. */
+  int NFT_CTX_OUTPUT_TERSE = 1 << 11;
 
   Pointer nft_ctx_new(int flags);
 

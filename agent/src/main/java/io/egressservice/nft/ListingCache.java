@@ -3,7 +3,6 @@ package io.egressservice.nft;
 import io.egressservice.netlink.NetlinkException;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -27,6 +26,8 @@ import java.util.function.Supplier;
  */
 final class ListingCache<T> {
   private static final System.Logger LOG = System.getLogger(EgressNftables.class.getName());
+  /** Reads of a listing while commits keep landing between its parts. */
+  static final int CONSISTENT_READ_ATTEMPTS = 3;
 
   private final GenerationSource source;
   private final long maxAgeNanos;
@@ -42,11 +43,6 @@ final class ListingCache<T> {
 
   /** Commits of ours not yet folded into {@link #value}: applied once, when the value is next read. */
   private Patch<T> pending;
-
-  private record Offer<T>(T value, long generation) {}
-
-  /** The latest listing another reader offered; taken by the next {@link #get} at its generation. */
-  private final AtomicReference<Offer<T>> offered = new AtomicReference<>();
 
   private long listings;
   private long hits;
@@ -90,14 +86,6 @@ final class ListingCache<T> {
   /** The cached value if the generation is unchanged (and it is young enough), else a new listing. */
   T get(Supplier<T> list) {
     OptionalLong g = readGeneration();
-    Offer<T> offer = offered.getAndSet(null);
-    if (g.isPresent() && offer != null && offer.generation() == g.getAsLong()
-        && (value == null || generation != g.getAsLong())) {
-      value = offer.value();
-      pending = null;
-      generation = offer.generation();
-      listedAt = clock.getAsLong();
-    }
     if (g.isPresent() && value != null && generation == g.getAsLong()
         && clock.getAsLong() - listedAt <= maxAgeNanos) {
       if (pending != null) {
@@ -112,8 +100,19 @@ final class ListingCache<T> {
     }
     long now = clock.getAsLong();
     T fresh = list.get();
-    pending = null;
     listings++;
+    // A listing made of several reads (definitions, then each set's elements) is one ruleset's only when no commit
+    // came in between: read again while the generation moves (bounded; after that, the next get lists again).
+    for (int attempt = 1; g.isPresent() && attempt < CONSISTENT_READ_ATTEMPTS; attempt++) {
+      OptionalLong after = readGeneration();
+      if (after.isEmpty() || after.getAsLong() == g.getAsLong()) {
+        break;
+      }
+      g = after;
+      fresh = list.get();
+      listings++;
+    }
+    pending = null;
     if (g.isPresent()) {
       generation = g.getAsLong();
       value = fresh;
@@ -122,23 +121,6 @@ final class ListingCache<T> {
       value = null;
     }
     return fresh;
-  }
-
-  /**
-   * The generation read right before the listing that {@link #get} is making (valid inside its supplier), so that
-   * the same listing can be offered to another cache of the table ({@link #offer}).
-   */
-  OptionalLong listingGeneration() {
-    return lastReadValid ? OptionalLong.of(lastRead) : OptionalLong.empty();
-  }
-
-  /**
-   * A listing another reader of the table made at {@code generation} (read before it), already parsed: the next
-   * {@link #get} takes it instead of listing when the generation is still that one, so the table is listed once
-   * for both readers. Safe from any thread (the other reader holds its own lock, not this cache's owner's).
-   */
-  void offer(T parsed, long generation) {
-    offered.set(new Offer<>(parsed, generation));
   }
 
   /**

@@ -57,9 +57,6 @@ public final class MarkNftables implements AutoCloseable {
   /** Skips the listing while the ruleset generation is unchanged, like {@link EgressNftables}. */
   private final ListingCache<MarkState> cache;
 
-  /** Told of each listing this object makes ({@link EgressNftables#shareListings}). */
-  private volatile BiConsumer<Optional<JsonNode>, Long> sibling = (listing, generation) -> {};
-
   private MarkNftables(NftClient client, GenerationSource generation) {
     this.client = client;
     this.cache = new ListingCache<>(generation, EgressNftables.MAX_LISTING_AGE_NANOS, System::nanoTime);
@@ -136,22 +133,13 @@ public final class MarkNftables implements AutoCloseable {
     return f == IpFamily.V4 ? "mark_v4" : "mark_v6";
   }
 
+  /**
+   * The mark objects as the cache holds them or, when that is not current, read anew: the table's definitions from a
+   * listing without elements, the mark maps' and reply set's elements streamed from the kernel.
+   */
   public synchronized MarkState observe() {
-    return cache.get(() -> {
-      Optional<JsonNode> listing = client.listTableIfPresent(FAMILY, TABLE);
-      cache.listingGeneration().ifPresent(g -> sibling.accept(listing, g));
-      return MarkListing.parse(listing);
-    });
-  }
-
-  /** See {@link EgressNftables#shareListings}. */
-  void shareWith(BiConsumer<Optional<JsonNode>, Long> snat) {
-    sibling = snat;
-  }
-
-  /** A listing {@link EgressNftables} made at {@code generation}: parsed here, taken by the next observe. */
-  void offer(Optional<JsonNode> listing, long generation) {
-    cache.offer(MarkListing.parse(listing), generation);
+    return cache.get(() -> MarkListing.parse(client.tableDefinitionsIfPresent(FAMILY, TABLE),
+        MarkListing.fromKernel(client)));
   }
 
   /** Counters of the listing cache, for tests and benchmarks. */

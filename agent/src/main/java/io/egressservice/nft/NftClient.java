@@ -9,11 +9,14 @@ import com.sun.jna.Pointer;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.NftCounters;
+import io.egressservice.netlink.NftSetElements;
+import io.egressservice.netlink.SetElement;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collector;
 
 /**
  * A libnftables context living on one {@link NetnsThread}: every call runs there, so all commands
@@ -32,6 +35,8 @@ public final class NftClient implements AutoCloseable {
   private Pointer ctx;
   /** Opened on first use: counters and table presence read over nfnetlink, without libnftables' cache. */
   private NftCounters counters;
+  /** Opened on first use: the elements of the owned table's sets, streamed over nfnetlink. */
+  private NftSetElements elements;
   /** Touched only on {@link #thread}. */
   private final NativeHeapTrim trim = new NativeHeapTrim();
 
@@ -78,7 +83,7 @@ public final class NftClient implements AutoCloseable {
     } catch (JsonProcessingException e) {
       throw new NftException("cannot serialize nft commands: " + e.getMessage(), e);
     }
-    Outcome result = execute(input, false);
+    Outcome result = execute(input, false, false);
     if (result.rc() != 0) {
       throw failure(result.err(), summarize(nftablesCommands), thread.describe());
     }
@@ -100,7 +105,7 @@ public final class NftClient implements AutoCloseable {
    * table written whole; returns the output parsed as JSON.
    */
   public JsonNode runScript(String script) {
-    Outcome result = execute(script, false);
+    Outcome result = execute(script, false, false);
     if (result.rc() != 0) {
       throw failure(result.err(), abbreviate(script), thread.describe());
     }
@@ -117,7 +122,7 @@ public final class NftClient implements AutoCloseable {
    * nothing changes; the kernel's refusal throws as {@link #runScript} does.
    */
   public void checkScript(String script) {
-    Outcome result = execute(script, true); // its output is drained there, so the next command does not print it
+    Outcome result = execute(script, true, false); // its output is drained there, so the next command does not print it
     if (result.rc() != 0) {
       throw failure(result.err(), abbreviate(script), thread.describe());
     }
@@ -128,9 +133,9 @@ public final class NftClient implements AutoCloseable {
 
   /**
    * One {@code nft_run_cmd_from_buffer} on the client's thread, both buffers read (and so emptied) after it; with
-   * {@code dryRun}, in check mode for this call only.
+   * {@code dryRun}, in check mode, and with {@code terse}, listing sets without their elements, for this call only.
    */
-  private Outcome execute(String buffer, boolean dryRun) {
+  private Outcome execute(String buffer, boolean dryRun, boolean terse) {
     return thread.call(
         () -> {
           if (ctx == null) {
@@ -138,6 +143,10 @@ public final class NftClient implements AutoCloseable {
           }
           if (dryRun) {
             lib.nft_ctx_set_dry_run(ctx, true);
+          }
+          int flags = lib.nft_ctx_output_get_flags(ctx);
+          if (terse) {
+            lib.nft_ctx_output_set_flags(ctx, flags | Libnftables.NFT_CTX_OUTPUT_TERSE);
           }
           try {
             int rc = lib.nft_run_cmd_from_buffer(ctx, buffer);
@@ -148,6 +157,9 @@ public final class NftClient implements AutoCloseable {
           } finally {
             if (dryRun) {
               lib.nft_ctx_set_dry_run(ctx, false);
+            }
+            if (terse) {
+              lib.nft_ctx_output_set_flags(ctx, flags);
             }
           }
         });
@@ -163,6 +175,72 @@ public final class NftClient implements AutoCloseable {
   /** Like {@link #listTable} but empty when the table does not exist. */
   public Optional<JsonNode> listTableIfPresent(String family, String name) {
     return unlessNotFound(() -> listTable(family, name));
+  }
+
+  /**
+   * The definitions of table {@code name}: the table, its chains with their rules, its sets and maps without their
+   * elements ({@code nft -j -t list ruleset FAMILY}, the items of other tables left out); empty when the table does not
+   * exist. The elements are read with {@link #setElements}.
+   *
+   * <p>Why not {@code nft -t list table}: nft 1.0.6 still fetches every element of the table for it (55,000 elements:
+   * 0.5 s and 72 MiB of native memory; without {@code -t}, 1 s and 144 MiB), while the terse ruleset listing fetches
+   * none (10 ms, 4 MiB). Before nftables 0.9.1 the terse flag is unknown and the listing carries the elements, which
+   * the readers ignore.
+   */
+  public Optional<JsonNode> tableDefinitionsIfPresent(String family, String name) {
+    Outcome result = execute("list ruleset " + family, false, true);
+    if (result.rc() != 0) {
+      throw failure(result.err(), "list ruleset " + family, thread.describe());
+    }
+    JsonNode all;
+    try {
+      String out = result.out().trim();
+      all = out.isEmpty() ? JSON.createObjectNode() : JSON.readTree(out);
+    } catch (JsonProcessingException e) {
+      throw new NftException("nft printed output that is not JSON: " + abbreviate(result.out()), e);
+    }
+    ObjectNode mine = JSON.createObjectNode();
+    ArrayNode items = mine.putArray("nftables");
+    boolean present = false;
+    for (JsonNode item : all.path("nftables")) {
+      Map.Entry<String, JsonNode> only = item.fields().hasNext() ? item.fields().next() : null;
+      if (only == null || !only.getValue().path("family").asText().equals(family)) {
+        continue;
+      }
+      JsonNode body = only.getValue();
+      if (only.getKey().equals("table") ? body.path("name").asText().equals(name)
+          : body.path("table").asText().equals(name)) {
+        present |= only.getKey().equals("table");
+        items.add(item);
+      }
+    }
+    return present ? Optional.of(mine) : Optional.empty();
+  }
+
+  /**
+   * The elements of set or map {@code set} of table {@code table}, reduced by {@code collector} as they stream from
+   * the kernel ({@link NftSetElements}: one 64 KiB buffer whatever the set holds, one ruleset generation per
+   * result); empty when the table or the set does not exist.
+   *
+   * @throws NftException when the kernel refuses ({@link NftException.PermissionDenied} without CAP_NET_ADMIN)
+   */
+  public <R> Optional<R> setElements(String family, String table, String set, Collector<SetElement, ?, R> collector) {
+    try {
+      return elements().collect(family, table, set, collector);
+    } catch (NetlinkException.PermissionDenied e) {
+      throw new NftException.PermissionDenied("cannot read the elements of " + family + " " + table + " " + set
+          + ": CAP_NET_ADMIN is required in " + describe() + " (" + e.getMessage() + ")", e.getMessage());
+    } catch (NetlinkException e) {
+      throw new NftException("cannot read the elements of " + family + " " + table + " " + set + " in " + describe()
+          + ": " + e.getMessage(), e);
+    }
+  }
+
+  private synchronized NftSetElements elements() {
+    if (elements == null) {
+      elements = NftSetElements.open(thread);
+    }
+    return elements;
   }
 
   /**
@@ -284,6 +362,10 @@ public final class NftClient implements AutoCloseable {
       if (counters != null) {
         counters.close();
         counters = null;
+      }
+      if (elements != null) {
+        elements.close();
+        elements = null;
       }
     }
     try {

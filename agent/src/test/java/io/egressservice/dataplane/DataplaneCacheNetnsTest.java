@@ -105,18 +105,19 @@ class DataplaneCacheNetnsTest {
   }
 
   @Test
-  void aChangeByHandIsListedOnceForBothPartsOfTheTable() {
+  void aChangeByHandIsReadAgainOnceByEachPartOfTheTable() {
     try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
       assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
-      long listings = dp.nftObserveStats().listings() + dp.markObserveStats().listings();
+      long snat = dp.nftObserveStats().listings();
+      long marks = dp.markObserveStats().listings();
 
       kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.7 }");
       assertThat(dp.reconcile(desired(50)).applied()).extracting(Change::toString)
           .containsExactly("+ snat 10.244.0.7 -> 192.0.2.10");
 
-      assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
-          .as("one listing of the table for the SNAT and the mark part").isEqualTo(listings + 1);
+      assertThat(dp.nftObserveStats().listings()).as("the SNAT part read the table once").isEqualTo(snat + 1);
+      assertThat(dp.markObserveStats().listings()).as("the mark part read the table once").isEqualTo(marks + 1);
     }
   }
 
@@ -172,14 +173,14 @@ class DataplaneCacheNetnsTest {
     try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(markMode(20, 0x01000000L)).failures()).isEmpty();
       assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).isEmpty();
-      long listings = dp.nftObserveStats().listings() + dp.markObserveStats().listings();
+      long marks = dp.markObserveStats().listings();
 
       kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "mark_v4", "{ 10.244.0.7 }");
       assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).extracting(Change::description)
           .anyMatch(d -> d.startsWith("mark 10.244.0.7"));
       assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).isEmpty();
-      assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
-          .as("the change by hand was seen by one listing for both parts").isEqualTo(listings + 1);
+      assertThat(dp.markObserveStats().listings()).as("the change by hand was seen by one read of the mark part")
+          .isEqualTo(marks + 1);
     }
   }
 
