@@ -20,7 +20,7 @@ import java.lang.management.ManagementFactory;
  * (memory pools, GC, threads, CPU seconds, resident memory, open files) and
  * {@code egress_service_agent_build_info{version, commit, java_version}}, and {@code jvm_allocated_bytes_total}:
  * the heap bytes all threads allocated since the start, live and ended ones (what a change costs the garbage
- * collector, read before and after it: bench/scale.sh).
+ * collector, read before and after it: bench/scale.sh), and the C heap ({@link NativeHeapMetrics}).
  *
  * <p>All of the library's JVM metrics but two: {@code JvmNativeMemoryMetrics} exports nothing without
  * {@code -XX:NativeMemoryTracking} (which the pods do not set) and still starts the platform MBean server, and
@@ -41,6 +41,7 @@ public final class RuntimeMetrics {
     JvmRuntimeInfoMetric.builder().register(registry);
     ProcessMetrics.builder().register(registry);
     registerAllocatedBytes(registry);
+    NativeHeapMetrics.register(registry);
     Info.builder()
         .name("egress_service_agent_build_info")
         .help("The agent's version, its git commit (\"\" when the build did not know it) and the Java runtime it"
