@@ -90,7 +90,8 @@ final class SteeringPath {
    * Applies a named setting to try: {@code veth-gro} (rx-gro on every veth of the path: a veth with GRO on receives
    * through NAPI, 5.13+), {@code udp-gro-fwd} (rx-udp-gro-forwarding on the underlay veths and bridge ports), {@code
    * vx-gro-off} / {@code vx-gso-off} (a control: GRO or GSO off on both steering devices), {@code tnl-notrack} (the
-   * tunnel's outer packets untracked on both nodes). Returns what it did.
+   * tunnel's outer packets untracked on both nodes), {@code rps-node-a} (node-a's underlay receive by RPS: its half
+   * of the steered path off the sender's CPU). Returns what it did.
    */
   static String tune(Cluster c, String setting) {
     List<Device> targets = new ArrayList<>();
@@ -123,8 +124,14 @@ final class SteeringPath {
         c.netns("node-b").nft(table);
         return setting + ": udp dport 4799 notrack (raw prerouting and output) on node-a and node-b";
       }
+      case "rps-node-a" -> {
+        // node-a's receive of the tunnel (and all it does after: decapsulation, forwarding, SNAT) steered to a CPU
+        // chosen by the flow's hash instead of done inline by the sender: as if node-a were another machine
+        c.netns("node-a").exec("sh", "-c", "echo 3 > /sys/class/net/eth0/queues/rx-0/rps_cpus");
+        return setting + ": rps_cpus 3 on node-a's eth0 (its underlay receive on either CPU, by flow hash)";
+      }
       default -> throw new IllegalArgumentException("unknown setting " + setting
-          + " (veth-gro, udp-gro-fwd, vx-gro-off, vx-gso-off, tnl-notrack)");
+          + " (veth-gro, udp-gro-fwd, vx-gro-off, vx-gso-off, tnl-notrack, rps-node-a)");
     }
     for (Device d : targets) {
       c.traffic().thread(d.role()).call(() -> {
