@@ -91,7 +91,8 @@ final class SteeringPath {
    * through NAPI, 5.13+), {@code udp-gro-fwd} (rx-udp-gro-forwarding on the underlay veths and bridge ports), {@code
    * vx-gro-off} / {@code vx-gso-off} (a control: GRO or GSO off on both steering devices), {@code tnl-notrack} (the
    * tunnel's outer packets untracked on both nodes), {@code rps-node-a} (node-a's underlay receive by RPS: its half
-   * of the steered path off the sender's CPU). Returns what it did.
+   * of the steered path off the sender's CPU), {@code no-guard} (a measurement: the agents stalled and their guard
+   * table's forward chain emptied, to see what its checks cost). Returns what it did.
    */
   static String tune(Cluster c, String setting) {
     List<Device> targets = new ArrayList<>();
@@ -130,8 +131,21 @@ final class SteeringPath {
         c.netns("node-a").exec("sh", "-c", "echo 3 > /sys/class/net/eth0/queues/rx-0/rps_cpus");
         return setting + ": rps_cpus 3 on node-a's eth0 (its underlay receive on either CPU, by flow hash)";
       }
+      case "no-guard" -> {
+        // what the agent's own forward-chain checks cost the steered path: both agents stalled (so nothing restores
+        // the chain) and the guard table's forward chain emptied on both nodes; a measurement, never a setting
+        List<String> flushed = new ArrayList<>();
+        for (String node : List.of("node-a", "node-b")) {
+          c.node(node).suspendAgent();
+          String rules = c.netns(node).exec("nft", "list", "chain", "inet", "egress_service_agent_guard", "forward");
+          c.netns(node).exec("nft", "flush", "chain", "inet", "egress_service_agent_guard", "forward");
+          flushed.add(node + " (" + rules.lines().filter(l -> l.contains("counter") || l.contains("accept")).count()
+              + " rules)");
+        }
+        return setting + ": agents stalled, chain inet egress_service_agent_guard forward flushed on " + flushed;
+      }
       default -> throw new IllegalArgumentException("unknown setting " + setting
-          + " (veth-gro, udp-gro-fwd, vx-gro-off, vx-gso-off, tnl-notrack, rps-node-a)");
+          + " (veth-gro, udp-gro-fwd, vx-gro-off, vx-gso-off, tnl-notrack, rps-node-a, no-guard)");
     }
     for (Device d : targets) {
       c.traffic().thread(d.role()).call(() -> {
