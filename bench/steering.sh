@@ -2,7 +2,8 @@
 # What steering costs, in the namespace cluster with the real agent processes: throughput and latency of a
 # steered pod (node-b -> host node-a) against a pod on the host, side by side, and the per-packet cost for
 # traffic that did not opt in on both nodes, without and with the agents' state.
-# Needs root. Usage: bench/steering.sh [seconds per throughput run] [repeats] [round trips] [rule mode]
+# Needs root. Usage: bench/steering.sh [seconds per throughput run] [repeats] [round trips] [rule mode] [settings]
+# (settings: none or a comma list of veth-gro, udp-gro-fwd, vx-gro-off, vx-gso-off, tnl-notrack, rps-node-a, no-guard: see SteeringPath#tune).
 # Not part of `mvn verify`: the main class lives in the test sources and is not named *Test.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -46,7 +46,10 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  *       state) and with it in force (each: a warm-up pass, then the median of three runs alternating the pods).
  * </ul>
  *
- * <p>Arguments: {@code [seconds per throughput run (3)] [repeats (3)] [round trips (10000)] [rule mode (source)]}.
+ * <p>Arguments: {@code [seconds per throughput run (3)] [repeats (3)] [round trips (10000)] [rule mode (source)]
+ * [settings to try (none; comma-separated, see SteeringPath#tune)]}. Every run prints the offload state of the
+ * steered path ({@link SteeringPath#offloads}), full-size UDP and the fragmentation counters, bytes per packet on
+ * each device, and the CPU per GB of each pod's throughput runs.
  */
 public final class SteeringBench {
   static final String SERVICE = "bench";
@@ -62,6 +65,7 @@ public final class SteeringBench {
     int repeats = args.length > 1 ? Integer.parseInt(args[1]) : 3;
     int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 10_000;
     String mode = args.length > 3 ? args[3] : "source";
+    List<String> settings = args.length > 4 && !args[4].equals("none") ? List.of(args[4].split(",")) : List.of();
     System.out.printf(Locale.ROOT, "steering: host pod (pod-a1 on node-a) vs steered pod (pod-b1 on node-b, host node-a),"
         + " both through node-a's uplink 2 with the LB IP; rule mode %s; %d s x %d throughput runs, %d round trips;"
         + " java %s, kernel %s, %d CPUs%n", mode, seconds, repeats, rounds, System.getProperty("java.version"),
@@ -77,6 +81,11 @@ public final class SteeringBench {
       awaitSeen(c, "pod-a1", "ext-a2");
       awaitSeen(c, "pod-b1", "ext-a2");
       System.out.println("  service in force: pod-a1 and pod-b1 seen at ext-a2 with " + Addresses.lbIp(5, IpFamily.V4));
+      for (String setting : settings) {
+        System.out.println("  setting " + SteeringPath.tune(c, setting));
+      }
+      SteeringPath.offloads(c).forEach(System.out::println);
+      mtu(c, ext);
 
       Map<String, List<Double>> mbps = new LinkedHashMap<>();
       Map<String, List<Latency>> udp = new LinkedHashMap<>();
@@ -88,9 +97,28 @@ public final class SteeringBench {
         udpRtt(c, pod, ext, rounds); // warm-up
         throughput(c, pod, ext, Duration.ofSeconds(1));
       }
+      Map<String, List<Double>> cpuPerGb = new LinkedHashMap<>();
+      cpuPerGb.put("pod-a1", new ArrayList<>());
+      cpuPerGb.put("pod-b1", new ArrayList<>());
+      Map<String, List<Double>> senderPerGb = new LinkedHashMap<>();
+      senderPerGb.put("pod-a1", new ArrayList<>());
+      senderPerGb.put("pod-b1", new ArrayList<>());
+      java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
       for (int r = 0; r < repeats; r++) {
+        System.out.printf(Locale.ROOT, "  pair %d: load average %s%n", r + 1, SteeringPath.loadAverage());
         for (String pod : List.of("pod-a1", "pod-b1")) {
+          long cpu0 = processCpuNanos();
+          long sender0 = threads.getCurrentThreadCpuTime();
+          long t0 = System.nanoTime();
           double m = throughput(c, pod, ext, Duration.ofSeconds(seconds));
+          double wall = (System.nanoTime() - t0) / 1e9;
+          double cpu = (processCpuNanos() - cpu0) / 1e9;
+          double sender = (threads.getCurrentThreadCpuTime() - sender0) / 1e9;
+          double gigabytes = m * 1e6 / 8 * wall / 1e9;
+          cpuPerGb.get(pod).add(cpu / gigabytes);
+          senderPerGb.get(pod).add(sender / gigabytes);
+          System.out.printf(Locale.ROOT, "  run %d %s: %.2f CPU s in %.2f s: %.2f CPU s per GB, %.2f of them the sending"
+              + " thread's%n", r + 1, pod, cpu, wall, cpu / gigabytes, sender / gigabytes);
           mbps.get(pod).add(m);
           Latency u = udpRtt(c, pod, ext, rounds);
           udp.get(pod).add(u);
@@ -100,6 +128,19 @@ public final class SteeringBench {
               r + 1, pod, m, u.p50Us(), u.p99Us(), t.p50Us(), t.p99Us());
         }
       }
+      // where the steered and the host pod's bytes went, skb by skb, and whether anything was fragmented
+      for (String pod : List.of("pod-b1", "pod-a1")) {
+        Map<SteeringPath.Device, long[]> n0 = SteeringPath.counters(c);
+        Map<String, long[]> f0 = SteeringPath.fragments(c);
+        double m = throughput(c, pod, ext, Duration.ofSeconds(seconds));
+        Map<String, long[]> f1 = SteeringPath.fragments(c);
+        Map<SteeringPath.Device, long[]> n1 = SteeringPath.counters(c);
+        System.out.printf(Locale.ROOT, "  %s, one more %d s run, %.0f Mbit/s, bytes per packet on the way (a veth's packet"
+            + " is an skb):%n", pod, seconds, m);
+        SteeringPath.packetSizes(n0, n1).forEach(System.out::println);
+        System.out.println("  fragmentation: " + SteeringPath.fragmentDelta(f0, f1));
+      }
+      System.out.println("  after: " + SteeringPath.routeGet(c, "pod-b1", ext));
       Map<String, Latency> after = notOptedIn(c, ext, rounds);
 
       System.out.println();
@@ -126,6 +167,15 @@ public final class SteeringBench {
           + " back-to-back pairs, min %.2f, max %.2f); added latency (p50): UDP %+.1f µs, TCP %+.1f µs%n", ratio,
           median(pairs), repeats, pairs.stream().mapToDouble(Double::doubleValue).min().orElse(0),
           pairs.stream().mapToDouble(Double::doubleValue).max().orElse(0), addedUdp, addedTcp);
+      System.out.printf(Locale.ROOT, "CPU per GB (the bench process: sender, sink and the softirq work run in their"
+          + " context; median of %d): host pod %.2f s, steered pod %.2f s (%.2fx); the sending thread's share (the rest"
+          + " runs in the sink's context, where the ACKs that release the next segments arrive): %.2f s, %.2f s"
+          + " (%.2fx); settings %s%n",
+          repeats, median(cpuPerGb.get("pod-a1")), median(cpuPerGb.get("pod-b1")),
+          median(cpuPerGb.get("pod-b1")) / median(cpuPerGb.get("pod-a1")),
+          median(senderPerGb.get("pod-a1")), median(senderPerGb.get("pod-b1")),
+          median(senderPerGb.get("pod-b1")) / median(senderPerGb.get("pod-a1")),
+          settings.isEmpty() ? "none (the kernel's defaults)" : settings);
       System.out.println();
       System.out.println("| pod that did not opt in | node | UDP RTT p50 / p99 µs, no agent state | with the service in force | p50 change |");
       System.out.println("|---|---|---:|---:|---:|");
@@ -137,6 +187,35 @@ public final class SteeringBench {
       }
     }
     System.exit(0);
+  }
+
+  /**
+   * CPU time of this process. The sender and the sink are its threads, and a veth delivers in the context of the
+   * thread that sent (the backlog runs when its syscall re-enables softirqs): the data in the sender's, or in the
+   * sink's when its ACK releases the next segments; so the forwarding, encapsulation and NAT of every namespace on
+   * the way is counted here too (without CONFIG_IRQ_TIME_ACCOUNTING, as on the bench machine, softirq work run in a
+   * task's context is that task's CPU time); ksoftirqd's and the agents' is not.
+   */
+  static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
+  }
+
+  /**
+   * Full-size UDP from the steered pod (payload 1472: 1500 on the pod's veth) with each IP_MTU_DISCOVER mode, 20
+   * datagrams each, and the fragmentation counters of every namespace on the way around each; the pod's route
+   * (with the PMTU it learned) before and after. The throughput runs are the full-size TCP stream.
+   */
+  static void mtu(Cluster c, String ext) throws IOException {
+    System.out.println("  MTU: " + SteeringPath.routeGet(c, "pod-b1", ext));
+    for (int mode : new int[] {2, 1, 0}) {
+      Map<String, long[]> f0 = SteeringPath.fragments(c);
+      SteeringPath.Datagrams d = SteeringPath.fullSizeUdp(c, "pod-b1", ext, 1472, mode, 20);
+      Map<String, long[]> f1 = SteeringPath.fragments(c);
+      System.out.printf(Locale.ROOT, "  MTU: 20 UDP datagrams of 1472 bytes, %s: %d sent, %d refused (EMSGSIZE), %d"
+          + " echoed full size; %s%n", d.mode(), d.sent(), d.tooBig(), d.echoed(), SteeringPath.fragmentDelta(f0, f1));
+    }
+    System.out.println("  MTU: " + SteeringPath.routeGet(c, "pod-b1", ext));
   }
 
   /** pod-a2 and pod-b2: a warm-up pass, then three measurements alternating between them; the median p50 and p99. */
