@@ -118,8 +118,8 @@ final class EventRecorder implements OutcomeReporter.Recorder, AutoCloseable {
   }
 
   private void run() {
-    // A start's thousands of Events are background work: at a lower nice value they never take CPU from a reconcile.
-    if (!io.egressservice.lifecycle.LowPriority.lowerCurrentThread(io.egressservice.lifecycle.LowPriority.BACKGROUND)) {
+    // A start's thousands of Events are background work: at a lower priority they never take CPU from a reconcile.
+    if (!io.egressservice.lifecycle.LowPriority.lowerCurrentThreadBy(io.egressservice.lifecycle.LowPriority.BACKGROUND)) {
       LOG.debug("the Events writer runs at the agent's priority (setpriority refused)");
     }
     try {

@@ -15,8 +15,10 @@ import java.util.OptionalInt;
  * value needs no capability. {@code /proc/thread-self} is Linux 3.17 or later.
  */
 public final class LowPriority {
-  /** Nice value of background work: ~10 % of a CPU against a busy nice-0 thread, all of an idle one. */
+  /** Nice steps of background work below the rest: ~10 % of a CPU against a busy thread, all of an idle one. */
   public static final int BACKGROUND = 10;
+  /** The largest nice value Linux has. */
+  static final int LOWEST = 19;
   private static final int PRIO_PROCESS = 0;
 
   interface Libc extends Library {
@@ -25,12 +27,18 @@ public final class LowPriority {
 
   private LowPriority() {}
 
-  /** Sets the calling thread's nice value; false where the kernel or C library does not allow it (then unchanged). */
-  public static boolean lowerCurrentThread(int nice) {
+  /**
+   * Lowers the calling thread's priority by {@code steps} nice values from where it is (at most to 19): relative, so
+   * that in a process started at nice 10 the background runs at 19, not at the process's own 10, and a process
+   * with CAP_SYS_NICE is never raised. False where the kernel or C library does not allow it (then unchanged).
+   */
+  public static boolean lowerCurrentThreadBy(int steps) {
     OptionalInt tid = currentTid();
-    if (tid.isEmpty()) {
+    OptionalInt now = currentNice();
+    if (tid.isEmpty() || now.isEmpty()) {
       return false;
     }
+    int nice = Math.min(LOWEST, now.getAsInt() + steps);
     try {
       return Native.load("c", Libc.class).setpriority(PRIO_PROCESS, tid.getAsInt(), nice) == 0;
     } catch (UnsatisfiedLinkError e) {
