@@ -33,6 +33,8 @@ import java.util.regex.Pattern;
  *       the kernel, the cgroup's peak memory and VmHWM, and whether it ran out of memory or exited.
  *   <li>{@code idle N [others=0]}: RSS once converged and idle, with {@code others} Services and EndpointSlices
  *       that did not opt in beside the N that did.
+ *   <li>{@code nftfloor N [mark]}: no agent: {@link NftElementFloor}, libnftables' and the kernel's CPU for one
+ *       change's element transaction beside N services' elements.
  *   <li>{@code all} (default): every row of the issue in one run, and a summary table.
  * </ul>
  */
@@ -67,9 +69,14 @@ public final class ScaleBench {
     AgentLatencyBench.MOCK_LOG.setLevel(java.util.logging.Level.WARNING);
     ((ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("io.egressservice"))
         .setLevel(ch.qos.logback.classic.Level.WARN);
+    String mode = args.length > 0 ? args[0] : "all";
+    if (mode.equals("nftfloor")) { // no agent: nor the AppCDS dump of the constructor (a running agent maps it)
+      NftElementFloor.measure(AgentLatencyBench.intArg(args, 1, 5000), args.length > 2 && args[2].equals("mark"),
+          CHANGES);
+      System.exit(0);
+    }
     ScaleBench bench = new ScaleBench();
     Runtime.getRuntime().addShutdownHook(new Thread(bench::cleanUp, "scale-bench-cleanup"));
-    String mode = args.length > 0 ? args[0] : "all";
     System.out.printf(Locale.ROOT, "scale bench: java %s, kernel %s, %d CPUs; the agent in a memory cgroup of %d MiB"
             + " (resources.limits.memory of deploy/daemonset.yaml unless -Dbench.memoryLimitMiB); JAVA_TOOL_OPTIONS=\"%s\"%n",
         System.getProperty("java.version"), System.getProperty("os.version"),
@@ -85,7 +92,7 @@ public final class ScaleBench {
           args.length > 3 && args[3].equals("mark"));
       case "floor" -> bench.kernelFloor(AgentLatencyBench.intArg(args, 1, 55_000));
       case "idle" -> bench.idle(AgentLatencyBench.intArg(args, 1, 50), AgentLatencyBench.intArg(args, 2, 0));
-      default -> throw new IllegalArgumentException("mode is all, change, latency, cold or idle, not " + mode);
+      default -> throw new IllegalArgumentException("mode is all, change, latency, cold, floor, nftfloor or idle, not " + mode);
     }
     bench.printSummary();
     System.exit(0);
