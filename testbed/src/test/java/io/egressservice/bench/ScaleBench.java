@@ -24,10 +24,12 @@ import java.util.regex.Pattern;
  * a fresh API server, network namespace, cgroup and agent.
  *
  * <ul>
- *   <li>{@code change N}: N LoadBalancerIP services x 5 endpoints; after convergence and idle (its RSS), warm-up,
- *       then K isolated updates (one endpoint address replaced; the next only after the new rule reached the
- *       kernel and 300 ms more): the process's CPU (/proc/PID/stat, per thread from /proc/PID/task) and heap bytes
- *       allocated ({@code jvm_allocated_bytes_total} on its /metrics) per change.
+ *   <li>{@code change N [mark]}: N LoadBalancerIP services x 5 endpoints; after convergence, idle and the end of
+ *       the start's Events (its RSS; the thread count sampled from launch to here), warm-up, then, 2 s after a
+ *       periodic resync and checked free of resyncs, a background window and K isolated updates (one endpoint
+ *       address replaced; the next only after the new rule reached the kernel and 300 ms more): the process's CPU
+ *       (/proc/PID/stat, per thread from /proc/PID/task) and heap bytes allocated ({@code jvm_allocated_bytes_total}
+ *       on its /metrics) per change; then the idle CPU between resyncs and over a resync period.
  *   <li>{@code latency N}: {@code latency-process} with N services, 300 updates 30 ms apart: paced p99.
  *   <li>{@code cold N [endpoints=10]}: seconds from the process start to /readyz 200 and to every expected rule in
  *       the kernel, the cgroup's peak memory and VmHWM, and whether it ran out of memory or exited.
