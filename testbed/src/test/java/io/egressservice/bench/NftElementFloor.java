@@ -16,9 +16,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * The floor of the nft side of one endpoint change, without the agent (scale.sh {@code nftfloor N [mark]}): in a
  * fresh network namespace, a table shaped as the agent's ({@code inet egress_service_agent}: the SNAT map, in mark
- * mode also the mark map with its jump chain, both with the agent's per-element comments) holding N services x 5
- * endpoints, then K transactions of what a change writes (delete the old address's element, add the new one's),
- * each one libnftables call through the agent's own {@link NftClient} on a {@link NetnsThread}. The CPU is that
+ * mode also the mark map with its jump chain (5 endpoints and the LB IP per service), the SNAT elements with the
+ * agent's comments, the v6 maps empty) holding N services x 5 endpoints, then K transactions of what a change
+ * writes (delete the old address's elements, add the new one's, in one transaction: the agent may use two), each
+ * one libnftables call through the agent's own {@link NftClient} on a {@link NetnsThread}. The CPU is that
  * thread's (user and system from /proc/self/task): libnftables' per-transaction work (its cache of the table's sets
  * rebuilt after each commit) and the kernel's. Compared at 100 and 5,000 services it tells whether the cost of a
  * change in the agent that grows with the node is nft's own.
@@ -45,11 +46,14 @@ final class NftElementFloor {
           addresses[s][e] = address(s * ENDPOINTS + e);
           lines.add(element(addresses[s][e], s, mark));
         }
+        if (mark) { // the agent's mark map also holds each service's LB IP (6 mark elements for 5 SNAT ones)
+          lines.add("add element inet " + TABLE + " mark_v4 { " + lb(s) + " : jump mark_t100 }\n");
+        }
       }
       for (int i = 0; i < lines.size(); i += CHUNK) {
         nft.runScript(String.join("", lines.subList(i, Math.min(lines.size(), i + CHUNK))));
       }
-      int elements = services * ENDPOINTS * (mark ? 2 : 1);
+      int elements = services * ENDPOINTS + (mark ? services * (ENDPOINTS + 1) : 0);
       System.out.printf(Locale.ROOT, "  %s: table with %d elements (%d services x %d endpoints%s) in %.1f s%n",
           thread.describe(), elements, services, ENDPOINTS, mark ? ", SNAT and mark map" : ", SNAT map",
           (System.nanoTime() - t) / 1e9);
@@ -97,12 +101,12 @@ final class NftElementFloor {
   /** The agent's table shape: SNAT map and its rules; in mark mode the mark map, a network chain and the hook. */
   static String base(boolean mark) {
     StringBuilder sb = new StringBuilder("table inet " + TABLE + " {\n"
-        + "  map snat_v4 { type ipv4_addr : ipv4_addr; }\n"
+        + "  map snat_v4 { type ipv4_addr : ipv4_addr; }\n  map snat_v6 { type ipv6_addr : ipv6_addr; }\n"
         + "  set in_cluster_v4 { type ipv4_addr; flags interval; elements = { 10.0.0.0/8 }; }\n"
         + "  chain postrouting {\n    type nat hook postrouting priority srcnat; policy accept;\n"
         + "    ip daddr @in_cluster_v4 return\n    snat ip to ip saddr map @snat_v4\n  }\n");
     if (mark) {
-      sb.append("  map mark_v4 { type ipv4_addr : verdict; }\n"
+      sb.append("  map mark_v4 { type ipv4_addr : verdict; }\n  map mark_v6 { type ipv6_addr : verdict; }\n"
           + "  chain mark_t100 {\n    meta mark set meta mark & 0xc0ffffff | 0x01000000\n  }\n"
           + "  chain mark_prerouting {\n    type filter hook prerouting priority mangle; policy accept;\n"
           + "    ip saddr vmap @mark_v4\n  }\n");
@@ -113,12 +117,15 @@ final class NftElementFloor {
   /** The add commands of one endpoint of service {@code s}: its SNAT element (and mark element), commented. */
   static String element(String address, int s, boolean mark) {
     String comment = " comment \"bench-" + s + "/svc-" + s + "\"";
-    String lb = "5." + (s >> 16 & 255) + "." + (s >> 8 & 255) + "." + (s & 255);
-    String out = "add element inet " + TABLE + " snat_v4 { " + address + comment + " : " + lb + " }\n";
+    String out = "add element inet " + TABLE + " snat_v4 { " + address + comment + " : " + lb(s) + " }\n";
     if (mark) {
       out += "add element inet " + TABLE + " mark_v4 { " + address + comment + " : jump mark_t100 }\n";
     }
     return out;
+  }
+
+  static String lb(int s) {
+    return "5." + (s >> 16 & 255) + "." + (s >> 8 & 255) + "." + (s & 255);
   }
 
   static String address(int i) {
