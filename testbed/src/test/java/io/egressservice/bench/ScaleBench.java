@@ -274,6 +274,8 @@ public final class ScaleBench {
       // Both windows fall between two periodic resyncs (--resync 60s: a full reconcile, O(services), the safety net
       // whatever changes): they start 2 s after one.
       double resyncs0 = awaitResync(b, Duration.ofSeconds(75));
+      System.out.printf(Locale.ROOT, "  window starts %s: %d s of background, then the changes (a profiler can attach"
+          + " now)%n", java.time.LocalTime.now(java.time.ZoneOffset.UTC).withNano(0), IDLE_WINDOW.toSeconds());
       // The background right before the changes, as long as they take: what the process spends whatever changes
       // (the rate-limited Events of its start, 10 a second, which last 500 s at 5,000 services).
       double events0 = b.processMetricLines(EVENTS);
