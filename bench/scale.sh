@@ -5,10 +5,14 @@
 # namespaces. Needs root. Builds nothing: run `mvn -B -q -DskipTests package && mvn -B -q test-compile` first.
 #
 #   bench/scale.sh                    every row (about 25 min with the code before issue 20)
-#   bench/scale.sh change 5000        one scenario: change N | latency N | cold N [endpoints] | idle N [others]
+#   bench/scale.sh change 5000        one scenario: change N [mark] | latency N | cold N [endpoints] [mark]
+#                                     | idle N [others] | nftfloor N [mark] (no agent: one change's nft transaction)
 #
 # Properties (JAVA_OPTS): -Dbench.changes=50 -Dbench.warmupChanges=20 -Dbench.convergeLimitSeconds=300
-# -Dbench.coldStartLimitSeconds=300, and AgentLatencyBench's (-Dbench.agentExtraJvmOptions=..., -Dbench.appcds=false).
+# -Dbench.coldStartLimitSeconds=300 -Dbench.memoryLimitMiB=N, change/idle: -Dbench.eventsQuietSeconds=20
+# -Dbench.eventsQuietLimitSeconds=720 (wait for the start's Events to stop), change: -Dbench.backgroundSeconds=10
+# -Dbench.idleCpuSeconds=30 (0: no idle CPU phase), and AgentLatencyBench's (-Dbench.agentExtraJvmOptions=...,
+# -Dbench.appcds=false, -Dbench.agentEnv=EGRESS_AGENT_ALLOCATOR=false for the DaemonSet's --allocator=false).
 # Not part of `mvn verify`: the main class lives in the test sources and is not named *Test.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -24,15 +24,19 @@ import java.util.regex.Pattern;
  * a fresh API server, network namespace, cgroup and agent.
  *
  * <ul>
- *   <li>{@code change N}: N LoadBalancerIP services x 5 endpoints; after convergence and idle (its RSS), warm-up,
- *       then K isolated updates (one endpoint address replaced; the next only after the new rule reached the
- *       kernel and 300 ms more): the process's CPU (/proc/PID/stat, per thread from /proc/PID/task) and heap bytes
- *       allocated ({@code jvm_allocated_bytes_total} on its /metrics) per change.
+ *   <li>{@code change N [mark]}: N LoadBalancerIP services x 5 endpoints; after convergence, idle and the end of
+ *       the start's Events (its RSS; the thread count sampled from launch to here), warm-up, then, 2 s after a
+ *       periodic resync and checked free of resyncs, a background window and K isolated updates (one endpoint
+ *       address replaced; the next only after the new rule reached the kernel and 300 ms more): the process's CPU
+ *       (/proc/PID/stat, per thread from /proc/PID/task) and heap bytes allocated ({@code jvm_allocated_bytes_total}
+ *       on its /metrics) per change; then the idle CPU between resyncs and over a resync period.
  *   <li>{@code latency N}: {@code latency-process} with N services, 300 updates 30 ms apart: paced p99.
  *   <li>{@code cold N [endpoints=10]}: seconds from the process start to /readyz 200 and to every expected rule in
  *       the kernel, the cgroup's peak memory and VmHWM, and whether it ran out of memory or exited.
  *   <li>{@code idle N [others=0]}: RSS once converged and idle, with {@code others} Services and EndpointSlices
  *       that did not opt in beside the N that did.
+ *   <li>{@code nftfloor N [mark]}: no agent: {@link NftElementFloor}, libnftables' and the kernel's CPU for one
+ *       change's element transaction beside N services' elements.
  *   <li>{@code all} (default): every row of the issue in one run, and a summary table.
  * </ul>
  */
@@ -67,9 +71,14 @@ public final class ScaleBench {
     AgentLatencyBench.MOCK_LOG.setLevel(java.util.logging.Level.WARNING);
     ((ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("io.egressservice"))
         .setLevel(ch.qos.logback.classic.Level.WARN);
+    String mode = args.length > 0 ? args[0] : "all";
+    if (mode.equals("nftfloor")) { // no agent: nor the AppCDS dump of the constructor (a running agent maps it)
+      NftElementFloor.measure(AgentLatencyBench.intArg(args, 1, 5000), args.length > 2 && args[2].equals("mark"),
+          CHANGES);
+      System.exit(0);
+    }
     ScaleBench bench = new ScaleBench();
     Runtime.getRuntime().addShutdownHook(new Thread(bench::cleanUp, "scale-bench-cleanup"));
-    String mode = args.length > 0 ? args[0] : "all";
     System.out.printf(Locale.ROOT, "scale bench: java %s, kernel %s, %d CPUs; the agent in a memory cgroup of %d MiB"
             + " (resources.limits.memory of deploy/daemonset.yaml unless -Dbench.memoryLimitMiB); JAVA_TOOL_OPTIONS=\"%s\"%n",
         System.getProperty("java.version"), System.getProperty("os.version"),
@@ -85,7 +94,7 @@ public final class ScaleBench {
           args.length > 3 && args[3].equals("mark"));
       case "floor" -> bench.kernelFloor(AgentLatencyBench.intArg(args, 1, 55_000));
       case "idle" -> bench.idle(AgentLatencyBench.intArg(args, 1, 50), AgentLatencyBench.intArg(args, 2, 0));
-      default -> throw new IllegalArgumentException("mode is all, change, latency, cold or idle, not " + mode);
+      default -> throw new IllegalArgumentException("mode is all, change, latency, cold, floor, nftfloor or idle, not " + mode);
     }
     bench.printSummary();
     System.exit(0);
@@ -129,6 +138,82 @@ public final class ScaleBench {
 
   // ------------------------------------------------------------------------------------ scenarios
 
+  private static final String EVENTS = "egress_service_agent_events_written_total";
+  /** How long the Events counter must stand still to call the start's Events done, and how long to wait for it. */
+  static final Duration EVENTS_QUIET = Duration.ofSeconds(Long.getLong("bench.eventsQuietSeconds", 20));
+  static final Duration EVENTS_QUIET_LIMIT = Duration.ofSeconds(Long.getLong("bench.eventsQuietLimitSeconds", 720));
+  /** The idle CPU window between two resyncs (0: no idle CPU phase after the changes). */
+  static final Duration IDLE_CPU_WINDOW = Duration.ofSeconds(Long.getLong("bench.idleCpuSeconds", 30));
+
+  /**
+   * Waits (bounded by {@link #EVENTS_QUIET_LIMIT}) until the agent's Events counter has not moved for
+   * {@link #EVENTS_QUIET}, polling its filtered /metrics once a second; prints how long it waited.
+   */
+  static void awaitEventsQuiet(AgentLatencyBench b, long launched) throws InterruptedException {
+    long start = System.nanoTime();
+    long deadline = start + EVENTS_QUIET_LIMIT.toNanos();
+    double last = b.processMetricLines(EVENTS);
+    long lastMove = start;
+    while (System.nanoTime() - lastMove < EVENTS_QUIET.toNanos() && System.nanoTime() < deadline) {
+      Thread.sleep(1000);
+      double now = b.processMetricLines(EVENTS);
+      if (now != last) {
+        last = now;
+        lastMove = System.nanoTime();
+      }
+    }
+    boolean quiet = System.nanoTime() - lastMove >= EVENTS_QUIET.toNanos();
+    System.out.printf(Locale.ROOT, "  Events: %.0f written; %s after waiting %.1f s (%.1f s after launch; last one"
+            + " %.1f s after launch)%n", last, quiet ? "quiet for " + EVENTS_QUIET.toSeconds() + " s"
+            : "WARNING: still moving at the limit of " + EVENTS_QUIET_LIMIT.toSeconds() + " s",
+        (System.nanoTime() - start) / 1e9, (System.nanoTime() - launched) / 1e9, (lastMove - launched) / 1e9);
+  }
+
+  /**
+   * The idle agent's CPU (no change, no Events): over {@link #IDLE_CPU_WINDOW} starting 2 s after a periodic resync
+   * (asserted free of resyncs by their count), then over the whole period from that resync's end to the next's,
+   * one resync included; per thread for both.
+   */
+  void idleCpu(AgentLatencyBench b, Path stat) throws InterruptedException {
+    System.out.printf(Locale.ROOT, "  idle CPU: %d s between resyncs, then the rest of that resync period%n",
+        IDLE_CPU_WINDOW.toSeconds());
+    double resyncs0 = awaitResync(b, Duration.ofSeconds(75));
+    double events0 = b.processMetricLines(EVENTS);
+    Machine m = Machine.now();
+    long ticks0 = AgentLatencyBench.cpuTicks(stat);
+    Map<String, long[]> threads0 = AgentLatencyBench.threadTicks(stat.getParent());
+    long t0 = System.nanoTime();
+    Thread.sleep(IDLE_CPU_WINDOW.toMillis());
+    long ticks1 = AgentLatencyBench.cpuTicks(stat);
+    Map<String, long[]> threads1 = AgentLatencyBench.threadTicks(stat.getParent());
+    double s1 = (System.nanoTime() - t0) / 1e9;
+    double resyncsIn = b.processMetricLines(RESYNCS) - resyncs0;
+    double eventsIn = b.processMetricLines(EVENTS) - events0;
+    String machine1 = m.since();
+    System.out.printf(Locale.ROOT, "  ROW idle-cpu between resyncs: %.1f ms of CPU per s (%d ticks in %.1f s); %s;"
+            + " %.0f Events in it; %s; %s%n", (ticks1 - ticks0) * 10.0 / s1, ticks1 - ticks0, s1,
+        resyncsIn == 0 ? "no resync in it" : "WARNING: " + (long) resyncsIn + " resync(s) in it", eventsIn, machine1,
+        loadavg());
+    AgentLatencyBench.printThreadCpu(threads0, threads1, ticks1 - ticks0, Math.max(1, Math.round(s1)), "s");
+    double resyncs1 = awaitResync(b, Duration.ofSeconds(75));
+    long ticks2 = AgentLatencyBench.cpuTicks(stat);
+    Map<String, long[]> threads2 = AgentLatencyBench.threadTicks(stat.getParent());
+    double s2 = (System.nanoTime() - t0) / 1e9;
+    System.out.printf(Locale.ROOT, "  ROW idle-cpu over a resync period: %.1f ms of CPU per s (%d ticks in %.1f s, %.0f"
+            + " resync(s)); %.0f Events in it; %s; %s%n", (ticks2 - ticks0) * 10.0 / s2, ticks2 - ticks0, s2,
+        resyncs1 - resyncs0, b.processMetricLines(EVENTS) - events0, m.since(), loadavg());
+    AgentLatencyBench.printThreadCpu(threads0, threads2, ticks2 - ticks0, Math.max(1, Math.round(s2)), "s");
+  }
+
+  /** /proc/loadavg as it reads now. */
+  static String loadavg() {
+    try {
+      return "loadavg " + Files.readString(Path.of("/proc/loadavg")).trim();
+    } catch (IOException e) {
+      return "loadavg n/a";
+    }
+  }
+
   private static final String RESYNCS = "egress_service_agent_reconcile_duration_seconds_count{trigger=\"resync\"";
 
   /** Waits (bounded) for the agent's next periodic resync to end; returns the resync count 2 s after it. */
@@ -161,9 +246,11 @@ public final class ScaleBench {
       long t0 = System.nanoTime();
       b.startAgentProcess(url, jvmOptions);
       long pid = b.agentProcess().orElseThrow().pid();
+      ThreadCountSampler threadCount = new ThreadCountSampler(pid, t0);
       Start start = awaitProgrammed(b, services, t0, CONVERGE_LIMIT);
       System.out.println("  start: " + start + "; " + m0.since());
       if (!start.programmed()) {
+        threadCount.close();
         rows.add(new Row("CPU/bytes per change, " + services + " services" + (markMode ? ", mark mode" : ""), "not converged: " + start.end(),
             "converge", "NOT MET", m0.since()));
         return null;
@@ -171,19 +258,27 @@ public final class ScaleBench {
       Path stat = Path.of("/proc", Long.toString(pid), "stat");
       double idleAfter = AgentLatencyBench.awaitIdle(stat, Duration.ofSeconds(180));
       Thread.sleep(5000);
+      System.out.printf(Locale.ROOT, "  idle %.1f s after convergence, then 5 s: RSS %s (VmHWM %s), %d rules held; %s%n",
+          idleAfter, mib(AgentLatencyBench.statusKib(pid, "VmRSS")), mib(AgentLatencyBench.statusKib(pid, "VmHWM")),
+          b.ownedRules(), m0.since());
+      // Clear of the start's Events (10 a second: 500 s at 5,000 services) before anything is measured: they are
+      // the start's cost, not the change's nor the idle agent's.
+      awaitEventsQuiet(b, t0);
       long rss = AgentLatencyBench.statusKib(pid, "VmRSS");
       Machine idleMachine = Machine.now();
-      System.out.printf(Locale.ROOT, "  idle %.1f s after convergence, then 5 s: RSS %s (VmHWM %s), %d rules held%n",
-          idleAfter, mib(rss), mib(AgentLatencyBench.statusKib(pid, "VmHWM")), b.ownedRules());
+      System.out.printf(Locale.ROOT, "  idle RSS clear of Events: %s (VmHWM %s); threads from launch to here: %s; %s%n",
+          mib(rss), mib(AgentLatencyBench.statusKib(pid, "VmHWM")), threadCount.stop(), m0.since());
       List<int[]> slots = slots(services, 5);
       int[] cursor = {0};
       isolatedChanges(b, WARMUP, slots, cursor);
       // Both windows fall between two periodic resyncs (--resync 60s: a full reconcile, O(services), the safety net
       // whatever changes): they start 2 s after one.
       double resyncs0 = awaitResync(b, Duration.ofSeconds(75));
+      System.out.printf(Locale.ROOT, "  window starts %s: %d s of background, then the changes (a profiler can attach"
+          + " now)%n", java.time.LocalTime.now(java.time.ZoneOffset.UTC).withNano(0), IDLE_WINDOW.toSeconds());
       // The background right before the changes, as long as they take: what the process spends whatever changes
       // (the rate-limited Events of its start, 10 a second, which last 500 s at 5,000 services).
-      double events0 = b.processMetric("egress_service_agent_events_written_total");
+      double events0 = b.processMetricLines(EVENTS);
       double idleBytes0 = b.processMetric("jvm_allocated_bytes_total");
       long baseline = AgentLatencyBench.cpuTicks(stat);
       long idleStart = System.nanoTime();
@@ -191,7 +286,7 @@ public final class ScaleBench {
       long idleTicks = AgentLatencyBench.cpuTicks(stat) - baseline;
       double idleS = (System.nanoTime() - idleStart) / 1e9;
       double idleBytes = b.processMetric("jvm_allocated_bytes_total") - idleBytes0;
-      double idleEvents = b.processMetric("egress_service_agent_events_written_total") - events0;
+      double idleEvents = b.processMetricLines(EVENTS) - events0;
       Machine m = Machine.now();
       long ticks0 = AgentLatencyBench.cpuTicks(stat);
       Map<String, long[]> threads0 = AgentLatencyBench.threadTicks(stat.getParent());
@@ -222,6 +317,17 @@ public final class ScaleBench {
           backgroundMsPerS * wallS / CHANGES, netCpuMs, netBytesPer / 1048576.0, idleBytes / idleS / 1048576.0);
       AgentLatencyBench.printThreadCpu(threads0, threads1, ticks, CHANGES, "change");
       System.out.println("  machine during the changes: " + machine);
+      double eventsAfter = b.processMetricLines(EVENTS);
+      System.out.printf(Locale.ROOT, "  window (background and changes, %.1f s): %s; %.0f Events written in it%n",
+          idleS + wallS, resyncsDuring == 0 ? "no resync (the resync count did not move)"
+              : "WARNING: " + (long) resyncsDuring + " resync(s) in it, the figures include them", eventsAfter - events0);
+      System.out.printf(Locale.ROOT, "  ROW change %d %s: gross %.1f ms, net %.1f ms, %.3f MiB gross, %.3f MiB net per"
+              + " change; background %.1f ms/s; netns thread and reconcile thread above; %s%n", services,
+          markMode ? "mark" : "source", cpuMs, netCpuMs, bytesPer / 1048576.0, netBytesPer / 1048576.0,
+          backgroundMsPerS, loadavg());
+      if (IDLE_CPU_WINDOW.toSeconds() > 0) {
+        idleCpu(b, stat);
+      }
       rows.add(new Row("CPU per change, " + services + " services" + (markMode ? ", mark mode" : ""), String.format(Locale.ROOT,
           "%.1f ms (%.1f net of the background)", cpuMs, netCpuMs),
           "flat: 5,000 / 100 <= 2x", done.timeouts() == 0 ? "(ratio below)" : "NOT MET (" + done.timeouts()
@@ -330,10 +436,14 @@ public final class ScaleBench {
       long pid = b.agentProcess().orElseThrow().pid();
       double idle = AgentLatencyBench.awaitIdle(Path.of("/proc", Long.toString(pid), "stat"), Duration.ofSeconds(180));
       Thread.sleep(5000);
+      System.out.printf(Locale.ROOT, "  idle %.1f s after convergence, then 5 s: RSS %s%n", idle,
+          mib(AgentLatencyBench.statusKib(pid, "VmRSS")));
+      awaitEventsQuiet(b, t0); // idle means after the start's Events too (10 a second, N/10 s)
       long rss = AgentLatencyBench.statusKib(pid, "VmRSS");
       String machine = m.since();
-      System.out.printf(Locale.ROOT, "  idle %.1f s after convergence, then 5 s: RSS %s (VmHWM %s), %d rules held; %s%n",
-          idle, mib(rss), mib(AgentLatencyBench.statusKib(pid, "VmHWM")), b.ownedRules(), machine);
+      System.out.printf(Locale.ROOT, "  ROW idle RSS %d services clear of Events: RSS %s (VmHWM %s), %d rules held; %s;"
+          + " %s%n", services, mib(rss), mib(AgentLatencyBench.statusKib(pid, "VmHWM")), b.ownedRules(), machine,
+          loadavg());
       rows.add(new Row("RSS at idle, " + services + " opted-in + " + others + " not", mib(rss), "(ratio below)", "",
           machine));
       return new Idle(rss, machine);
