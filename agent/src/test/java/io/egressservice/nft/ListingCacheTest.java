@@ -129,6 +129,28 @@ class ListingCacheTest {
   }
 
   @Test
+  void aReadDuringWhichSomeoneCommitsIsMadeAgainAndKeptUnderTheLaterGeneration() {
+    // The first read's parts straddle a commit by someone else (generation 7 -> 8): read again.
+    assertThat(cache.get(() -> {
+      String read = list();
+      if (listings.get() == 1) {
+        gen.set(8);
+      }
+      return read;
+    })).isEqualTo("listing2");
+    assertThat(cache.get(this::list)).as("kept under 8").isEqualTo("listing2");
+
+    // Commits during every read: bounded, and what the last read gave is not trusted afterwards.
+    gen.set(9);
+    assertThat(cache.get(() -> {
+      String read = list();
+      gen.incrementAndGet();
+      return read;
+    })).isEqualTo("listing" + (2 + ListingCache.CONSISTENT_READ_ATTEMPTS));
+    assertThat(cache.get(this::list)).isEqualTo("listing" + (3 + ListingCache.CONSISTENT_READ_ATTEMPTS));
+  }
+
+  @Test
   void commitOnTopOfAStaleListingIsNotTrusted() {
     cache.get(this::list);
     gen.set(8); // someone else, then our commit is based on a listing we did not refresh
