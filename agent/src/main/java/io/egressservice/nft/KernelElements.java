@@ -8,9 +8,14 @@ import java.util.HexFormat;
 final class KernelElements {
   private KernelElements() {}
 
-  /** An address of {@code family} (4 or 16 bytes) as a host prefix; anything else is not an element of ours. */
+  /** Whether {@code bytes} are an address of {@code family} (4 or 16 of them). */
+  static boolean isAddress(byte[] bytes, IpFamily family) {
+    return bytes.length == (family == IpFamily.V4 ? 4 : 16);
+  }
+
+  /** An address of {@code family} as a host prefix; anything else is not an element of ours. */
   static IpPrefix host(byte[] bytes, IpFamily family, String set) {
-    if (bytes.length != (family == IpFamily.V4 ? 4 : 16)) {
+    if (!isAddress(bytes, family)) {
       throw new NftException("expected an " + family + " address in nftables set " + set + ", got "
           + (bytes.length == 0 ? "the catch-all element" : HexFormat.of().formatHex(bytes)));
     }

@@ -165,7 +165,7 @@ final class ListingCache<T> {
    * exactly one commit (ours) happened since the value was current; else forgets.
    */
   void committed(Patch<T> change) {
-    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    boolean basedOnCurrent = valueCurrent();
     long before = lastRead;
     OptionalLong after = readGeneration();
     if (basedOnCurrent && after.isPresent() && after.getAsLong() == next(before)) {
@@ -190,7 +190,7 @@ final class ListingCache<T> {
    * one that commutes with any transaction of this cache's owner (the table now exists, say): kept pending on top.
    */
   void committedElsewhere(Patch<T> change) {
-    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    boolean basedOnCurrent = valueCurrent();
     long before = lastRead;
     OptionalLong after = readGeneration();
     if (basedOnCurrent && after.isPresent() && (after.getAsLong() == next(before) || after.getAsLong() == before)) {
@@ -209,7 +209,7 @@ final class ListingCache<T> {
    * #committedElsewhere(Patch)} stays pending on top (it commutes).
    */
   void committedSeveral(T basedOn, T expected, int commits) {
-    boolean basedOnCurrent = lastReadValid && value != null && value == basedOn && generation == lastRead;
+    boolean basedOnCurrent = valueCurrent() && value == basedOn;
     long before = lastRead;
     OptionalLong after = readGeneration();
     long wanted = before;
@@ -226,7 +226,7 @@ final class ListingCache<T> {
 
   /** Keeps {@code kept} under the generation now if only our commit (or none, when allowed) came since. */
   private void carryOver(T kept, boolean noCommitIsFine) {
-    boolean basedOnCurrent = lastReadValid && value != null && generation == lastRead;
+    boolean basedOnCurrent = valueCurrent();
     long before = lastRead;
     OptionalLong after = readGeneration();
     if (basedOnCurrent && after.isPresent()
@@ -237,6 +237,11 @@ final class ListingCache<T> {
     } else {
       invalidate();
     }
+  }
+
+  /** Whether there is a value and it is of the generation last read (the state our next commit starts from). */
+  private boolean valueCurrent() {
+    return lastReadValid && value != null && generation == lastRead;
   }
 
   void invalidate() {

@@ -78,8 +78,9 @@ final class MarkListing {
         String map = item.path("name").asText();
         Collector<SetElement, ?, Map<IpPrefix, MarkElement>> ours = Collector.of(HashMap::new, (m, e) -> {
           boolean jump = e.verdict().map(v -> v.code() == SetElement.Verdict.JUMP).orElse(false);
-          if (jump && !e.catchAll() && e.key().length == (f == IpFamily.V4 ? 4 : 16)) {
-            markElement(IpPrefix.host(e.key()), e.verdict().get().chain().orElse(""), e.comment().orElse(""))
+          byte[] key = e.key();
+          if (jump && !e.catchAll() && KernelElements.isAddress(key, f)) {
+            markElement(IpPrefix.host(key), e.verdict().get().chain().orElse(""), e.comment().orElse(""))
                 .ifPresent(el -> m.put(el.source(), el));
           }
         }, (a, b) -> {

@@ -207,10 +207,8 @@ public final class MarkNftables implements AutoCloseable {
     if (commands.isEmpty()) {
       return;
     }
-    ObjectNode doc = F.objectNode();
-    doc.set("nftables", commands);
     try {
-      client.run(doc);
+      transact(commands);
     } catch (RuntimeException e) {
       cache.invalidate();
       throw e;
@@ -255,7 +253,7 @@ public final class MarkNftables implements AutoCloseable {
   public record Refusal(String source, String reason) {}
 
   /**
-   * As {@link #run}, in transactions of bounded size: every command but the element additions first (when that
+   * Runs {@code commands} in transactions of bounded size: every command but the element additions first (when that
    * fails, the failure is thrown), then the additions in chunks of at most {@link
    * EgressNftables#MAX_ELEMENTS_PER_TRANSACTION}; a refused chunk is split until the refused elements stand alone,
    * which are returned (every other element is applied).
@@ -331,9 +329,7 @@ public final class MarkNftables implements AutoCloseable {
       if (commands.isEmpty()) {
         return;
       }
-      ObjectNode doc = F.objectNode();
-      doc.set("nftables", commands);
-      client.run(doc);
+      transact(commands);
       commits++;
       committed.run();
     }
@@ -359,14 +355,10 @@ public final class MarkNftables implements AutoCloseable {
     }
   }
 
-  /** Runs the commands as one transaction; nothing when empty. */
-  public synchronized void run(ArrayNode commands) {
-    if (commands.isEmpty()) {
-      return;
-    }
+  /** Runs non-empty {@code commands} as one transaction; the caller keeps the cache right. */
+  private void transact(ArrayNode commands) {
     ObjectNode doc = F.objectNode();
     doc.set("nftables", commands);
-    cache.invalidate();
     client.run(doc);
   }
 
