@@ -53,7 +53,8 @@ public final class ApiServer implements AutoCloseable {
   ApiServer(Path dir, boolean proxied, boolean expiringWatches) {
     dispatcher = expiringWatches ? Optional.of(new ExpiringWatchDispatcher()) : Optional.empty();
     server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-        dispatcher.<KubernetesCrudDispatcher>map(d -> d).orElseGet(KubernetesCrudDispatcher::new), false);
+        new VersionEndpoint(dispatcher.<KubernetesCrudDispatcher>map(d -> d).orElseGet(KubernetesCrudDispatcher::new)),
+        false);
     server.init();
     client = server.createClient();
     proxy = proxied ? Optional.of(new ApiProxy(server.getPort())) : Optional.empty();

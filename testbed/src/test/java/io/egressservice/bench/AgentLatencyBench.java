@@ -14,6 +14,7 @@ import io.egressservice.netlink.RtNetlink;
 import io.egressservice.netlink.Subscription;
 import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.testbed.VersionEndpoint;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
@@ -147,8 +148,8 @@ public final class AgentLatencyBench {
   // ------------------------------------------------------------------------------------------ setup
 
   void startServerAndNamespace() {
-    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(), new KubernetesCrudDispatcher(),
-        false);
+    server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
+        new VersionEndpoint(new KubernetesCrudDispatcher()), false);
     server.init();
     client = server.createClient();
     netns = netnsPrefix + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 24));
@@ -588,8 +589,8 @@ public final class AgentLatencyBench {
   /** Child-JVM API server: prints its URL once the objects exist, then serves until stdin closes. */
   void serve(int services, int bystanders) throws Exception {
     server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-        bystanders > 0 ? new BystanderDispatcher(new KubernetesCrudDispatcher(), bystanders)
-            : new KubernetesCrudDispatcher(), false);
+        new VersionEndpoint(bystanders > 0 ? new BystanderDispatcher(new KubernetesCrudDispatcher(), bystanders)
+            : new KubernetesCrudDispatcher()), false);
     server.init();
     client = server.createClient();
     createObjects(services);

@@ -4,6 +4,7 @@ import io.egressservice.allocator.Allocator;
 import io.egressservice.allocator.AllocatorConfig;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.objects.EgressServices;
+import io.egressservice.testbed.VersionEndpoint;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
@@ -68,7 +69,7 @@ public final class AllocatorBench {
 
   private AllocatorBench() throws InterruptedException {
     server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-        new KubernetesCrudDispatcher(), false);
+        new VersionEndpoint(new KubernetesCrudDispatcher()), false);
     server.init();
     client = server.createClient();
     informers = ClusterInformers.create(client, Duration.ofHours(1));
