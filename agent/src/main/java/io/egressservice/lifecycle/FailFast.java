@@ -159,7 +159,9 @@ public final class FailFast implements Thread.UncaughtExceptionHandler, AutoClos
     while (!closed && !ending.get()) {
       if (!stopping) {
         for (Essential e : essentials) {
-          if (!alive(e)) {
+          // stopping is read again after the liveness: a thread ended on purpose was ended after stopping() was
+          // called, so its end is seen with it; the first read alone could be older than both.
+          if (!alive(e) && !stopping) {
             end(EXIT_ESSENTIAL_THREAD_ENDED, Thread.currentThread(), null, e.role());
             return;
           }

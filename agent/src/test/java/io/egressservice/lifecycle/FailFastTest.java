@@ -120,6 +120,22 @@ class FailFastTest {
   }
 
   @Test
+  void anEssentialThreadEndedByTheStopWhileTheWatchdogChecksItIsNotAFailure() {
+    failFast(recording);
+    // The stop lands between the watchdog's look at the stopping flag and its look at the thread: the thread is
+    // found ended, and was ended on purpose.
+    AtomicBoolean checked = new AtomicBoolean();
+    failFast.essential("the probes' server", () -> {
+      failFast.stopping();
+      checked.set(true);
+      return false;
+    });
+    await().atMost(Duration.ofSeconds(2)).untilTrue(checked);
+    await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(exits::isEmpty);
+    assertThat(fatalLines).isEmpty();
+  }
+
+  @Test
   void anEssentialThreadThatReturnsQuietlyExitsFourButNotOnceTheProcessIsStopping() {
     failFast(recording);
     AtomicBoolean serving = new AtomicBoolean(true);
