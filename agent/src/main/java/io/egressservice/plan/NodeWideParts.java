@@ -37,6 +37,12 @@ final class NodeWideParts {
   /** The services this node holds the receiving side of ({@link ServicePlan#receiver}); a copy once per change. */
   private final Set<ObjectRef> receiving = new HashSet<>();
   private Set<ObjectRef> receivingCopy = Set.of();
+  /**
+   * Services that entered or left {@link #receiving} since the copy, an even number of times removed: a service
+   * planned again is unindexed and indexed again, and a copy of every received service per change would be
+   * O(services) of garbage for a membership that did not change.
+   */
+  private final Set<ObjectRef> receivingFlips = new HashSet<>();
   private PlanTotals.Counter counter = new PlanTotals.Counter();
 
   NodeWideParts(PlanConfig config) {
@@ -57,7 +63,7 @@ final class NodeWideParts {
       receivers++;
     }
     if (p.receiver() && receiving.add(p.service())) {
-      receivingCopy = null;
+      flipReceiving(p.service());
     }
     counter.service(p, 1);
   }
@@ -83,7 +89,7 @@ final class NodeWideParts {
       receivers--;
     }
     if (p.receiver() && receiving.remove(p.service())) {
-      receivingCopy = null;
+      flipReceiving(p.service());
     }
     counter.service(p, -1);
   }
@@ -164,6 +170,7 @@ final class NodeWideParts {
     steerRouteOf.clear();
     receivers = 0;
     receiving.clear();
+    receivingFlips.clear();
     receivingCopy = null;
     counter = new PlanTotals.Counter();
   }
@@ -178,10 +185,17 @@ final class NodeWideParts {
 
   /** The services this node holds the receiving side of; immutable, the same instance until it changes. */
   Set<ObjectRef> receiving() {
-    if (receivingCopy == null) {
+    if (receivingCopy == null || !receivingFlips.isEmpty()) {
       receivingCopy = Set.copyOf(receiving);
+      receivingFlips.clear();
     }
     return receivingCopy;
+  }
+
+  private void flipReceiving(ObjectRef service) {
+    if (!receivingFlips.remove(service)) {
+      receivingFlips.add(service);
+    }
   }
 
   PlanTotals totals() {

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -64,16 +65,25 @@ class AlsoReceivePlanTest {
     assertThat(snat(onA)).hasSize(4).noneMatch(e -> e.startsWith("10.128.0.5") || e.startsWith("fd10:128::5"));
   }
 
-  @Test
-  void theHostAndItsAlsoReceivingNodeAreBothReceivers() {
-    NodeInputs in = cluster(A, B).inputs(B);
+  /** An incremental planner of node-b fed every object of {@code in}. */
+  private static IncrementalPlanner plannerOnB(NodeInputs in) {
     IncrementalPlanner onB = new IncrementalPlanner(B, in.config());
     in.nodes().forEach(onB::putNode);
     in.services().forEach(onB::putService);
     in.endpointSlices().forEach(onB::putSlice);
     in.egressServices().forEach(onB::putEgressService);
-    NodeObservations obs = new NodeObservations(in.localAddresses(), in.networks(), in.existingMarks(),
-        in.existingSteerTables());
+    return onB;
+  }
+
+  private static NodeObservations observations(NodeInputs in) {
+    return new NodeObservations(in.localAddresses(), in.networks(), in.existingMarks(), in.existingSteerTables());
+  }
+
+  @Test
+  void theHostAndItsAlsoReceivingNodeAreBothReceivers() {
+    NodeInputs in = cluster(A, B).inputs(B);
+    IncrementalPlanner onB = plannerOnB(in);
+    NodeObservations obs = observations(in);
     onB.plan(obs);
     assertThat(onB.receiving()).containsExactly(new ObjectRef("default", "web"));
 
@@ -81,5 +91,23 @@ class AlsoReceivePlanTest {
         "100", A, Optional.empty(), ""));
     onB.plan(obs);
     assertThat(onB.receiving()).as("after the move the annotation is removed: node-b lets go").isEmpty();
+  }
+
+  @Test
+  void aReplanThatKeepsWhatTheNodeReceivesForKeepsTheSameReceivingSet() {
+    // At 5,000 services a copy of the set per change was most of what a change allocated beyond its own service.
+    NodeInputs in = cluster(A, B).inputs(B);
+    IncrementalPlanner onB = plannerOnB(in);
+    NodeObservations obs = observations(in);
+    onB.plan(obs);
+    Set<ObjectRef> before = onB.receiving();
+
+    onB.putEgressService(new EgressServiceInfo(new ObjectRef("default", "web"), Optional.empty(), LOAD_BALANCER_IP,
+        "101", A, Optional.empty(), B));
+    PlanDelta replanned = onB.plan(obs);
+
+    assertThat(replanned.changedServices()).as("web was planned again").contains(new ObjectRef("default", "web"));
+    assertThat(onB.receiving()).as("still received for, so the same set").isSameAs(before)
+        .containsExactly(new ObjectRef("default", "web"));
   }
 }
