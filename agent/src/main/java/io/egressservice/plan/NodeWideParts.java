@@ -38,9 +38,9 @@ final class NodeWideParts {
   private final Set<ObjectRef> receiving = new HashSet<>();
   private Set<ObjectRef> receivingCopy = Set.of();
   /**
-   * Services that entered or left {@link #receiving} since the copy, an even number of times removed: a service
-   * planned again is unindexed and indexed again, and a copy of every received service per change would be
-   * O(services) of garbage for a membership that did not change.
+   * Services that entered or left {@link #receiving} an odd number of times since the copy: the copy is stale only
+   * while this is not empty. A service planned again leaves and re-enters (no change), and copying every received
+   * service for that would be O(services) of garbage per change.
    */
   private final Set<ObjectRef> receivingFlips = new HashSet<>();
   private PlanTotals.Counter counter = new PlanTotals.Counter();
