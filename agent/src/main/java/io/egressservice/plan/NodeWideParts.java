@@ -34,7 +34,7 @@ final class NodeWideParts {
   private List<SteerRoute> steerRoutes = List.of();
   private boolean steerRoutesChanged;
   private int receivers;
-  /** The services this node holds the receiving side of ({@link ServicePlan#receiver}); a copy once per change. */
+  /** The services this node holds the receiving side of ({@link ServicePlan#receiver}); copied when that changes. */
   private final Set<ObjectRef> receiving = new HashSet<>();
   private Set<ObjectRef> receivingCopy = Set.of();
   /**

@@ -28,7 +28,8 @@ public final class VersionEndpoint extends Dispatcher {
   @Override
   public MockResponse dispatch(RecordedRequest request) {
     String path = request.getPath();
-    if ("GET".equals(request.getMethod()) && path != null && (path.equals("/version") || path.startsWith("/version?"))) {
+    boolean version = path != null && (path.equals("/version") || path.startsWith("/version?"));
+    if (version && "GET".equals(request.getMethod())) {
       return new MockResponse().setResponseCode(200).addHeader("Content-Type", "application/json").setBody(BODY);
     }
     return next.dispatch(request);
