@@ -63,14 +63,15 @@ class AllocatorUninstallProcessTest {
     }
     Path log = Files.createTempFile("esa-allocator-uninstall-", ".log");
     ProcessBuilder pb = AgentProcess.builder(client, log, List.of(),
-        List.of("allocator", "--metrics-port", Integer.toString(port)));
+        // No node agent answers the host probes here: without them, node-a stays the host until the stop.
+        List.of("allocator", "--metrics-port", Integer.toString(port), "--host-probes=false"));
     Map<String, String> env = pb.environment();
     env.put("EGRESS_AGENT_POD_NAME", "allocator-1");
     env.put("EGRESS_AGENT_POD_NAMESPACE", NAMESPACE);
     env.put("EGRESS_AGENT_OWNER", "deployment/" + DEPLOYMENT);
     Process p = pb.start();
     try {
-      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).until(() ->
+      await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(200)).until(() ->
           web().getStatus() != null && "node-a".equals(web().getStatus().getHost())
           && "".equals(client.nodes().withName("node-a").get().getMetadata().getLabels().get(LABEL)));
       return p;
