@@ -74,6 +74,7 @@ class DeployManifestsTest {
     assertThat(baseObjects().stream().map(d -> d.path("kind").asText()).collect(Collectors.toList()))
         .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ServiceAccount",
             "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding",
+            "Role", "RoleBinding", "Role", "RoleBinding", // each process's own workload (uninstall)
             "DaemonSet", "Deployment", "PodDisruptionBudget");
     assertThat(texts(kustomization.path("images").path(0).path("name")))
         .as("images: override of the DaemonSet's image").containsExactly(container().getImage().split(":")[0]);
