@@ -210,6 +210,34 @@ class PastedPlanTest {
   }
 
   @Test
+  void theJsonPlanCarriesTheNetworkExactlyWithNothingATerminalActsOn() throws Exception {
+    String network = "evil\ntouch x #\u001b[8m\u009b\u202e";
+    InProcess.Result r = InProcess.run("plan", "--objects",
+        objects("shop", "web", "\"evil\\ntouch x #\\e[8m\\x9b\\u202e\"").toString(), "--node", "node-a", "-o", "json");
+    assertThat(r.exit()).as(r.err()).isZero();
+
+    assertThat(r.out()).doesNotContain("\u001b", "\u009b", "\u202e").contains("\\u001B", "\\u009b", "\\u202e");
+    var rules = new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.out()).path("rules");
+    assertThat(rules.findValuesAsText("table")).contains(network);
+  }
+
+  @Test
+  void anErrorQuotingAnObjectsNameIsOneLine() throws Exception {
+    Path file = dir.resolve("bad-name.yaml");
+    Files.writeString(file, """
+        apiVersion: k8s.ovn.org/v1
+        kind: EgressService
+        metadata: {name: "we\\nerror: forged", namespace: shop}
+        spec: {network: "100"}
+        """);
+    InProcess.Result r = InProcess.run("plan", "--objects", file.toString(), "--node", "node-a");
+
+    assertThat(r.exit()).isEqualTo(Main.EXIT_USER_ERROR);
+    assertThat(r.err().lines()).singleElement().asString().startsWith("error: ")
+        .contains("metadata.name 'we\\nerror: forged' is not");
+  }
+
+  @Test
   void plainPlansAreUnchanged() {
     String text = plan(EXAMPLES_WEB);
     assertThat(text).contains("lookup 100 protocol 201  # default/web");
