@@ -83,7 +83,7 @@ public final class PlanText {
         sb.append("  # network ").append(Printable.escape(r.table().name())).append(": the sources marked 0x")
             .append(Long.toHexString(r.fwmark().orElse(0))).append(" above");
       }
-      if (!Printable.isPlain(r.table().name().replace("\\", ""))) {
+      if (!ShellWords.visibleWord(r.table().name()).equals(ShellWords.quote(r.table().name()))) {
         sb.append(" (its network holds control characters, shown escaped: no node has such a table)");
       }
       sb.append('\n');
