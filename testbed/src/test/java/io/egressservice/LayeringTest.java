@@ -42,7 +42,7 @@ class LayeringTest {
   /**
    * Bottom to top, as today's imports have it. Within a rank packages may use each other (no cycles, though).
    * ip and netlink are the reusable kernel library; the support packages (logging, health endpoints, lifecycle,
-   * build info) use nothing of ours; plan is the pure planner; objects and nft its API-object and nftables
+   * build info, text: escaping what others wrote for where it is printed) use nothing of ours; plan is the pure planner; objects and nft its API-object and nftables
    * renderings; kernel, dataplane and informers touch the kernel or the API; explain and metrics read them;
    * controller and allocator drive them; cli wires everything; testbed and demo (test infrastructure) sit on top.
    */
@@ -50,7 +50,7 @@ class LayeringTest {
       new Layer("ip", "io.egressservice.ip.."),
       new Layer("netlink", "io.egressservice.netlink.."),
       new Layer("support", "io.egressservice.logging..", "io.egressservice.health..", "io.egressservice.lifecycle..",
-          "io.egressservice.buildinfo.."),
+          "io.egressservice.buildinfo..", "io.egressservice.text.."),
       new Layer("plan", "io.egressservice.plan.."),
       new Layer("objects, nft", "io.egressservice.objects..", "io.egressservice.nft.."),
       new Layer("kernel, dataplane, informers", "io.egressservice.kernel..", "io.egressservice.dataplane..",
