@@ -57,6 +57,17 @@ class DeployManifestsTest {
   }
 
   @Test
+  void policyCrdCopyOfTheTenancyComponentIsByteForByteTheOriginal() throws IOException {
+    Path original = ROOT.resolve("crds/egressservicepolicies.egressservice.io.yaml");
+    Path copy = DEPLOY.resolve("components/tenancy/egressservicepolicies.egressservice.io.yaml");
+    assertThat(Files.mismatch(copy, original))
+        .as("first differing byte: %s must be a copy of %s (kustomize cannot reference files outside its root);"
+            + " refresh it with cp crds/egressservicepolicies.egressservice.io.yaml deploy/components/tenancy/",
+            ROOT.relativize(copy), ROOT.relativize(original))
+        .isEqualTo(-1L);
+  }
+
+  @Test
   void everyResourceOfTheKustomizationExistsAndParses() throws IOException {
     JsonNode kustomization = readOne(DEPLOY.resolve("kustomization.yaml"));
     assertThat(kustomization.path("kind").asText()).isEqualTo("Kustomization");
@@ -74,7 +85,9 @@ class DeployManifestsTest {
     assertThat(baseObjects().stream().map(d -> d.path("kind").asText()).collect(Collectors.toList()))
         .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ServiceAccount",
             "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding",
-            "DaemonSet", "Deployment", "PodDisruptionBudget");
+            "DaemonSet", "Deployment", "PodDisruptionBudget",
+            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicyBinding");
     assertThat(texts(kustomization.path("images").path(0).path("name")))
         .as("images: override of the DaemonSet's image").containsExactly(container().getImage().split(":")[0]);
     assertThat(allocatorContainer().getImage().split(":")[0]).isEqualTo(IMAGE);
