@@ -10,11 +10,13 @@ import dev.cel.common.types.SimpleType;
 import dev.cel.common.values.NullValue;
 import dev.cel.parser.CelStandardMacro;
 import dev.cel.runtime.CelEvaluationException;
+import dev.cel.runtime.CelRuntime;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * CEL as the API server evaluates it in a ValidatingAdmissionPolicy ({@code object}, {@code oldObject},
@@ -40,29 +42,35 @@ public final class KubernetesCel {
 
   private KubernetesCel() {}
 
+  /** Each expression compiled once (the API server, too, compiles a policy once and evaluates it per request). */
+  private static final Map<String, Compiled> PROGRAMS = new ConcurrentHashMap<>();
+
+  private record Compiled(Optional<CelRuntime.Program> program, Optional<String> error) {}
+
   /** The value of {@code expression}, or the compile or evaluation error as Kubernetes would report it. */
   public static Result eval(String expression, Map<String, Object> activation) {
-    CelAbstractSyntaxTree ast;
-    try {
-      CelValidationResult compiled = CEL.compile(expression);
-      if (compiled.hasError()) {
-        return new Result(Optional.empty(), Optional.of("compile error: " + compiled.getErrorString()));
-      }
-      ast = compiled.getAst();
-    } catch (CelValidationException e) {
-      return new Result(Optional.empty(), Optional.of("compile error: " + e.getMessage()));
+    Compiled compiled = PROGRAMS.computeIfAbsent(expression, KubernetesCel::compile);
+    if (compiled.error().isPresent()) {
+      return new Result(Optional.empty(), compiled.error());
     }
     try {
-      return new Result(Optional.of(CEL.createProgram(ast).eval(activation)), Optional.empty());
+      return new Result(Optional.of(compiled.program().orElseThrow().eval(activation)), Optional.empty());
     } catch (CelEvaluationException e) {
       return new Result(Optional.empty(), Optional.of("evaluation error: " + e.getMessage()));
     }
   }
 
-  /** Compiles {@code expression} or says why not (an expression that does not compile never ships). */
-  public static Optional<String> compileError(String expression) {
-    CelValidationResult compiled = CEL.compile(expression);
-    return compiled.hasError() ? Optional.of(compiled.getErrorString()) : Optional.empty();
+  private static Compiled compile(String expression) {
+    try {
+      CelValidationResult result = CEL.compile(expression);
+      if (result.hasError()) {
+        return new Compiled(Optional.empty(), Optional.of("compile error: " + result.getErrorString()));
+      }
+      CelAbstractSyntaxTree ast = result.getAst();
+      return new Compiled(Optional.of(CEL.createProgram(ast)), Optional.empty());
+    } catch (CelValidationException | CelEvaluationException e) {
+      return new Compiled(Optional.empty(), Optional.of("compile error: " + e.getMessage()));
+    }
   }
 
   /** A JSON value as CEL sees it: objects are maps, arrays lists, integers int (64-bit). */
