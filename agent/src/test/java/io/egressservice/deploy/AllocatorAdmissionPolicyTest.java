@@ -10,6 +10,7 @@ import io.egressservice.admission.AdmissionPolicy;
 import io.egressservice.admission.AdmissionPolicy.Decision;
 import io.egressservice.admission.AdmissionRequest;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
 import org.junit.jupiter.api.Test;
@@ -44,29 +45,29 @@ class AllocatorAdmissionPolicyTest {
     });
   }
 
+  /** A write the allocator never makes: what it is, its JSON merge patch, a word the refusal names. */
+  private record Forbidden(String what, String patch, String word) {}
+
   @Test
   void theAllocatorMayNotTaintCordonOrRelabelANode() {
+    List<Forbidden> writes = List.of(
+        new Forbidden("a taint", "{\"spec\": {\"taints\": [{\"key\": \"evil\", \"effect\": \"NoExecute\"}]}}", "spec"),
+        new Forbidden("unschedulable", "{\"spec\": {\"unschedulable\": true}}", "spec"),
+        new Forbidden("a foreign label",
+            "{\"metadata\": {\"labels\": {\"node-role.kubernetes.io/control-plane\": \"\"}}}", "labels"),
+        new Forbidden("a label changed", "{\"metadata\": {\"labels\": {\"kubernetes.io/os\": \"windows\"}}}", "labels"),
+        new Forbidden("a label removed", "{\"metadata\": {\"labels\": {\"kubernetes.io/os\": null}}}", "labels"),
+        new Forbidden("an annotation", "{\"metadata\": {\"annotations\": {\"k8s.ovn.org/node-subnets\": \"{}\"}}}",
+            "annotations"),
+        new Forbidden("a finalizer", "{\"metadata\": {\"finalizers\": [\"example.com/hold\"]}}", "finalizers"),
+        new Forbidden("a host label with a taint", "{\"metadata\": {\"labels\": {\"" + HOST_LABEL + "\": \"\"}},"
+            + " \"spec\": {\"unschedulable\": true}}", "spec"));
     forEach(NODES, (where, vap) -> {
-      assertRefused(where + ": a taint", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"spec\": {\"taints\": [{\"key\": \"evil\", \"effect\": \"NoExecute\"}]}}")), "spec");
-      assertRefused(where + ": unschedulable", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"spec\": {\"unschedulable\": true}}")), "spec");
-      assertRefused(where + ": a foreign label", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"metadata\": {\"labels\": {\"node-role.kubernetes.io/control-plane\": \"\"}}}")), "labels");
-      assertRefused(where + ": a label changed", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"metadata\": {\"labels\": {\"kubernetes.io/os\": \"windows\"}}}")), "labels");
-      assertRefused(where + ": a label removed", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"metadata\": {\"labels\": {\"kubernetes.io/os\": null}}}")), "labels");
-      assertRefused(where + ": an annotation", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"metadata\": {\"annotations\": {\"k8s.ovn.org/node-subnets\": \"{}\"}}}")), "annotations");
-      assertRefused(where + ": a finalizer", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"metadata\": {\"finalizers\": [\"example.com/hold\"]}}")), "finalizers");
+      writes.forEach(w -> assertRefused(where + ": " + w.what(),
+          nodeUpdate(vap, ALLOCATOR, node(), patch(node(), w.patch())), w.word()));
       assertRefused(where + ": its status", vap.evaluate(AdmissionRequest.update(ALLOCATOR, "", "nodes", node(),
           patch(node(), "{\"status\": {\"conditions\": [{\"type\": \"Ready\", \"status\": \"False\"}]}}"),
           MissingNode.getInstance()).onSubResource("status"), Map.of()), "status");
-      assertRefused(where + ": a host label with a taint", nodeUpdate(vap, ALLOCATOR, node(), patch(node(),
-          "{\"metadata\": {\"labels\": {\"" + HOST_LABEL + "\": \"\"}}, \"spec\": {\"unschedulable\": true}}")),
-          "spec");
     });
   }
 
@@ -88,20 +89,17 @@ class AllocatorAdmissionPolicyTest {
 
   @Test
   void theAllocatorMayNotRewriteAnEgressService() {
-    forEach(EGRESS_SERVICES, (where, vap) -> {
-      assertRefused(where + ": its network", esUpdate(vap, ALLOCATOR, egressService(), patch(egressService(),
-          "{\"spec\": {\"network\": \"1337\"}}")), "spec");
-      assertRefused(where + ": its sourceIPBy", esUpdate(vap, ALLOCATOR, egressService(), patch(egressService(),
-          "{\"spec\": {\"sourceIPBy\": \"Network\"}}")), "spec");
-      assertRefused(where + ": another annotation", esUpdate(vap, ALLOCATOR, egressService(), patch(egressService(),
-          "{\"metadata\": {\"annotations\": {\"example.com/owner\": \"mallory\"}}}")), "annotation");
-      assertRefused(where + ": an annotation removed", esUpdate(vap, ALLOCATOR, egressService(),
-          patch(egressService(), "{\"metadata\": {\"annotations\": {\"example.com/ticket\": null}}}")), "annotation");
-      assertRefused(where + ": a label", esUpdate(vap, ALLOCATOR, egressService(), patch(egressService(),
-          "{\"metadata\": {\"labels\": {\"app\": \"other\"}}}")), "labels");
-      assertRefused(where + ": a finalizer", esUpdate(vap, ALLOCATOR, egressService(), patch(egressService(),
-          "{\"metadata\": {\"finalizers\": [\"example.com/hold\"]}}")), "finalizers");
-    });
+    List<Forbidden> writes = List.of(
+        new Forbidden("its network", "{\"spec\": {\"network\": \"1337\"}}", "spec"),
+        new Forbidden("its sourceIPBy", "{\"spec\": {\"sourceIPBy\": \"Network\"}}", "spec"),
+        new Forbidden("another annotation", "{\"metadata\": {\"annotations\": {\"example.com/owner\": \"mallory\"}}}",
+            "annotation"),
+        new Forbidden("an annotation removed", "{\"metadata\": {\"annotations\": {\"example.com/ticket\": null}}}",
+            "annotation"),
+        new Forbidden("a label", "{\"metadata\": {\"labels\": {\"app\": \"other\"}}}", "labels"),
+        new Forbidden("a finalizer", "{\"metadata\": {\"finalizers\": [\"example.com/hold\"]}}", "finalizers"));
+    forEach(EGRESS_SERVICES, (where, vap) -> writes.forEach(w -> assertRefused(where + ": " + w.what(),
+        esUpdate(vap, ALLOCATOR, egressService(), patch(egressService(), w.patch())), w.word())));
   }
 
   @Test

@@ -193,7 +193,8 @@ class ChartTest {
     List<JsonNode> ovn = HelmChart.render(Map.of("ovnKubernetes.enabled", true, "policy.enabled", true));
     assertThat(ManifestChecks.ofKind(ovn, "CustomResourceDefinition"))
         .extracting(o -> o.path("metadata").path("name").asText())
-        .as("OVN-Kubernetes owns the EgressService CRD, not the policy's").containsExactly("egressservicepolicies.egressservice.io");
+        .as("OVN-Kubernetes owns the EgressService CRD, not the policy's")
+        .containsExactly("egressservicepolicies.egressservice.io");
     assertThat(names(ovn, "ValidatingAdmissionPolicy")).containsExactly("egress-service-grants");
     List<JsonNode> noCrds =
         HelmChart.render(Map.of("crds.install", false, "policy.enabled", true, "policy.asHook", false));

@@ -140,8 +140,8 @@ class GrantsAdmissionPolicyTest {
 
   @Test
   void theShippedExamplePolicyAdmitsServicesWithoutANetworkAndRefusesNetworks() {
-    JsonNode deployed = ShippedAdmissionPolicies.objects(HelmChart.ROOT.resolve("deploy/components/tenancy/policy.yaml"))
-        .get(0);
+    JsonNode deployed =
+        ShippedAdmissionPolicies.objects(HelmChart.ROOT.resolve("deploy/components/tenancy/policy.yaml")).get(0);
     JsonNode charted = Kustomize.one(HelmChart.render(Map.of("policy.enabled", true, "policy.asHook", false)),
         "EgressServicePolicy");
     for (JsonNode example : java.util.List.of(deployed, charted)) {

@@ -47,23 +47,21 @@ class DeployManifestsTest {
 
   @Test
   void crdCopyIsByteForByteTheOriginal() throws IOException {
-    Path original = ROOT.resolve("crds/egressservices.k8s.ovn.org.yaml");
-    Path copy = DEPLOY.resolve("crds/egressservices.k8s.ovn.org.yaml");
-    assertThat(Files.mismatch(copy, original))
-        .as("first differing byte: %s must be a copy of %s (kustomize cannot reference files outside deploy/);"
-            + " refresh it with cp crds/egressservices.k8s.ovn.org.yaml deploy/crds/",
-            ROOT.relativize(copy), ROOT.relativize(original))
-        .isEqualTo(-1L);
+    assertCopy("crds/egressservices.k8s.ovn.org.yaml", "deploy/crds/");
   }
 
   @Test
   void policyCrdCopyOfTheTenancyComponentIsByteForByteTheOriginal() throws IOException {
-    Path original = ROOT.resolve("crds/egressservicepolicies.egressservice.io.yaml");
-    Path copy = DEPLOY.resolve("components/tenancy/egressservicepolicies.egressservice.io.yaml");
-    assertThat(Files.mismatch(copy, original))
+    assertCopy("crds/egressservicepolicies.egressservice.io.yaml", "deploy/components/tenancy/");
+  }
+
+  /** kustomize cannot reference files outside its root: {@code dir} holds a copy of {@code original}. */
+  private static void assertCopy(String original, String dir) throws IOException {
+    Path from = ROOT.resolve(original);
+    Path copy = ROOT.resolve(dir).resolve(from.getFileName());
+    assertThat(Files.mismatch(copy, from))
         .as("first differing byte: %s must be a copy of %s (kustomize cannot reference files outside its root);"
-            + " refresh it with cp crds/egressservicepolicies.egressservice.io.yaml deploy/components/tenancy/",
-            ROOT.relativize(copy), ROOT.relativize(original))
+            + " refresh it with cp %s %s", ROOT.relativize(copy), original, original, dir)
         .isEqualTo(-1L);
   }
 
