@@ -264,15 +264,8 @@ abstract class SteeringGuardClusterTest {
   @Test
   @Order(9)
   void steeringPortRefusesAPodsAddressFromAnotherNodesAddress() {
-    Namespace lan = cluster.netns("lan");
-    List<String> leaks = new ArrayList<>();
     long before = counter("node-a", "forged");
-    for (IpFamily f : IpFamily.values()) {
-      try (Forgery g = Forgery.tunnelFrom(lan, cluster.node("node-c").ip(f), cluster.pod("pod-b1").ip(f),
-          Addresses.external(f), cluster.node("node-a").ip(f))) {
-        collectLeaks("lan", Addresses.external(f), "lan as node-c around pod-b1 over " + f, leaks);
-      }
-    }
+    List<String> leaks = forgedFromTheNodeNetwork("node-c", f -> cluster.pod("pod-b1").ip(f), "node-c around pod-b1");
     assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
     assertThat(counter("node-a", "forged")).as("node-a counted them as forged").isGreaterThanOrEqualTo(before + 2);
     for (IpFamily f : IpFamily.values()) {
@@ -287,15 +280,8 @@ abstract class SteeringGuardClusterTest {
   @Test
   @Order(10)
   void steeringPortRefusesTheLbIpAsInnerSourceWhenNoMoveIsPlanned() {
-    Namespace lan = cluster.netns("lan");
-    List<String> leaks = new ArrayList<>();
     long before = counter("node-a", "forged");
-    for (IpFamily f : IpFamily.values()) {
-      try (Forgery g = Forgery.tunnelFrom(lan, cluster.node("node-b").ip(f), LB_IPS.get(f.ordinal()),
-          Addresses.external(f), cluster.node("node-a").ip(f))) {
-        collectLeaks("lan", Addresses.external(f), "lan as node-b around the LB IP over " + f, leaks);
-      }
-    }
+    List<String> leaks = forgedFromTheNodeNetwork("node-b", f -> LB_IPS.get(f.ordinal()), "node-b around the LB IP");
     assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
     assertThat(counter("node-a", "forged")).isGreaterThanOrEqualTo(before + 2);
   }
@@ -342,6 +328,21 @@ abstract class SteeringGuardClusterTest {
   }
 
   // ---- helpers ------------------------------------------------------------------------------------
+
+  /**
+   * From lan (a host on the node network), VXLAN-GPE to node-a with {@code node}'s address as outer source around
+   * {@code inner} of each family, to the external host: what left the cluster, as lines.
+   */
+  List<String> forgedFromTheNodeNetwork(String node, java.util.function.Function<IpFamily, String> inner, String what) {
+    List<String> leaks = new ArrayList<>();
+    for (IpFamily f : IpFamily.values()) {
+      try (Forgery g = Forgery.tunnelFrom(cluster.netns("lan"), cluster.node(node).ip(f), inner.apply(f),
+          Addresses.external(f), cluster.node("node-a").ip(f))) {
+        collectLeaks("lan", Addresses.external(f), "lan as " + what + " over " + f, leaks);
+      }
+    }
+    return leaks;
+  }
 
   /** As {@link #sendAndCollectLeaks}, to {@code destination}. */
   void collectLeaks(String from, String destination, String what, List<String> leaks) {
