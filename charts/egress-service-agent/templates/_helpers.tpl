@@ -115,3 +115,55 @@ as ovnkube-node requires.
 {{- define "esa.crdsEnabled" -}}
 {{- if and .Values.crds.install (not .Values.ovnKubernetes.enabled) -}}true{{- end -}}
 {{- end }}
+
+{{/*
+The ValidatingAdmissionPolicy API the cluster serves: admissionregistration.k8s.io/v1 (Kubernetes 1.30+), else
+v1beta1 (1.28 and 1.29, where it is off unless the ValidatingAdmissionPolicy feature gate and the beta API are
+on; both have namespaceObject and parameterNotFoundAction), else "" (no admission policy is rendered; the agents
+and the allocator still enforce the EgressServicePolicy). `helm template` without a cluster knows API versions
+but no kinds (not even apps/v1/DaemonSet): v1 then, unless --api-versions names the beta's kind.
+*/}}
+{{- define "esa.vapApiVersion" -}}
+{{- $api := .Capabilities.APIVersions -}}
+{{- if $api.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
+admissionregistration.k8s.io/v1
+{{- else if $api.Has "admissionregistration.k8s.io/v1beta1/ValidatingAdmissionPolicy" -}}
+admissionregistration.k8s.io/v1beta1
+{{- else if not ($api.Has "apps/v1/DaemonSet") -}}
+admissionregistration.k8s.io/v1
+{{- end -}}
+{{- end }}
+
+{{/*
+The admission policies and bindings of a file under files/admission/ (copies of deploy/'s; ChartTest compares
+the renderings), with this release's namespace in the ServiceAccount names they match, the served API version
+and the chart's labels. Call with (dict "ctx" $ "file" "files/admission/<name>.yaml").
+*/}}
+{{- define "esa.admissionObjects" -}}
+{{- $ctx := .ctx -}}
+{{- $apiVersion := include "esa.vapApiVersion" $ctx -}}
+{{- $text := $ctx.Files.Get .file | replace "system:serviceaccount:egress-service-agent:" (printf "system:serviceaccount:%s:" $ctx.Release.Namespace) -}}
+{{- range $doc := splitList "\n---\n" $text }}
+{{- $o := fromYaml $doc }}
+{{- $_ := set $o "apiVersion" $apiVersion }}
+{{- $_ := set $o.metadata "labels" (merge (default dict $o.metadata.labels) (include "esa.helmLabels" $ctx | fromYaml)) }}
+---
+{{ toYaml $o }}
+{{- end }}
+{{- end }}
+
+{{- define "esa.policyEnabled" -}}
+{{- if .Values.policy.enabled -}}true{{- end -}}
+{{- end }}
+
+{{/* Enforcing the EgressServicePolicy, the agents and the allocator watch it and the Namespaces' labels. */}}
+{{- define "esa.policyReadRules" -}}
+{{- if include "esa.policyEnabled" . -}}
+- apiGroups: ["egressservice.io"]
+  resources: ["egressservicepolicies"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["list", "watch"]
+{{- end -}}
+{{- end }}

@@ -41,16 +41,18 @@ class LayeringTest {
 
   /**
    * Bottom to top, as today's imports have it. Within a rank packages may use each other (no cycles, though).
+   * The generated EgressServicePolicy model (api module, from crds/) is a value model like org.ovn.k8s.v1;
    * ip and netlink are the reusable kernel library; the support packages (logging, health endpoints, lifecycle,
-   * build info) use nothing of ours; plan is the pure planner; objects and nft its API-object and nftables
+   * build info, text: escaping what others wrote for where it is printed) use nothing of ours; plan is the pure planner; objects and nft its API-object and nftables
    * renderings; kernel, dataplane and informers touch the kernel or the API; explain and metrics read them;
    * controller and allocator drive them; cli wires everything; testbed and demo (test infrastructure) sit on top.
    */
   static final List<Layer> BOTTOM_UP = List.of(
+      new Layer("generated API model", "io.egressservice.v1alpha1.."),
       new Layer("ip", "io.egressservice.ip.."),
       new Layer("netlink", "io.egressservice.netlink.."),
       new Layer("support", "io.egressservice.logging..", "io.egressservice.health..", "io.egressservice.lifecycle..",
-          "io.egressservice.buildinfo.."),
+          "io.egressservice.buildinfo..", "io.egressservice.text.."),
       new Layer("plan", "io.egressservice.plan.."),
       new Layer("objects, nft", "io.egressservice.objects..", "io.egressservice.nft.."),
       new Layer("kernel, dataplane, informers", "io.egressservice.kernel..", "io.egressservice.dataplane..",

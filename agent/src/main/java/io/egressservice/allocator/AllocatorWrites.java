@@ -3,6 +3,7 @@ package io.egressservice.allocator;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.objects.PlanInputs;
+import io.egressservice.text.Printable;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -157,7 +158,7 @@ final class AllocatorWrites {
         .endInvolvedObject()
         .withType(type)
         .withReason(reason)
-        .withMessage(message.length() > 1024 ? message.substring(0, 1024) : message)
+        .withMessage(eventMessage(message))
         .withFirstTimestamp(ts)
         .withLastTimestamp(ts)
         .withCount(1)
@@ -171,5 +172,14 @@ final class AllocatorWrites {
     } catch (KubernetesClientException e) {
       LOG.warn("{}: could not write Event {} for {}: {}", identity, reason, PlanInputs.ref(es), e.getMessage());
     }
+  }
+
+  /**
+   * An Event's message as the allocator writes it: {@linkplain Printable#escape escaped} (it carries names, networks
+   * and node names others wrote, which people read in {@code kubectl describe} and log pipelines), then bounded.
+   */
+  static String eventMessage(String message) {
+    String escaped = Printable.escape(message);
+    return escaped.length() > 1024 ? escaped.substring(0, 1024) : escaped;
   }
 }

@@ -114,7 +114,7 @@ final class SelfSuspicionEvents implements Allocator.Listener {
           .endInvolvedObject()
           .withType(type)
           .withReason(reason)
-          .withMessage(message.length() > 1024 ? message.substring(0, 1024) : message)
+          .withMessage(AllocatorWrites.eventMessage(message))
           .withFirstTimestamp(ts)
           .withLastTimestamp(ts)
           .withCount(1)

@@ -10,6 +10,7 @@ import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.ServiceOutcome;
+import io.egressservice.text.Printable;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -58,21 +59,21 @@ public final class ApplyCommand implements Callable<Integer> {
       DesiredState desired = plan.desired();
       if (dryRun) {
         ChangeSet diff = Dataplane.diff(plan);
-        out.printf("dry run for node %s in %s: %d difference(s); nothing was changed%n",
-            node, dp.describe(), diff.changes().size());
+        Printable.println(out, String.format("dry run for node %s in %s: %d difference(s); nothing was changed",
+            node, dp.describe(), diff.changes().size()));
         printPerService(out, desired, diff.changes());
         out.flush();
         return Main.EXIT_OK;
       }
       ApplyReport report = dp.reconcile(plan);
-      out.printf("applied %d change(s) for node %s in %s (kernel time %.1f ms)%n",
-          report.applied().size(), node, dp.describe(), report.kernelNanos() / 1e6);
+      Printable.println(out, String.format("applied %d change(s) for node %s in %s (kernel time %.1f ms)",
+          report.applied().size(), node, dp.describe(), report.kernelNanos() / 1e6));
       printPerService(out, desired, report.applied());
       if (!report.succeeded()) {
         PrintWriter err = spec.commandLine().getErr();
         err.println("error: " + report.failures().size() + " change(s) were refused by the kernel;"
             + " everything else was applied and a new 'apply' retries them:");
-        report.failures().forEach(f -> err.println("  " + f));
+        report.failures().forEach(f -> Printable.println(err, "  " + f));
         err.flush();
         out.flush();
         return Main.EXIT_SYSTEM_ERROR;
@@ -84,7 +85,10 @@ public final class ApplyCommand implements Callable<Integer> {
     }
   }
 
-  /** Groups changes by service, each under the plan's outcome for it, so "what is wrong here" reads top-down. */
+  /**
+   * Groups changes by service, each under the plan's outcome for it, so "what is wrong here" reads top-down. Each
+   * line {@linkplain Printable#escape escaped}: names, reasons and networks come from the objects.
+   */
   static void printPerService(PrintWriter out, DesiredState desired, List<Change> changes) {
     Map<String, List<Change>> byService = new LinkedHashMap<>();
     for (ServiceOutcome o : desired.services()) {
@@ -96,26 +100,23 @@ public final class ApplyCommand implements Callable<Integer> {
     for (Map.Entry<String, List<Change>> e : byService.entrySet()) {
       ServiceOutcome outcome = desired.services().stream()
           .filter(o -> o.service().toString().equals(e.getKey())).findFirst().orElse(null);
-      out.print("  " + e.getKey());
+      Printable.println(out, "  " + e.getKey() + (outcome == null ? ""
+          : ": " + (outcome.configured() ? "configured: " : "not configured: ") + outcome.reason()));
       if (outcome != null) {
-        out.print(": " + (outcome.configured() ? "configured: " : "not configured: ") + outcome.reason());
-      }
-      out.println();
-      if (outcome != null) {
-        outcome.skippedEndpoints().forEach(s -> out.println("      skipped " + s.address() + ": " + s.reason()));
-        outcome.steeredEndpoints().forEach(s -> out.println("      steered " + s));
+        outcome.skippedEndpoints().forEach(s -> Printable.println(out, "      skipped " + s.address() + ": " + s.reason()));
+        outcome.steeredEndpoints().forEach(s -> Printable.println(out, "      steered " + s));
         if (!outcome.steeredIn().isEmpty()) {
-          out.println("      steered here by their nodes: " + String.join(", ", outcome.steeredIn()));
+          Printable.println(out, "      steered here by their nodes: " + String.join(", ", outcome.steeredIn()));
         }
         if (!outcome.remoteEndpoints().isEmpty()) {
-          out.println("      not on this node and not steered here (they leave their own node as before): "
+          Printable.println(out, "      not on this node and not steered here (they leave their own node as before): "
               + String.join(", ", outcome.remoteEndpoints()));
         }
       }
       if (e.getValue().isEmpty()) {
         out.println("      (kernel matches the plan)");
       }
-      e.getValue().forEach(c -> out.println("    " + c));
+      e.getValue().forEach(c -> Printable.println(out, "    " + c));
     }
   }
 }

@@ -3,6 +3,7 @@ package io.egressservice.cli;
 import io.egressservice.dataplane.ApplyReport;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
+import io.egressservice.text.Printable;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -33,10 +34,10 @@ public final class CleanupCommand implements Callable<Integer> {
       ApplyReport report = dp.cleanup();
       out.printf("removed %d owned object(s) in %s in %d ms%n", report.applied().size(), dp.describe(),
           report.kernelNanos() / 1_000_000);
-      report.applied().forEach(c -> out.println("  " + c));
+      report.applied().forEach(c -> Printable.println(out, "  " + c)); // names from the kernel's comments
       out.flush();
       if (!report.succeeded()) {
-        report.failures().forEach(f -> spec.commandLine().getErr().println("error: " + f));
+        report.failures().forEach(f -> Printable.println(spec.commandLine().getErr(), "error: " + f));
         spec.commandLine().getErr().flush();
         return Main.EXIT_SYSTEM_ERROR;
       }

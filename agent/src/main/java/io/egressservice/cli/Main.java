@@ -3,6 +3,7 @@ package io.egressservice.cli;
 import io.egressservice.buildinfo.BuildInfo;
 import io.egressservice.lifecycle.FailFast;
 import io.egressservice.logging.ProcessLogging;
+import io.egressservice.text.Printable;
 import java.lang.ref.Reference;
 import java.util.List;
 import picocli.CommandLine;
@@ -86,15 +87,16 @@ public final class Main implements Runnable {
       return EXIT_USER_ERROR;
     });
     cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
+      // escaped: a message may quote a name, a network or a file's content (one line each, whatever they hold)
       if (ex instanceof UserError) {
-        cmd.getErr().println("error: " + ex.getMessage());
+        Printable.println(cmd.getErr(), "error: " + ex.getMessage());
         return EXIT_USER_ERROR;
       }
       if (ex instanceof SystemError) {
-        cmd.getErr().println("error: " + ex.getMessage());
+        Printable.println(cmd.getErr(), "error: " + ex.getMessage());
         return EXIT_SYSTEM_ERROR;
       }
-      cmd.getErr().println("internal error: " + ex);
+      Printable.println(cmd.getErr(), "internal error: " + ex);
       ex.printStackTrace(cmd.getErr());
       return EXIT_SYSTEM_ERROR;
     });

@@ -7,6 +7,7 @@ import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.NetworkResolution;
 import io.egressservice.plan.Planner;
+import io.egressservice.text.Printable;
 import io.fabric8.kubernetes.api.model.discovery.v1.Endpoint;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import java.io.PrintWriter;
@@ -88,7 +89,7 @@ public final class PlanCommand implements Callable<Integer> {
       return;
     }
     known.addAll(mentioned);
-    err.println("warning: node '" + node + "' appears in no object (no Node, no endpoint on it, no EgressService"
+    Printable.println(err, "warning: node '" + node + "' appears in no object (no Node, no endpoint on it, no EgressService"
         + " hosted by it); planning it as a node without addresses, pod CIDRs or endpoints. "
         + (known.isEmpty() ? "The objects name no node at all." : "Nodes the objects name: " + String.join(", ", known)));
     err.flush();
@@ -96,8 +97,8 @@ public final class PlanCommand implements Callable<Integer> {
 
   static ClusterObjects loadObjects(List<Path> paths, PrintWriter err) {
     try {
-      ClusterObjects loaded = ObjectFiles.load(paths, note -> err.println("note: " + note),
-          warning -> err.println("warning: " + warning));
+      ClusterObjects loaded = ObjectFiles.load(paths, note -> Printable.println(err, "note: " + note),
+          warning -> Printable.println(err, "warning: " + warning));
       err.flush();
       return loaded;
     } catch (ObjectsException e) {

@@ -1,6 +1,10 @@
 package io.egressservice.cli;
 
+import com.fasterxml.jackson.core.JsonFactoryBuilder;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.io.SerializedString;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -17,13 +21,42 @@ import io.egressservice.plan.SteerRoute;
 import io.egressservice.plan.SteeredEndpoint;
 import io.egressservice.plan.SteeringPlan;
 import io.egressservice.plan.TableRef;
+import io.egressservice.text.Printable;
 
 /**
  * {@code plan --output json}: the shape of DESIGN.md section 4 (fields may be added, never renamed).
  * {@code table} is a number, or the network's name when an offline plan could not resolve it.
+ *
+ * <p>Every JSON output of the command line ({@code plan}, {@code status}, {@code explain}) is written here: strings
+ * carry what others wrote, so besides JSON's own escapes (every C0 control) DEL, the C1 controls and the characters
+ * {@link Printable} escapes (line separators, bidirectional overrides) are written as {@code \}{@code uHHHH}: the
+ * same string to a parser, nothing a terminal acts on when a person reads the JSON.
  */
 public final class PlanJson {
-  private static final ObjectMapper MAPPER = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  private static final ObjectMapper MAPPER = new ObjectMapper(
+      new JsonFactoryBuilder().characterEscapes(new TerminalSafeEscapes()).build()).enable(SerializationFeature.INDENT_OUTPUT);
+
+  /** JSON's escapes, and {@code \}{@code uHHHH} for DEL and every non-ASCII character {@link Printable} escapes. */
+  private static final class TerminalSafeEscapes extends CharacterEscapes {
+    private static final long serialVersionUID = 1L;
+    private final int[] ascii;
+
+    TerminalSafeEscapes() {
+      ascii = standardAsciiEscapesForJSON();
+      ascii[0x7f] = ESCAPE_STANDARD;
+    }
+
+    @Override
+    public int[] getEscapeCodesForAscii() {
+      return ascii;
+    }
+
+    @Override
+    public SerializableString getEscapeSequence(int ch) {
+      return Printable.escapes((char) ch) && !Character.isSurrogate((char) ch)
+          ? new SerializedString(String.format("\\u%04x", ch)) : null;
+    }
+  }
 
   private PlanJson() {}
 

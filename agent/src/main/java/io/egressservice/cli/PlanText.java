@@ -12,6 +12,8 @@ import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.SteerRoute;
 import io.egressservice.plan.SteeringPlan;
 import io.egressservice.dataplane.SteeringDataplane;
+import io.egressservice.text.Printable;
+import io.egressservice.text.ShellWords;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -20,6 +22,11 @@ import java.util.stream.Collectors;
 /**
  * {@code plan --output text}: copy-pasteable {@code ip rule add} commands and an {@code nft -f}
  * script for the owned table, with a comment line per service saying what was decided and why.
+ *
+ * <p>Safe to paste whatever the objects hold: every value from them in a command (a {@code network}, which an
+ * offline plan keeps by name) is one shell word ({@link ShellWords#visibleWord}), and every comment and nft string
+ * is {@linkplain Printable#escape escaped}, so no name, reason or network can end a comment's line, the nft
+ * here-document or a quoted nft string, nor hide anything from the reader's terminal.
  */
 public final class PlanText {
   public static final String NFT_TABLE = "egress_service_agent";
@@ -28,7 +35,7 @@ public final class PlanText {
 
   public static String render(DesiredState s) {
     StringBuilder sb = new StringBuilder();
-    sb.append("# egress-service-agent plan for node ").append(s.node()).append(": ")
+    sb.append("# egress-service-agent plan for node ").append(Printable.escape(s.node())).append(": ")
         .append(s.rules().size()).append(" ip rule(s), ").append(s.routes().size()).append(" throw route(s), ")
         .append(s.snat().size())
         .append(" SNAT entr").append(s.snat().size() == 1 ? "y" : "ies")
@@ -37,24 +44,23 @@ public final class PlanText {
       sb.append("# no EgressService in the input\n");
     }
     for (String r : s.refusedInputs()) {
-      sb.append("# refused input: ").append(r).append('\n');
+      comment(sb, "# refused input: " + r);
     }
     for (ServiceOutcome o : s.services()) {
-      sb.append("# ").append(o.service()).append(": ")
-          .append(o.configured() ? "configured: " : "not configured: ").append(o.reason()).append('\n');
+      comment(sb, "# " + o.service() + ": " + (o.configured() ? "configured: " : "not configured: ") + o.reason());
       for (ServiceOutcome.SkippedEndpoint e : o.skippedEndpoints()) {
-        sb.append("#   skipped ").append(e.address()).append(": ").append(e.reason()).append('\n');
+        comment(sb, "#   skipped " + e.address() + ": " + e.reason());
       }
       if (!o.remoteEndpoints().isEmpty()) {
-        sb.append("#   not on this node (their egress uses these rules only if the pod network steers it here): ")
-            .append(String.join(", ", o.remoteEndpoints())).append('\n');
+        comment(sb, "#   not on this node (their egress uses these rules only if the pod network steers it here): "
+            + String.join(", ", o.remoteEndpoints()));
       }
       if (!o.steeredEndpoints().isEmpty()) {
-        sb.append("#   steered to the host: ").append(o.steeredEndpoints().stream().map(Object::toString)
-            .collect(Collectors.joining(", "))).append('\n');
+        comment(sb, "#   steered to the host: " + o.steeredEndpoints().stream().map(Object::toString)
+            .collect(Collectors.joining(", ")));
       }
       if (!o.steeredIn().isEmpty()) {
-        sb.append("#   steered here by their nodes: ").append(String.join(", ", o.steeredIn())).append('\n');
+        comment(sb, "#   steered here by their nodes: " + String.join(", ", o.steeredIn()));
       }
     }
     if (s.ruleMode() == RuleMode.MARK) {
@@ -62,20 +68,23 @@ public final class PlanText {
       for (Map.Entry<Long, Long> net : new TreeMap<>(s.networkMarks()).entrySet()) {
         List<String> sources = s.marks().stream().filter(m -> m.table() == net.getKey())
             .map(m -> m.source() + " (" + m.service() + ")").toList();
-        sb.append("#   table ").append(net.getKey()).append(" <- mark 0x").append(Long.toHexString(net.getValue()))
-            .append(": ").append(String.join(", ", sources)).append('\n');
+        comment(sb, "#   table " + net.getKey() + " <- mark 0x" + Long.toHexString(net.getValue()) + ": "
+            + String.join(", ", sources));
       }
     }
     sb.append('\n');
     steering(sb, s.steering(), s.ruleProtocol());
     for (RuleSpec r : s.rules()) {
       sb.append(ruleCommand(r, s.ruleProtocol(), s.markMask()));
-      r.service().ifPresent(svc -> sb.append("  # ").append(svc));
+      r.service().ifPresent(svc -> sb.append("  # ").append(Printable.escape(svc)));
       if (r.service().isEmpty() && r.to().isPresent()) {
         sb.append("  # in-cluster destination keeps the main table");
       } else if (r.service().isEmpty()) {
-        sb.append("  # network ").append(r.table().name()).append(": the sources marked 0x")
+        sb.append("  # network ").append(Printable.escape(r.table().name())).append(": the sources marked 0x")
             .append(Long.toHexString(r.fwmark().orElse(0))).append(" above");
+      }
+      if (!ShellWords.visibleWord(r.table().name()).equals(ShellWords.quote(r.table().name()))) {
+        sb.append(" (its network holds control characters, shown escaped: no node has such a table)");
       }
       sb.append('\n');
     }
@@ -92,8 +101,21 @@ public final class PlanText {
 
   /** {@code ip -4 route add throw 10.128.0.0/14 table 100 protocol 201}. */
   public static String routeCommand(RouteSpec r, int protocol) {
-    return "ip " + r.family().ipFlag() + " route add throw " + r.to().cidrText() + " table " + r.table().name()
-        + " protocol " + protocol;
+    return "ip " + r.family().ipFlag() + " route add throw " + r.to().cidrText() + " table "
+        + ShellWords.visibleWord(r.table().name()) + " protocol " + protocol;
+  }
+
+  /** One comment line: nothing in {@code text} can end it early or hide part of it. */
+  private static void comment(StringBuilder sb, String text) {
+    sb.append(Printable.escape(text)).append('\n');
+  }
+
+  /**
+   * A quoted nft string ({@code comment "..."}): escaped, and its double quotes too, since nft's strings have no
+   * escape of their own for one (unambiguous: a backslash of the text is escaped already).
+   */
+  private static String nftString(String text) {
+    return '"' + Printable.escape(text).replace("\"", "\\x22") + '"';
   }
 
   /** The steering device and the steering tables' routes, as {@code ip} commands (nothing when not wanted). */
@@ -114,7 +136,7 @@ public final class PlanText {
       sb.append("ip ").append(r.family().ipFlag()).append(" route add default dev ").append(SteeringPlan.DEVICE)
           .append(" encap ").append(r.family() == IpFamily.V4 ? "ip" : "ip6").append(" id ").append(SteeringPlan.VNI)
           .append(" dst ").append(r.hostAddress()).append(" csum table ").append(r.table()).append(" protocol ")
-          .append(protocol).append("  # to host ").append(r.host()).append('\n');
+          .append(protocol).append("  # to host ").append(Printable.escape(r.host())).append('\n');
     }
     sb.append('\n');
   }
@@ -128,7 +150,7 @@ public final class PlanText {
     r.sourcePort().ifPresent(port -> sb.append(" sport ").append(port));
     r.fwmark().ifPresent(m -> sb.append(" fwmark 0x").append(Long.toHexString(m)).append("/0x")
         .append(Long.toHexString(markMask)));
-    sb.append(" lookup ").append(r.table().name()).append(" protocol ").append(protocol);
+    sb.append(" lookup ").append(ShellWords.visibleWord(r.table().name())).append(" protocol ").append(protocol);
     return sb.toString();
   }
 
@@ -141,7 +163,7 @@ public final class PlanText {
       sb.append("  map snat_").append(suffix(f)).append(" { type ").append(type).append(" : ").append(type).append(';');
       if (!entries.isEmpty()) {
         sb.append(" elements = { ").append(entries.stream()
-            .map(e -> e.source() + " comment \"" + ServiceComments.of(e.service()) + "\" : " + e.to())
+            .map(e -> e.source() + " comment " + nftString(ServiceComments.of(e.service())) + " : " + e.to())
             .collect(Collectors.joining(", "))).append(" }");
       }
       sb.append(" }\n");
@@ -169,7 +191,7 @@ public final class PlanText {
         sb.append("  map mark_").append(suffix(f)).append(" {\n    type ").append(type).append(" : verdict\n");
         if (!entries.isEmpty()) {
           sb.append("    elements = { ").append(entries.stream()
-              .map(m -> m.source() + " comment \"" + ServiceComments.of(m.service()) + "\" : jump mark_t" + m.table())
+              .map(m -> m.source() + " comment " + nftString(ServiceComments.of(m.service())) + " : jump mark_t" + m.table())
               .collect(Collectors.joining(", "))).append(" }\n");
         }
         sb.append("  }\n");

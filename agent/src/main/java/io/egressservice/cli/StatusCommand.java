@@ -18,6 +18,7 @@ import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.RuleSpec;
+import io.egressservice.text.Printable;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -36,7 +37,10 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-/** {@code status}: the owned kernel state, grouped by service. */
+/**
+ * {@code status}: the owned kernel state, grouped by service. Every text line is {@linkplain Printable#escape
+ * escaped}: service names, hosts and Event messages come from the API or the kernel's comments.
+ */
 @Command(name = "status", mixinStandardHelpOptions = true,
     description = {"Show the owned ip rules, throw routes and nft SNAT entries, grouped by service. Every rule is"
         + " named by its service (endpoint or ClusterIP) from the objects: --objects files, else the API (in cluster,"
@@ -129,23 +133,23 @@ public final class StatusCommand implements Callable<Integer> {
           h.sources().forEach(o.putArray("sources")::add);
           lastChangeJson(o, lastChanges.get(h.service()));
         }
-        out.println(PlanJson.write(root));
+        out.println(PlanJson.write(root)); // JSON: its strings escape every control character
       } else {
         text(out, dp, config, observed, groups, steered, serviceHosts, lastChanges);
         for (var h : held) {
-          out.println("held (no host: packets out of the cluster dropped, " + h.droppedPackets() + " so far): "
+          Printable.println(out, "held (no host: packets out of the cluster dropped, " + h.droppedPackets() + " so far): "
               + h.service() + ": " + String.join(", ", h.sources()));
           if (lastChanges.containsKey(h.service())) {
-            out.println("  " + lastChangeText(lastChanges.get(h.service())));
+            Printable.println(out, "  " + lastChangeText(lastChanges.get(h.service())));
           }
         }
       }
       long unnamed = groups.values().stream().filter(g -> g.table().isPresent()).mapToLong(g -> g.rules().size()).sum();
       if (unnamed > 0 && output.equals("text") && loaded != null) {
-        out.println("note: " + unnamed + " rule(s) are of no service in the objects read (left over, or of a"
+        Printable.println(out, "note: " + unnamed + " rule(s) are of no service in the objects read (left over, or of a"
             + " service the objects do not hold), so they are grouped by table");
       } else if (unnamed > 0 && output.equals("text")) {
-        out.println("note: " + unnamed + " rule(s) have no SNAT entry to name their service (ClusterIPs and the"
+        Printable.println(out, "note: " + unnamed + " rule(s) have no SNAT entry to name their service (ClusterIPs and the"
             + " endpoints of sourceIPBy Network services never have one), so they are grouped by table;"
             + " give --objects PATH... --node NODE to name them (or run it where it reaches the API: in cluster, or"
             + " with --kubeconfig, with --node NODE)");
@@ -191,7 +195,7 @@ public final class StatusCommand implements Callable<Integer> {
       PlanCommand.warnIfUnknownNode(loaded, node, err);
       return java.util.Optional.of(new FromApi(loaded, inspector.lastChanges(loaded)));
     } catch (io.egressservice.explain.ExplainException | io.fabric8.kubernetes.client.KubernetesClientException e) {
-      err.println("note: the API could not be read, rules are named from the kernel only: " + e.getMessage());
+      Printable.println(err, "note: the API could not be read, rules are named from the kernel only: " + e.getMessage());
       err.flush();
       return java.util.Optional.empty();
     }
@@ -321,48 +325,48 @@ public final class StatusCommand implements Callable<Integer> {
       Map<String, Group> groups, Steered steered, Map<String, String> serviceHosts,
       Map<String, ApiClaims.Reason> lastChanges) {
     EgressNftables.NftState nft = observed.nft();
-    out.printf("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s) with protocol %d;"
-            + " nft table inet %s: %s%n",
+    Printable.println(out, String.format("owned state in %s: %d ip rule(s) at priority %d/%d and %d throw route(s)"
+            + " with protocol %d; nft table inet %s: %s",
         dp.describe(), observed.rules().size(), config.priority(), config.priority() - 1, observed.routes().size(),
         config.ruleProtocol(),
         EgressNftables.TABLE,
         !nft.tablePresent() ? "absent" : nft.baseIntact() ? "present, " + nft.snat().size() + " SNAT entr"
-            + (nft.snat().size() == 1 ? "y" : "ies") : "present but NOT intact (the next apply repairs it)");
+            + (nft.snat().size() == 1 ? "y" : "ies") : "present but NOT intact (the next apply repairs it)"));
     var dev = observed.steering();
-    out.println("steering device " + io.egressservice.plan.SteeringPlan.DEVICE + ": " + (dev.device().isEmpty() ? "absent"
+    Printable.println(out, "steering device " + io.egressservice.plan.SteeringPlan.DEVICE + ": " + (dev.device().isEmpty() ? "absent"
         : dev.deviceForeign() ? "present but NOT the agent's (no alias " + io.egressservice.plan.SteeringPlan.DEVICE_ALIAS
             + "): never touched, nothing is steered"
         : "present, mtu " + dev.device().get().mtu() + dev.device().get().vxlan().map(v -> ", dstport " + v.port()).orElse("")
             + ", " + dev.routes().size() + " steering route(s)"));
     for (Map.Entry<String, Group> g : groups.entrySet()) {
-      out.println(g.getKey());
+      Printable.println(out, g.getKey());
       for (Rule r : g.getValue().rules()) {
-        out.println("  rule " + r + clusterIpHint(config, r));
+        Printable.println(out, "  rule " + r + clusterIpHint(config, r));
         if (r.source().isPresent()) {
           steered.describe(Integer.toUnsignedLong(r.table()), r.family())
-              .ifPresent(d -> out.println("    steered " + r.source().get() + " to " + d));
+              .ifPresent(d -> Printable.println(out, "    steered " + r.source().get() + " to " + d));
         }
       }
       for (MarkElement m : g.getValue().marks()) {
-        out.println("  mark " + m.source() + " -> table " + m.table()
+        Printable.println(out, "  mark " + m.source() + " -> table " + m.table()
             + " (fwmark 0x" + Long.toHexString(observed.marks().networkChains().getOrDefault(m.table(), 0L)) + ")");
-        steered.describe(m.table(), m.family()).ifPresent(d -> out.println("    steered " + m.source() + " to " + d));
+        steered.describe(m.table(), m.family()).ifPresent(d -> Printable.println(out, "    steered " + m.source() + " to " + d));
       }
-      g.getValue().snat().forEach(e -> out.println("  snat " + e.source() + " -> " + e.target()));
+      g.getValue().snat().forEach(e -> Printable.println(out, "  snat " + e.source() + " -> " + e.target()));
       // last, so the heading is still followed by its rules, as scripts reading the text expect
       if (serviceHosts.containsKey(g.getKey())) {
-        out.println("  host " + serviceHosts.get(g.getKey()));
+        Printable.println(out, "  host " + serviceHosts.get(g.getKey()));
       }
       if (lastChanges.containsKey(g.getKey())) {
-        out.println("  " + lastChangeText(lastChanges.get(g.getKey())));
+        Printable.println(out, "  " + lastChangeText(lastChanges.get(g.getKey())));
       }
     }
     if (!observed.routes().isEmpty()) {
-      out.println("in-cluster destinations thrown back from the service tables:");
-      sortedRoutes(observed).forEach(r -> out.println("  route " + routeText(r)));
+      Printable.println(out, "in-cluster destinations thrown back from the service tables:");
+      sortedRoutes(observed).forEach(r -> Printable.println(out, "  route " + routeText(r)));
     }
     if (!nft.inCluster().isEmpty()) {
-      out.println("in-cluster destinations (never SNATed): "
+      Printable.println(out, "in-cluster destinations (never SNATed): "
           + String.join(", ", nft.inCluster().stream().map(Object::toString).toList()));
     }
   }

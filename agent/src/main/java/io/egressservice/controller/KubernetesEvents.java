@@ -1,6 +1,7 @@
 package io.egressservice.controller;
 
 import io.egressservice.plan.ObjectRef;
+import io.egressservice.text.Printable;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.EventList;
@@ -149,8 +150,9 @@ public final class KubernetesEvents implements EventSink {
         .or(() -> Optional.ofNullable(ev.getFirstTimestamp()))
         .or(() -> Optional.ofNullable(ev.getMetadata().getCreationTimestamp()))
         .map(KubernetesEvents::instant).orElse(Instant.EPOCH);
+    // unescaped: compared with what the reporter would say now, which is the message before it was written
     EventRecord record = new EventRecord(new ObjectRef(io.getNamespace(), io.getName()),
-        Optional.ofNullable(ev.getType()).orElse("Normal"), ev.getReason(), ev.getMessage());
+        Optional.ofNullable(ev.getType()).orElse("Normal"), ev.getReason(), Printable.unescape(ev.getMessage()));
     return Optional.of(new Written(record, ev.getMetadata().getName(), Optional.ofNullable(ev.getCount()).orElse(1), last));
   }
 
@@ -162,7 +164,13 @@ public final class KubernetesEvents implements EventSink {
     }
   }
 
+  /**
+   * What an Event says, as it is written: {@linkplain Printable#escape escaped}, since messages carry names, networks
+   * and reasons others wrote, and {@code kubectl describe}, {@code get events} and log pipelines print them to people
+   * as they are; then bounded.
+   */
   private static String bounded(String message) {
-    return message.length() > 1000 ? message.substring(0, 997) + "..." : message;
+    String escaped = Printable.escape(message);
+    return escaped.length() > 1000 ? escaped.substring(0, 997) + "..." : escaped;
   }
 }

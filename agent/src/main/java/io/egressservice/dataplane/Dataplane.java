@@ -77,7 +77,7 @@ public final class Dataplane implements AutoCloseable {
     };
     this.steering = new SteeringDataplane(netlink, thread, protocol);
     this.noHost = new NoHostSync(thread, otherTableCommitted);
-    this.guard = new TunnelGuard(thread, otherTableCommitted);
+    this.guard = new TunnelGuard(thread, netlink, otherTableCommitted);
     this.drain = new FlowDrain(thread, netlink, priority, protocol, otherTableCommitted);
     this.thread = thread;
     this.netlink = netlink;
@@ -202,6 +202,7 @@ public final class Dataplane implements AutoCloseable {
   /** The links or addresses may have changed (a notification, an overflow, a resync): the next facts read them. */
   public void invalidateFacts() {
     view.invalidateFacts();
+    guard.invalidateUnderlay();
   }
 
   /**

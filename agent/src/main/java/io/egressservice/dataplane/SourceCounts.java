@@ -1,6 +1,5 @@
 package io.egressservice.dataplane;
 
-import io.egressservice.ip.IpPrefix;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -16,8 +15,7 @@ final class SourceCounts {
    * Moves the count of {@code p} by {@code sign}; an address that appears goes to {@code added}, one that goes to
    * {@code removed} (both null when no delta is wanted).
    */
-  static void count(Map<IpPrefix, Integer> counts, IpPrefix p, int sign, List<IpPrefix> added,
-      List<IpPrefix> removed) {
+  static <T> void count(Map<T, Integer> counts, T p, int sign, List<T> added, List<T> removed) {
     int n = counts.getOrDefault(p, 0) + sign;
     if (n <= 0) {
       counts.remove(p);
@@ -33,8 +31,8 @@ final class SourceCounts {
   }
 
   /** Drops what a delta both added and removed (a service's address replaced by the same one). */
-  static void cancel(List<IpPrefix> added, List<IpPrefix> removed) {
-    List<IpPrefix> both = new ArrayList<>(added);
+  static <T> void cancel(List<T> added, List<T> removed) {
+    List<T> both = new ArrayList<>(added);
     both.retainAll(removed);
     added.removeAll(both);
     removed.removeAll(both);

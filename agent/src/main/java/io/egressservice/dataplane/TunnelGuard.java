@@ -1,6 +1,8 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
+import io.egressservice.netlink.RtNetlink;
 import io.egressservice.nft.GuardNftables;
 import io.egressservice.nft.NftClient;
 import io.egressservice.nft.NftException;
@@ -34,15 +36,23 @@ final class TunnelGuard implements AutoCloseable {
   private final GuardNftables table;
   /** Called after each commit of ours: the other tables' listing caches see the generation move. */
   private final Runnable committed;
+  /** The devices the port accepts datagrams on (observed). */
+  private final Underlay underlay;
   private GuardInputs inputs;
   /** Sources that became steered away, to enter their set once the reconcile's rules are applied. */
   private final Set<IpPrefix> pendingAway = new java.util.LinkedHashSet<>();
   private long lastVerifyNanos = System.nanoTime() - VERIFY_NANOS;
 
-  TunnelGuard(NetnsThread thread, Runnable committed) {
+  TunnelGuard(NetnsThread thread, RtNetlink netlink, Runnable committed) {
     this.client = NftClient.open(thread);
     this.table = new GuardNftables(client);
     this.committed = committed;
+    this.underlay = new Underlay(thread, netlink);
+  }
+
+  /** Links or addresses may have changed: the next full write reads the devices that reach the Nodes again. */
+  void invalidateUnderlay() {
+    underlay.invalidate();
   }
 
   /** The table for {@code desired}, from scratch; the failures, if any. */
@@ -52,6 +62,8 @@ final class TunnelGuard implements AutoCloseable {
     inputs = null;
     try {
       GuardInputs in = GuardInputs.of(desired);
+      in.underlay(desired.steering().peers().steers()
+          ? underlay.devices(desired.steering().peers().nodeInternalIps(), verify) : List.of());
       writeWhole(in, verify);
       committed.run();
       inputs = in;
@@ -59,7 +71,7 @@ final class TunnelGuard implements AutoCloseable {
         lastVerifyNanos = t;
       }
       return List.of();
-    } catch (NftException | IllegalStateException e) {
+    } catch (NftException | IllegalStateException | NetlinkException e) {
       return List.of(failure(e));
     }
   }
@@ -94,7 +106,7 @@ final class TunnelGuard implements AutoCloseable {
     pendingAway.clear();
     all.away().stream().filter(p -> !there.contains(p)).forEach(pendingAway::add);
     table.sync(in.shape(), new GuardNftables.Sources(all.steered(), all.ours(), all.received(),
-        all.away().stream().filter(there::contains).toList()), verify);
+        all.away().stream().filter(there::contains).toList(), all.senders()), verify);
   }
 
   /** After the reconcile's rules: the sources that became steered away enter their set. The failures, if any. */

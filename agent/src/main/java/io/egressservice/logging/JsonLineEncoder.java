@@ -4,6 +4,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.classic.spi.ThrowableProxyUtil;
 import ch.qos.logback.core.encoder.EncoderBase;
+import io.egressservice.text.Printable;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -72,7 +73,11 @@ public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
     return sb.toString().getBytes(StandardCharsets.UTF_8);
   }
 
-  /** Appends {@code s} as a JSON string (RFC 8259 escapes; {@code null} as JSON null). */
+  /**
+   * Appends {@code s} as a JSON string (RFC 8259 escapes; {@code null} as JSON null), with DEL, the C1 controls, the
+   * line separators and bidirectional overrides as {@code \}{@code uHHHH} too: the same string to a parser, nothing a
+   * terminal acts on when a person reads the line.
+   */
   static void string(StringBuilder sb, String s) {
     if (s == null) {
       sb.append("null");
@@ -88,7 +93,8 @@ public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
         case '\r' -> sb.append("\\r");
         case '\t' -> sb.append("\\t");
         default -> {
-          if (c < 0x20 || c == 0x2028 || c == 0x2029) {
+          // JSON's own (every C0 control), and what Printable escapes for a terminal: DEL, C1, bidi overrides
+          if (c < 0x20 || (Printable.escapes(c) && !Character.isSurrogate(c))) {
             sb.append(String.format("\\u%04x", (int) c));
           } else {
             sb.append(c);

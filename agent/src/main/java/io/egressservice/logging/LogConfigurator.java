@@ -3,7 +3,6 @@ package io.egressservice.logging;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
-import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.spi.Configurator;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
@@ -27,8 +26,8 @@ import java.util.stream.Collectors;
  * logback prints no status output. Two variables, each read from a system property of that name if
  * set, else from the environment; values are trimmed and compared ignoring case:
  * <ul>
- *   <li>{@code EGRESS_AGENT_LOG_FORMAT}: {@code text} (the default) or {@code json} (one JSON object
- *       a line, {@link JsonLineEncoder});
+ *   <li>{@code EGRESS_AGENT_LOG_FORMAT}: {@code text} (the default, {@link TextLineEncoder}: control characters in
+ *       messages escaped) or {@code json} (one JSON object a line, {@link JsonLineEncoder});
  *   <li>{@code EGRESS_AGENT_LOG_LEVEL}: the level of {@code io.egressservice}, one of {@code trace},
  *       {@code debug}, {@code info} (the default), {@code warn}, {@code error}, {@code off}.
  * </ul>
@@ -43,7 +42,8 @@ import java.util.stream.Collectors;
 public final class LogConfigurator extends ContextAwareBase implements Configurator {
   public static final String LEVEL_VARIABLE = "EGRESS_AGENT_LOG_LEVEL";
   public static final String FORMAT_VARIABLE = "EGRESS_AGENT_LOG_FORMAT";
-  static final String PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{36} - %msg%n";
+  /** With {@link TextLineEncoder}: the message and exception messages escaped; {@code %ex} as logback would add it. */
+  static final String PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{36} - %msg%n%ex";
   static final Level DEFAULT_LEVEL = Level.INFO;
   /** fabric8's informer loop, whose retry warnings the agent replaces with its own line. */
   static final String FABRIC8_REFLECTOR = "io.fabric8.kubernetes.client.informers.impl.cache.Reflector";
@@ -148,7 +148,7 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
   }
 
   private static Encoder<ILoggingEvent> textEncoder(LoggerContext context) {
-    PatternLayoutEncoder encoder = new PatternLayoutEncoder();
+    TextLineEncoder encoder = new TextLineEncoder();
     encoder.setContext(context);
     encoder.setPattern(PATTERN);
     encoder.start();

@@ -29,15 +29,21 @@ import java.util.TreeMap;
  *   set ours_v4 { type ipv4_addr; elements = { 10.128.1.5, 10.128.2.5 } }        # every source we SNAT or steer
  *   set received_v4 { type ipv4_addr; elements = { 5.5.5.5 } }                  # LB IPs of the services steered here
  *   set away_v4 { type ipv4_addr; elements = { 10.128.1.7 } }                   # local sources steered to their host
+ *   set underlay { type ifname; elements = { "eth0" } }                       # devices routed to the other Nodes
+ *   set senders_v4 { typeof ip saddr . @th,224,32; elements = { 192.168.50.12 . 0x0a800205 } }
+ *                                                 # (outer node address, inner source): 10.128.2.5 from node-b
  *   chain input {                                      # the node itself
  *     iifname "egress-vx" counter name "tunnel" drop                            # no pod's services through it
  *     udp dport 4799 ip saddr != @nodes_v4 counter name "port" drop             # only Nodes may steer
  *     udp dport 4799 fib saddr . iif oif missing counter name "port" drop       # ... over their own route
+ *     udp dport 4799 iifname != @underlay counter name "port" drop              # ... on the node network's device
+ *     udp dport 4799 meta nfproto ipv4 @th,88,8 != 0x1 counter name "forged" drop  # GPE: IPv4 in IPv4 only
+ *     udp dport 4799 ip saddr . @th,224,32 != @senders_v4 counter name "forged" drop  # a source from its own node
  *   }
  *   chain forward {
  *     udp dport 4799 ip daddr @node_addresses_v4 counter name "port" drop       # no pod reaches the port
  *     iifname "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 accept
- *     iifname "egress-vx" ip saddr @received_v4 ip daddr != @in_cluster_v4 accept  # SNATed by the old host
+ *     iifname "egress-vx" ip saddr @received_v4 ip daddr != @in_cluster_v4 accept  # a planned move's hand-over
  *     iifname "egress-vx" counter name "tunnel" drop                            # nothing else out of the tunnel
  *     iifname != "egress-vx" ip saddr @steered_v4 ip daddr != @in_cluster_v4 ct direction original
  *         counter name "spoofed" drop
@@ -57,10 +63,19 @@ import java.util.TreeMap;
  * a pod on another node comes back over the pod network, not the tunnel) keep their conntrack NAT; forging one
  * needs that connection's exact tuple (and, for TCP, its sequence numbers).
  *
- * <p>The tunnel also lets out the LB IPs of the services steered here ({@code received_}): in a host move, a flow of
- * the old host's own pod that the old host SNATed to the LB IP before it switched to steering keeps that NAT (its
- * conntrack entry) until the old host restarts it, and meanwhile arrives here with the LB IP as its source. It grants
- * a Node nothing it does not have: whatever it steers here leaves with that LB IP anyway.
+ * <p>The port accepts an inner source only from the Node it lives on ({@code senders_}): the pairs (outer source,
+ * inner source) the plan knows, matched before decapsulation on the UDP datagram itself. The inner header's source is
+ * read as raw transport-header payload behind UDP (8 bytes) and VXLAN-GPE (8 bytes, no inner Ethernet): bits 224-255
+ * for IPv4, 192-319 for IPv6, where the GPE next-protocol byte (bits 88-95) says 1 (IPv4) under an IPv4 outer header
+ * and 2 (IPv6) under IPv6, as the agent's own routes send it; every other combination (IPv6 in IPv4, Ethernet, NSH)
+ * is dropped. Raw payload and concatenated set keys are in every kernel since 4.1 (RHEL 9's 5.14 has both); a
+ * {@code typeof} with a raw payload needs nftables 1.0.x userspace (the image's libnftables 1.0.6 writes it). A
+ * forged outer source can still pass with an inner source of the Node it forges, and no other: one Node's pods.
+ *
+ * <p>The tunnel lets out the LB IPs of the services steered here ({@code received_}, and their pairs in {@code
+ * senders_}) only while a planned move is under way: a flow of the old host's own pod that the old host SNATed to the
+ * LB IP before it switched to steering keeps that NAT (its conntrack entry) until the old host restarts it, and
+ * meanwhile arrives here with the LB IP as its source, from the old host's address. Outside a move, no Node sends it.
  *
  * <p>A source this node steers to its host ({@code away_}) leaves the node only through the tunnel. Its rule looks
  * up a steering table whose one route goes over {@code egress-vx}; while that route is missing (the device deleted
@@ -72,7 +87,7 @@ import java.util.TreeMap;
  *
  * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
  * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
- * Nodes' addresses or the in-cluster destinations. The counters' values before a rewrite are carried over.
+ * Nodes' addresses, the devices that reach them or the in-cluster destinations. The counters' values before a rewrite are carried over.
  */
 public final class GuardNftables {
   public static final String TABLE = "egress_service_agent_guard";
@@ -80,6 +95,8 @@ public final class GuardNftables {
   public static final String PORT = "port";
   public static final String TUNNEL = "tunnel";
   public static final String SPOOFED = "spoofed";
+  /** A tunnel datagram whose inner source is not one its outer source's Node may send (or not IP of its family). */
+  public static final String FORGED = "forged";
   /** A steered source about to leave other than through the tunnel (its steering route missing). */
   public static final String UNSTEERED = "unsteered";
   /** New connections from outside the cluster to a source while its flows restart (see holdNewInbound). */
@@ -93,14 +110,41 @@ public final class GuardNftables {
    * @param nodeInternalIps the outer sources the port accepts
    * @param nodeAddresses the destinations whose port forwarded packets may not reach
    * @param inCluster destinations inside the cluster (not "leaving")
+   * @param underlay the devices this node routes the other Nodes' InternalIPs through (observed): the only ones the
+   *     port accepts datagrams on; none, nothing is accepted
    */
   public record Shape(OptionalInt steerPort, List<IpPrefix> nodeInternalIps, List<IpPrefix> nodeAddresses,
-      List<IpPrefix> inCluster) {
+      List<IpPrefix> inCluster, List<String> underlay) {
     public Shape {
       Objects.requireNonNull(steerPort);
       nodeInternalIps = List.copyOf(nodeInternalIps);
       nodeAddresses = List.copyOf(nodeAddresses);
       inCluster = List.copyOf(inCluster);
+      underlay = underlay.stream().distinct().sorted().toList();
+    }
+
+    /** Without underlay devices (steering off, or a table that accepts no datagram on the port). */
+    public Shape(OptionalInt steerPort, List<IpPrefix> nodeInternalIps, List<IpPrefix> nodeAddresses,
+        List<IpPrefix> inCluster) {
+      this(steerPort, nodeInternalIps, nodeAddresses, inCluster, List.of());
+    }
+  }
+
+  /** A (outer node address, inner source) pair the port accepts; both of one family. */
+  public record Sender(IpPrefix node, IpPrefix inner) {
+    public Sender {
+      if (node.family() != inner.family()) {
+        throw new IllegalArgumentException("outer " + node + " and inner " + inner + " differ in family");
+      }
+    }
+
+    /** As an element of {@code senders_v4/v6}: the address, and the inner source as the raw payload's number. */
+    String element() {
+      StringBuilder hex = new StringBuilder("0x");
+      for (byte b : inner.addressBytes()) {
+        hex.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+      }
+      return node.addressText() + " . " + hex;
     }
   }
 
@@ -111,9 +155,10 @@ public final class GuardNftables {
    * @param ours every source this node SNATs or steers
    * @param received the LB IPs of the services steered here
    * @param away the local sources this node steers to their host
+   * @param senders the (outer node address, inner source) pairs the steering port accepts
    */
   public record Sources(Collection<IpPrefix> steered, Collection<IpPrefix> ours, Collection<IpPrefix> received,
-      Collection<IpPrefix> away) {
+      Collection<IpPrefix> away, Collection<Sender> senders) {
     public static final Sources NONE = new Sources(List.of(), List.of(), List.of(), List.of());
 
     public Sources {
@@ -121,6 +166,13 @@ public final class GuardNftables {
       ours = List.copyOf(ours);
       received = List.copyOf(received);
       away = List.copyOf(away);
+      senders = List.copyOf(senders);
+    }
+
+    /** Without tunnel senders. */
+    public Sources(Collection<IpPrefix> steered, Collection<IpPrefix> ours, Collection<IpPrefix> received,
+        Collection<IpPrefix> away) {
+      this(steered, ours, received, away, List.of());
     }
 
     Map<String, Collection<IpPrefix>> bySet() {
@@ -139,6 +191,8 @@ public final class GuardNftables {
   private Optional<Optional<Shape>> writtenShape = Optional.empty();
   /** What each set holds as last written, by set name prefix ({@code steered_}, {@code ours_}, ...). */
   private final Map<String, Set<IpPrefix>> written = new HashMap<>();
+  /** The pairs {@code senders_} holds, as last written. */
+  private final Set<Sender> writtenSenders = new HashSet<>();
 
   public GuardNftables(NftClient nft) {
     this.nft = Objects.requireNonNull(nft);
@@ -172,18 +226,24 @@ public final class GuardNftables {
           added.put(set, difference(is, was));
           removed.put(set, difference(was, is));
         });
-        updateElements(added, removed);
+        Set<Sender> senders = new HashSet<>(sources.senders());
+        updateElements(added, removed, senders.stream().filter(p -> !writtenSenders.contains(p)).toList(),
+            writtenSenders.stream().filter(p -> !senders.contains(p)).toList());
       }
       return;
     }
     carryCounters();
     writtenShape = Optional.empty();
     written.clear();
+    writtenSenders.clear();
     String replace = "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
     nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), sources));
     writtenShape = Optional.of(want);
     if (want.isPresent()) {
       sources.bySet().forEach((set, now) -> written.put(set, new HashSet<>(now)));
+      if (want.get().steerPort().isPresent()) {
+        writtenSenders.addAll(sources.senders());
+      }
     }
   }
 
@@ -227,20 +287,27 @@ public final class GuardNftables {
 
   /** As the other, for every set: what comes into each and what leaves it. */
   public boolean updateElements(Sources added, Sources removed) {
-    return updateElements(added.bySet(), removed.bySet());
+    return updateElements(added.bySet(), removed.bySet(), added.senders(), removed.senders());
   }
 
   private synchronized boolean updateElements(Map<String, ? extends Collection<IpPrefix>> added,
-      Map<String, ? extends Collection<IpPrefix>> removed) {
+      Map<String, ? extends Collection<IpPrefix>> removed, Collection<Sender> sendersAdded,
+      Collection<Sender> sendersRemoved) {
     if (writtenShape.isEmpty() || writtenShape.get().isEmpty()) {
       return false;
     }
+    boolean port = writtenShape.get().get().steerPort().isPresent();
+    List<Sender> sendersIn = port ? sendersAdded.stream().filter(p -> !writtenSenders.contains(p)).distinct().toList()
+        : List.of();
+    List<Sender> sendersOut = sendersRemoved.stream().filter(writtenSenders::contains).distinct().toList();
     StringBuilder sb = new StringBuilder();
     // Deletes first: a source that stops being ours is never accepted a moment longer than it must.
     removed.forEach((set, of) -> ElementCommands.append(sb, "delete", TABLE, set,
         of.stream().filter(p -> written.getOrDefault(set, Set.of()).contains(p)).toList()));
+    appendSenders(sb, "delete", sendersOut);
     added.forEach((set, of) -> ElementCommands.append(sb, "add", TABLE, set,
         of.stream().filter(p -> !written.getOrDefault(set, Set.of()).contains(p)).toList()));
+    appendSenders(sb, "add", sendersIn);
     if (sb.length() == 0) {
       return true;
     }
@@ -252,7 +319,19 @@ public final class GuardNftables {
     }
     removed.forEach((set, of) -> written.computeIfAbsent(set, k -> new HashSet<>()).removeAll(of));
     added.forEach((set, of) -> written.computeIfAbsent(set, k -> new HashSet<>()).addAll(of));
+    sendersOut.forEach(writtenSenders::remove);
+    writtenSenders.addAll(sendersIn);
     return true;
+  }
+
+  private static void appendSenders(StringBuilder sb, String verb, Collection<Sender> senders) {
+    for (IpFamily f : IpFamily.values()) {
+      List<String> of = senders.stream().filter(p -> p.node().family() == f).map(Sender::element).sorted().toList();
+      if (!of.isEmpty()) {
+        sb.append(verb).append(" element inet ").append(TABLE).append(" senders_").append(fam(f)).append(" { ")
+            .append(String.join(", ", of)).append(" }\n");
+      }
+    }
   }
 
   /** The sources the table's {@code away_} sets hold, as last written (empty when the table is not known). */
@@ -278,6 +357,7 @@ public final class GuardNftables {
     nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
     writtenShape = Optional.of(Optional.empty());
     written.clear();
+    writtenSenders.clear();
   }
 
   private void carryCounters() {
@@ -305,6 +385,8 @@ public final class GuardNftables {
     sb.append("  counter ").append(PORT).append(" { comment \"steering port: not from a Node\" }\n");
     sb.append("  counter ").append(TUNNEL).append(" { comment \"out of egress-vx: not a steered endpoint leaving\" }\n");
     sb.append("  counter ").append(SPOOFED).append(" { comment \"an opted-in source from the wrong interface\" }\n");
+    sb.append("  counter ").append(FORGED)
+        .append(" { comment \"steering port: an inner source its outer source's Node does not send\" }\n");
     sb.append("  counter ").append(UNSTEERED)
         .append(" { comment \"a steered source about to leave other than through egress-vx\" }\n");
     sb.append("  counter ").append(TAKEOVER)
@@ -325,6 +407,28 @@ public final class GuardNftables {
       // A Node's address from the wrong link (an uplink's router forging it) is no Node (Linux 4.10: fib).
       input.append("    udp dport ").append(port).append(" fib saddr . iif oif missing counter name \"").append(PORT)
           .append("\" drop\n");
+      // Nor from a device that does not reach the Nodes (lo among them: Linux 6.15 and later skip the fib lookup for
+      // loopback and for packets an early-demuxed socket took, so fib alone lets those through).
+      sb.append("  set underlay { type ifname; ").append(shape.underlay().isEmpty() ? ""
+          : "elements = { " + String.join(", ", shape.underlay().stream().map(GuardNftables::quoted).toList()) + " } ")
+          .append("}\n");
+      input.append("    udp dport ").append(port).append(" iifname != @underlay counter name \"").append(PORT)
+          .append("\" drop\n");
+      // The inner packet as the agent's routes send it: IPv4 in IPv4 (GPE next protocol 1), IPv6 in IPv6 (2).
+      input.append("    udp dport ").append(port).append(" meta nfproto ipv4 @th,88,8 != 0x1 counter name \"")
+          .append(FORGED).append("\" drop\n");
+      input.append("    udp dport ").append(port).append(" meta nfproto ipv6 @th,88,8 != 0x2 counter name \"")
+          .append(FORGED).append("\" drop\n");
+      for (IpFamily f : IpFamily.values()) {
+        String inner = innerSource(f);
+        sb.append("  set senders_").append(fam(f)).append(" { typeof ").append(ip(f)).append(" saddr . ").append(inner)
+            .append("; ");
+        List<String> of = sources.senders().stream().filter(p -> p.node().family() == f).map(Sender::element)
+            .distinct().sorted().toList();
+        sb.append(of.isEmpty() ? "" : "elements = { " + String.join(", ", of) + " } ").append("}\n");
+        input.append("    udp dport ").append(port).append(' ').append(ip(f)).append(" saddr . ").append(inner)
+            .append(" != @senders_").append(fam(f)).append(" counter name \"").append(FORGED).append("\" drop\n");
+      }
       for (IpFamily f : IpFamily.values()) {
         forward.append("    iifname \"").append(dev).append("\" ").append(ip(f)).append(" saddr @steered_").append(fam(f))
             .append(' ').append(ip(f)).append(" daddr != @in_cluster_").append(fam(f)).append(" accept\n");
@@ -374,6 +478,19 @@ public final class GuardNftables {
     List<String> of = all.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct().sorted().toList();
     sb.append("  set ").append(prefix).append(fam(f)).append(" { type ").append(type(f)).append("; ")
         .append(of.isEmpty() ? "" : "elements = { " + String.join(", ", of) + " } ").append("}\n");
+  }
+
+  /** The inner packet's source address as raw payload behind UDP (8 bytes) and VXLAN-GPE (8 bytes). */
+  private static String innerSource(IpFamily f) {
+    return f == IpFamily.V4 ? "@th,224,32" : "@th,192,128";
+  }
+
+  private static String quoted(String device) {
+    // Interface names cannot hold a quote or a backslash (the kernel refuses '/', ':' and whitespace too).
+    if (device.indexOf('"') >= 0 || device.indexOf('\\') >= 0) {
+      throw new IllegalArgumentException("not an interface name: " + device);
+    }
+    return "\"" + device + "\"";
   }
 
   private static String fam(IpFamily f) {

@@ -152,6 +152,31 @@ final class NodeFacts {
     return Optional.ofNullable(nodesByName.get(name));
   }
 
+  /**
+   * The Node an endpoint lives on: its nodeName, else the Node whose pod CIDRs hold it (the node that steers it, see
+   * {@link #isSteerLocal}); empty when neither tells.
+   */
+  Optional<NodeInfo> nodeOf(CandidateEndpoint c) {
+    if (c.nodeName().isPresent()) {
+      return node(c.nodeName().get());
+    }
+    for (NodeInfo n : nodesByName.values()) {
+      for (String raw : n.podCidrs()) {
+        if (IpPrefix.tryParse(raw).filter(p -> p.family() == c.address().family() && p.contains(c.address()))
+            .isPresent()) {
+          return Optional.of(n);
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Every InternalIP of the family of a Node (a steering node sends from one of them). */
+  static List<IpPrefix> internalIps(NodeInfo node, IpFamily family) {
+    return node.internalIps().stream().map(IpPrefix::tryParse).flatMap(Optional::stream)
+        .filter(p -> p.isHost() && p.family() == family).distinct().toList();
+  }
+
   /** On a node that steers: its own endpoints, by nodeName, else by this node's pod CIDRs (never guessed). */
   boolean isSteerLocal(CandidateEndpoint c) {
     if (c.nodeName().isPresent()) {

@@ -46,6 +46,8 @@ final class ReceivingSide {
     List<SnatEntry> mySnat = new ArrayList<>();
     List<String> remote = new ArrayList<>();
     List<String> steeredIn = new ArrayList<>();
+    List<TunnelSender> senders = new ArrayList<>();
+    Set<String> moving = lbMode ? movingPeers(es) : Set.of();
     Set<IpFamily> families = new HashSet<>();
     for (CandidateEndpoint c : owned) {
       IpFamily family = c.address().family();
@@ -70,6 +72,9 @@ final class ReceivingSide {
           // Its node steers it here when this node has an InternalIP of the family to steer to.
           boolean arrives = config.steering().steers() && facts.ownInternalIp(family).isPresent();
           (arrives ? steeredIn : remote).add(c.address().toString());
+          if (arrives) {
+            senders.addAll(sendersOf(c, Optional.ofNullable(lbIp), moving));
+          }
         }
       } else if (!facts.isLocal(c)) {
         continue;
@@ -97,7 +102,46 @@ final class ReceivingSide {
     parts.receivesSteered |= !steeredIn.isEmpty();
     parts.receiver |= lbMode;
     return new ServiceOutcome(es.ref(), true, describe(es, ev, table, mySnat.size(), myRules.size(), steeredIn.size()),
-        skipped, remote, List.of(), steeredIn);
+        skipped, remote, List.of(), steeredIn, senders.stream().distinct().sorted(TunnelSender.ORDER).toList());
+  }
+
+  /**
+   * The other receiving nodes of a planned move under way (the also-receive annotation and {@code status.host},
+   * without this node); empty when none is.
+   */
+  private Set<String> movingPeers(EgressServiceInfo es) {
+    if (es.alsoReceive().isEmpty()) {
+      return Set.of();
+    }
+    Set<String> out = new TreeSet<>();
+    for (String n : es.alsoReceive().split(",")) {
+      out.add(n.trim());
+    }
+    out.add(es.statusHost());
+    out.remove("");
+    out.remove(facts.nodeName());
+    return out;
+  }
+
+  /**
+   * Who may send a steered-in endpoint here: its own Node, from any of its InternalIPs of the endpoint's family (the
+   * outer source the kernel picks for the route to this node). While a planned move is under way and that Node is
+   * one of the other receiving nodes, the LB IP too (the old host's own pod's flows it SNATed before the move).
+   */
+  private List<TunnelSender> sendersOf(CandidateEndpoint c, Optional<IpPrefix> lbIp, Set<String> moving) {
+    Optional<NodeInfo> node = facts.nodeOf(c);
+    if (node.isEmpty()) {
+      return List.of(); // no Node known to send it: nothing accepted for it
+    }
+    List<TunnelSender> out = new ArrayList<>();
+    boolean handOver = lbIp.isPresent() && moving.contains(node.get().name());
+    for (IpPrefix outer : NodeFacts.internalIps(node.get(), c.address().family())) {
+      out.add(new TunnelSender(outer, c.address(), false));
+      if (handOver) {
+        out.add(new TunnelSender(outer, lbIp.get(), true));
+      }
+    }
+    return out;
   }
 
   /**

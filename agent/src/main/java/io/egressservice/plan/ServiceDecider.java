@@ -177,7 +177,7 @@ final class ServiceDecider {
     String reason = "also receives for host " + es.statusHost() + " (planned move, " + EgressServiceInfo.ALSO_RECEIVE_ANNOTATION
         + "): " + received.reason() + "; own endpoints: " + steering.reason();
     return new ServiceOutcome(es.ref(), true, reason, skipped, remote, steering.steeredEndpoints(),
-        received.steeredIn());
+        received.steeredIn(), received.tunnelSenders());
   }
 
   /**

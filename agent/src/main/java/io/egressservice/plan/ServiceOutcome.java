@@ -14,6 +14,9 @@ import java.util.List;
  *     endpoints of such a family
  * @param steeredEndpoints on a node that is not the host: the local endpoints it steers to the host
  * @param steeredIn on the host: endpoints on other nodes that those nodes steer here
+ * @param tunnelSenders on a receiving node: the (outer node address, inner source) pairs its steering port accepts
+ *     for this service: each steered-in endpoint from its own Node's InternalIPs and, during a planned move, the LB
+ *     IP from the other receiving nodes that have endpoints (see {@link TunnelSender})
  */
 public record ServiceOutcome(
     ObjectRef service,
@@ -22,12 +25,20 @@ public record ServiceOutcome(
     List<SkippedEndpoint> skippedEndpoints,
     List<String> remoteEndpoints,
     List<SteeredEndpoint> steeredEndpoints,
-    List<String> steeredIn) {
+    List<String> steeredIn,
+    List<TunnelSender> tunnelSenders) {
   public ServiceOutcome {
     skippedEndpoints = List.copyOf(skippedEndpoints);
     remoteEndpoints = List.copyOf(remoteEndpoints);
     steeredEndpoints = List.copyOf(steeredEndpoints);
     steeredIn = List.copyOf(steeredIn);
+    tunnelSenders = List.copyOf(tunnelSenders);
+  }
+
+  /** An outcome whose steering port accepts no tunnel sender for it. */
+  public ServiceOutcome(ObjectRef service, boolean configured, String reason, List<SkippedEndpoint> skippedEndpoints,
+      List<String> remoteEndpoints, List<SteeredEndpoint> steeredEndpoints, List<String> steeredIn) {
+    this(service, configured, reason, skippedEndpoints, remoteEndpoints, steeredEndpoints, steeredIn, List.of());
   }
 
   /** An outcome without steering. */

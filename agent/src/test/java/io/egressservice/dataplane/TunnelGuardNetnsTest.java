@@ -14,6 +14,7 @@ import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.SteeringConfig;
 import io.egressservice.plan.SteeringPeers;
 import io.egressservice.plan.SteeringPlan;
+import io.egressservice.plan.TunnelSender;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
@@ -55,6 +56,11 @@ class TunnelGuardNetnsTest {
 
   /** The host of web and db: its own endpoint 10.244.1.5 (web) and the given steered-in ones, all SNATed. */
   static DesiredState host(SteeringPeers peers, List<String> webIn, List<String> dbIn) {
+    return host(peers, webIn, dbIn, List.of());
+  }
+
+  /** As {@link #host(SteeringPeers, List, List)}, with the pairs web's steering port accepts. */
+  static DesiredState host(SteeringPeers peers, List<String> webIn, List<String> dbIn, List<TunnelSender> webSenders) {
     List<SnatEntry> snat = new ArrayList<>();
     snat.add(new SnatEntry(IpPrefix.parse("10.244.1.5"), LB, WEB));
     webIn.forEach(s -> snat.add(new SnatEntry(IpPrefix.parse(s), LB, WEB)));
@@ -62,7 +68,7 @@ class TunnelGuardNetnsTest {
     snat.sort(SnatEntry.ORDER);
     List<ServiceOutcome> outcomes = List.of(
         new ServiceOutcome(DB, true, "host", List.of(), List.of(), List.of(), dbIn),
-        new ServiceOutcome(WEB, true, "host", List.of(), List.of(), List.of(), webIn));
+        new ServiceOutcome(WEB, true, "host", List.of(), List.of(), List.of(), webIn, webSenders));
     SteeringPlan steering = new SteeringPlan(List.of(), List.of(), !webIn.isEmpty() || !dbIn.isEmpty(),
         SteeringConfig.DEFAULT_PORT, peers);
     return new DesiredState("node-a", PRIORITY, PROTOCOL, List.of(), snat, IN_CLUSTER, outcomes, RuleMode.SOURCE,
@@ -107,6 +113,28 @@ class TunnelGuardNetnsTest {
     assertThat(tablePresent()).isTrue();
     assertThat(ns.exec("nft", "list", "table", "inet", GuardNftables.TABLE)).doesNotContain("dport", "chain input");
     assertThat(elements("ours_v4")).containsExactly("10.244.1.5");
+  }
+
+  /** The port takes datagrams only on the devices this node routes the other Nodes through: not lo, not an uplink. */
+  @Test
+  void thePortListensOnlyOnTheDevicesThatReachTheNodes() {
+    ns.exec("ip", "link", "add", "nodenet", "type", "veth", "peer", "name", "nodenet-p");
+    ns.exec("ip", "link", "set", "nodenet-p", "up");
+    ns.exec("ip", "link", "set", "nodenet", "up");
+    ns.exec("ip", "addr", "add", "192.168.50.11/24", "dev", "nodenet");
+    ns.exec("ip", "link", "add", "up1", "type", "veth", "peer", "name", "up1-p");
+    ns.exec("ip", "link", "set", "up1-p", "up");
+    ns.exec("ip", "link", "set", "up1", "up");
+    ns.exec("ip", "addr", "add", "198.51.100.11/24", "dev", "up1");
+    ns.exec("ip", "route", "add", "default", "via", "198.51.100.1", "dev", "up1");
+    dp.invalidateFacts();
+
+    assertThat(dp.reconcile(host(PEERS, List.of("10.244.2.5"), List.of())).failures()).isEmpty();
+
+    assertThat(elements("underlay")).as("node-b is reached on nodenet; node-a's own address adds nothing")
+        .containsExactly("nodenet");
+    assertThat(ns.exec("nft", "list", "chain", "inet", GuardNftables.TABLE, "input"))
+        .contains("udp dport 4799 iifname != @underlay counter name \"port\" drop");
   }
 
   @Test

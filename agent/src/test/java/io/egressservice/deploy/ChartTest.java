@@ -43,7 +43,12 @@ class ChartTest {
           "openshift.enabled", true), List.of("ovn-kubernetes-openshift", "openshift")),
       new Preset("openshift 4.14+ with monitoring", Map.of("ovnKubernetes.enabled", true,
           "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true),
-          List.of("ovn-kubernetes-openshift", "openshift", "monitoring")));
+          List.of("ovn-kubernetes-openshift", "openshift", "monitoring")),
+      // policy.asHook=false: helm-java's template leaves hooks out, as `helm install` applies them after the rest
+      new Preset("networks granted per namespace", Map.of("policy.enabled", true, "policy.asHook", false),
+          List.of("tenancy")),
+      new Preset("ovn-kubernetes (upstream), networks granted per namespace", Map.of("ovnKubernetes.enabled", true,
+          "policy.enabled", true, "policy.asHook", false), List.of("ovn-kubernetes", "tenancy")));
 
   @Test
   void helmLintStrictPasses() {
@@ -142,6 +147,91 @@ class ChartTest {
     String digest = "sha256:" + "ab".repeat(32);
     assertThat(ManifestChecks.containers(ManifestChecks.daemonSet(HelmChart.render(Map.of("image.digest", digest))))
         .get(0).path("image").asText()).isEqualTo("ghcr.io/egress-service-agent/egress-service-agent@" + digest);
+  }
+
+  @Test
+  void policyEnabledRendersItsCrdTheGrantsTheAdmissionPolicyTheEnvAndTheReads() {
+    List<JsonNode> objects = HelmChart.render(Map.of("policy.enabled", true, "policy.asHook", false,
+        "policy.grants[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name", "shop",
+        "policy.grants[0].networks[0]", "blue"));
+    assertThat(ManifestChecks.ofKind(objects, "CustomResourceDefinition"))
+        .extracting(o -> o.path("metadata").path("name").asText())
+        .contains("egressservicepolicies.egressservice.io");
+    JsonNode grants = Kustomize.one(objects, "EgressServicePolicy");
+    assertThat(grants.path("metadata").path("name").asText()).isEqualTo("cluster");
+    assertThat(grants.path("spec").path("grants").toString())
+        .isEqualTo("[{\"namespaceSelector\":{\"matchLabels\":{\"kubernetes.io/metadata.name\":\"shop\"}},"
+            + "\"networks\":[\"blue\"]}]");
+    assertThat(names(objects, "ValidatingAdmissionPolicy")).contains("egress-service-grants");
+    JsonNode binding = named(objects, "ValidatingAdmissionPolicyBinding", "egress-service-grants");
+    assertThat(binding.path("spec").path("paramRef").path("name").asText()).isEqualTo("cluster");
+    assertThat(binding.path("spec").path("paramRef").path("parameterNotFoundAction").asText()).isEqualTo("Deny");
+    assertThat(env(ManifestChecks.daemonSet(objects))).containsEntry("EGRESS_AGENT_EGRESS_SERVICE_POLICY", "enforce");
+    assertThat(env(Kustomize.one(objects, "Deployment"))).containsEntry("EGRESS_AGENT_EGRESS_SERVICE_POLICY", "enforce");
+    assertThat(ManifestChecks.grantsOf(objects, ManifestChecks.AGENT_ACCOUNT))
+        .containsAllEntriesOf(ManifestChecks.POLICY_GRANTS);
+    assertThat(ManifestChecks.grantsOf(objects, ManifestChecks.ALLOCATOR_ACCOUNT))
+        .containsAllEntriesOf(ManifestChecks.POLICY_GRANTS);
+  }
+
+  @Test
+  void policyDisabledRendersNothingOfIt() {
+    List<JsonNode> objects = HelmChart.render(Map.of());
+    assertThat(ManifestChecks.ofKind(objects, "EgressServicePolicy")).isEmpty();
+    assertThat(ManifestChecks.ofKind(objects, "CustomResourceDefinition"))
+        .extracting(o -> o.path("metadata").path("name").asText()).containsExactly("egressservices.k8s.ovn.org");
+    assertThat(names(objects, "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
+        .noneMatch(n -> n.contains("grants"));
+    assertThat(env(ManifestChecks.daemonSet(objects))).doesNotContainKey("EGRESS_AGENT_EGRESS_SERVICE_POLICY");
+    assertThat(env(Kustomize.one(objects, "Deployment"))).doesNotContainKey("EGRESS_AGENT_EGRESS_SERVICE_POLICY");
+    assertThat(ManifestChecks.grantsOf(objects, ManifestChecks.AGENT_ACCOUNT))
+        .doesNotContainKeys("egressservice.io/egressservicepolicies", "/namespaces");
+  }
+
+  @Test
+  void policyOnOvnKubernetesStillInstallsItsOwnCrdButCrdsInstallFalseDoesNot() {
+    List<JsonNode> ovn = HelmChart.render(Map.of("ovnKubernetes.enabled", true, "policy.enabled", true));
+    assertThat(ManifestChecks.ofKind(ovn, "CustomResourceDefinition"))
+        .extracting(o -> o.path("metadata").path("name").asText())
+        .as("OVN-Kubernetes owns the EgressService CRD, not the policy's")
+        .containsExactly("egressservicepolicies.egressservice.io");
+    assertThat(names(ovn, "ValidatingAdmissionPolicy")).containsExactly("egress-service-grants");
+    List<JsonNode> noCrds =
+        HelmChart.render(Map.of("crds.install", false, "policy.enabled", true, "policy.asHook", false));
+    assertThat(ManifestChecks.ofKind(noCrds, "CustomResourceDefinition")).isEmpty();
+    assertThat(ManifestChecks.ofKind(noCrds, "EgressServicePolicy")).hasSize(1);
+  }
+
+  @Test
+  void theAllocatorsAdmissionPoliciesAreOnByDefaultAndCanBeTurnedOff() {
+    List<String> allocatorPolicies = List.of("egress-service-allocator-egressservices", "egress-service-allocator-nodes");
+    List<JsonNode> objects = HelmChart.render(Map.of());
+    assertThat(names(objects, "ValidatingAdmissionPolicy")).containsExactlyInAnyOrderElementsOf(allocatorPolicies);
+    assertThat(names(objects, "ValidatingAdmissionPolicyBinding")).containsExactlyInAnyOrderElementsOf(allocatorPolicies);
+    assertThat(ManifestChecks.ofKind(objects, "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
+        .as("Helm's own API list (no cluster) serves the GA API").allSatisfy(o ->
+            assertThat(o.path("apiVersion").asText()).isEqualTo("admissionregistration.k8s.io/v1"));
+    assertThat(names(HelmChart.render(Map.of("allocator.admissionPolicies.enabled", false)),
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")).isEmpty();
+    assertThat(names(HelmChart.render(Map.of("ovnKubernetes.enabled", true)),
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")).as("no allocator of ours").isEmpty();
+  }
+
+  private static List<String> names(List<JsonNode> objects, String... kinds) {
+    return ManifestChecks.ofKind(objects, kinds).stream().map(o -> o.path("metadata").path("name").asText())
+        .collect(Collectors.toList());
+  }
+
+  private static JsonNode named(List<JsonNode> objects, String kind, String name) {
+    return ManifestChecks.ofKind(objects, kind).stream()
+        .filter(o -> name.equals(o.path("metadata").path("name").asText())).findFirst().orElseThrow();
+  }
+
+  private static Map<String, String> env(JsonNode workload) {
+    Map<String, String> env = new TreeMap<>();
+    ManifestChecks.containers(workload).get(0).path("env").forEach(e -> env.put(e.path("name").asText(),
+        e.path("value").asText()));
+    return env;
   }
 
   // ---- comparison ----

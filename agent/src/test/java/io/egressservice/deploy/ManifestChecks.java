@@ -61,6 +61,11 @@ final class ManifestChecks {
       "egress-service-agent-uninstall", "egress-service-agent",
       "egress-service-allocator-uninstall", "egress-service-allocator");
 
+  /** What each process reads besides while it enforces the EgressServicePolicy (policy.enabled, components/tenancy). */
+  static final Map<String, Set<String>> POLICY_GRANTS = Map.of(
+      "egressservice.io/egressservicepolicies", Set.of("get", "list", "watch"),
+      "/namespaces", Set.of("list", "watch"));
+
   /** kube-rbac-proxy's own checks of each scraper (only with monitoring.kubeRbacProxy.enabled). */
   static final Map<String, Set<String>> RBAC_PROXY_GRANTS = Map.of(
       "authentication.k8s.io/tokenreviews", Set.of("create"),
@@ -78,12 +83,21 @@ final class ManifestChecks {
     if (objects.stream().anyMatch(o -> "SecurityContextConstraints".equals(o.path("kind").asText()))) {
       agentGrants.put("security.openshift.io/securitycontextconstraints", Set.of("use"));
     }
+    boolean policy = containers(daemonSet(objects)).get(0).path("env").findValuesAsText("name")
+        .contains("EGRESS_AGENT_EGRESS_SERVICE_POLICY");
+    if (policy) {
+      agentGrants.putAll(POLICY_GRANTS);
+    }
     assertThat(grantsOf(objects, AGENT_ACCOUNT)).as("%s: the node agent's grants", what).isEqualTo(agentGrants);
     roles(what, objects);
     nodeAgent(what, objects);
     Optional<JsonNode> allocator = objects.stream().filter(o -> "Deployment".equals(o.path("kind").asText())).findFirst();
     if (allocator.isPresent()) {
-      assertThat(grantsOf(objects, ALLOCATOR_ACCOUNT)).as("%s: the allocator's grants", what).isEqualTo(ALLOCATOR_GRANTS);
+      Map<String, Set<String>> allocatorGrants = new TreeMap<>(ALLOCATOR_GRANTS);
+      if (policy) {
+        allocatorGrants.putAll(POLICY_GRANTS);
+      }
+      assertThat(grantsOf(objects, ALLOCATOR_ACCOUNT)).as("%s: the allocator's grants", what).isEqualTo(allocatorGrants);
       allocator(what, KUBE.convertValue(allocator.get(), Deployment.class));
     } else {
       assertThat(grantsOf(objects, ALLOCATOR_ACCOUNT)).as("%s: no allocator, no grants for its account", what).isEmpty();

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
-import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.spi.LoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.status.NopStatusListener;
@@ -148,9 +147,9 @@ class LogConfiguratorTest {
     var appender = (ConsoleAppender<?>) root.getAppender("text");
     assertThat(appender.isStarted()).isTrue();
     assertThat(appender.getTarget()).isEqualTo("System.err");
-    var encoder = (PatternLayoutEncoder) appender.getEncoder();
+    var encoder = (TextLineEncoder) appender.getEncoder();
     assertThat(encoder.getPattern()).isEqualTo(
-        "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{36} - %msg%n");
+        "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{36} - %msg%n%ex");
     var event = new LoggingEvent("x", context.getLogger("io.egressservice.controller.NodeAgent"), Level.INFO,
         "reconcile ({}): {} change(s)", null, new Object[] {"api", 3});
     assertThat(new String(encoder.encode(event), StandardCharsets.UTF_8))
@@ -174,6 +173,47 @@ class LogConfiguratorTest {
         + "\"loggerName\":\"io.egressservice.X\",\"threadName\":" + JSON_STRING.apply(event.getThreadName())
         + ",\"message\":\"hello 1 \\\"a\\nb\\\"\"}\n");
     assertThat(context.getLogger("io.egressservice").getLevel()).isEqualTo(Level.DEBUG);
+  }
+
+  /** A text line the agent logs quotes what others wrote: escaped, each event stays its own line(s). */
+  @Test
+  void textLinesEscapeControlCharactersInTheMessageAndInExceptionMessages() {
+    LoggerContext context = new LoggerContext();
+    LogConfigurator.apply(context, new Settings(Level.INFO, Format.TEXT));
+    var encoder = (TextLineEncoder) ((ConsoleAppender<?>) context.getLogger("ROOT").getAppender("text")).getEncoder();
+    var logger = context.getLogger("io.egressservice.controller.NodeAgent");
+    var forged = new LoggingEvent("x", logger, Level.INFO, "EgressService {}: network '{}' not found", null,
+        new Object[] {"shop/web", "evil\n2026-12-07T10:00:00.000Z ERROR [main] i.e.c.NodeAgent - forged\u001b[8m"});
+
+    String line = new String(encoder.encode(forged), StandardCharsets.UTF_8);
+
+    assertThat(line).hasLineCount(1).doesNotContain("\u001b").endsWith(
+        " - EgressService shop/web: network 'evil\\n2026-12-07T10:00:00.000Z ERROR [main] i.e.c.NodeAgent - forged"
+            + "\\x1b[8m' not found" + System.lineSeparator());
+
+    var failed = new LoggingEvent("x", logger, Level.WARN, "could not write Event", new IllegalStateException(
+        "events \"web.1\u202e\" is forbidden\nforged line", new RuntimeException("cause\u009b2J")), null);
+    List<String> trace = new String(encoder.encode(failed), StandardCharsets.UTF_8).lines().toList();
+    assertThat(trace.get(0)).endsWith(" - could not write Event");
+    assertThat(trace.get(1)).isEqualTo(
+        "java.lang.IllegalStateException: events \"web.1\\u202e\" is forbidden\\nforged line");
+    assertThat(trace).contains("Caused by: java.lang.RuntimeException: cause\\x9b2J")
+        .noneMatch(l -> l.startsWith("forged line"))
+        .allMatch(l -> l.chars().noneMatch(c -> c < 0x20 && c != '\t' || c == 0x202e || c == 0x9b));
+  }
+
+  @Test
+  void jsonLinesAlsoEscapeDelC1AndBidiControls() throws Exception {
+    LoggerContext context = new LoggerContext();
+    context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter());
+    var event = new LoggingEvent("x", context.getLogger("io.egressservice.X"), Level.WARN, "network '{}'", null,
+        new Object[] {"a\nb\u001b[8m\u007f\u009b\u202e\u2028c"});
+
+    String line = new String(new JsonLineEncoder().encode(event), StandardCharsets.UTF_8);
+
+    assertThat(line).hasLineCount(1).contains("\"message\":\"network 'a\\nb\\u001b[8m\\u007f\\u009b\\u202e\\u2028c'\"");
+    assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(line).path("message").asText())
+        .isEqualTo("network 'a\nb\u001b[8m\u007f\u009b\u202e\u2028c'");
   }
 
   @Test

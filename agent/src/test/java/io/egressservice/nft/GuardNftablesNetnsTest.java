@@ -3,6 +3,7 @@ package io.egressservice.nft;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.egressservice.testing.NftSetListing;
 import io.egressservice.ip.IpPrefix;
 import java.util.ArrayList;
 import java.util.List;
@@ -67,7 +68,55 @@ class GuardNftablesNetnsTest {
             + " \"unsteered\" drop",
         "oifname != \"egress-vx\" ip6 saddr @away_v6 ip6 daddr != @in_cluster_v6 ct direction original counter name"
             + " \"unsteered\" drop");
-    assertThat(guard.droppedPackets()).containsOnlyKeys("port", "tunnel", "spoofed", "takeover", "unsteered");
+    assertThat(guard.droppedPackets()).containsOnlyKeys("port", "tunnel", "spoofed", "takeover", "unsteered",
+        "forged");
+  }
+
+  /**
+   * The port takes a datagram only on a device that reaches the Nodes, only IPv4 in IPv4 and IPv6 in IPv6, and only
+   * with an inner source its outer source's Node sends (read before decapsulation, behind UDP and VXLAN-GPE).
+   */
+  @Test
+  void thePortAcceptsAnInnerSourceOnlyFromItsOwnNodeOnTheNodeNetwork() {
+    GuardNftables.Shape shape = new GuardNftables.Shape(STEERING.steerPort(), STEERING.nodeInternalIps(),
+        STEERING.nodeAddresses(), STEERING.inCluster(), List.of("eth0", "bond0"));
+    guard.sync(Optional.of(shape), new GuardNftables.Sources(prefixes("10.128.2.5"), prefixes("10.128.2.5"),
+        List.of(), List.of(), List.of(sender("192.168.50.12", "10.128.2.5"), sender("fd00:50::12", "fd10:128:2::5"))),
+        false);
+
+    String input = chain("input");
+    assertThat(input).contains("udp dport 4799 iifname != @underlay counter name \"port\" drop",
+        "udp dport 4799 meta nfproto ipv4 @th,88,8 != 0x1 counter name \"forged\" drop",
+        "udp dport 4799 meta nfproto ipv6 @th,88,8 != 0x2 counter name \"forged\" drop",
+        "udp dport 4799 ip saddr . @th,224,32 != @senders_v4 counter name \"forged\" drop",
+        "udp dport 4799 ip6 saddr . @th,192,128 != @senders_v6 counter name \"forged\" drop");
+    assertThat(plainElements("underlay")).containsExactly("bond0", "eth0");
+    assertThat(pairs("senders_v4")).containsExactly("192.168.50.12 . 0xa800205");
+    assertThat(pairs("senders_v6")).containsExactly("fd00:50::12 . 0xfd100128000200000000000000000005");
+
+    // by element: one pair goes, another comes
+    assertThat(guard.updateElements(
+        new GuardNftables.Sources(List.of(), List.of(), List.of(), List.of(), List.of(sender("192.168.50.13", "10.128.3.5"))),
+        new GuardNftables.Sources(List.of(), List.of(), List.of(), List.of(), List.of(sender("192.168.50.12", "10.128.2.5")))))
+        .isTrue();
+    assertThat(pairs("senders_v4")).containsExactly("192.168.50.13 . 0xa800305");
+  }
+
+  private static GuardNftables.Sender sender(String node, String inner) {
+    return new GuardNftables.Sender(IpPrefix.parse(node), IpPrefix.parse(inner));
+  }
+
+  /** The elements of a concatenated set, as {@code nft list} prints them. */
+  private List<String> pairs(String set) {
+    return NftSetListing.elements(nft.ns().exec("nft", "list", "set", "inet", GuardNftables.TABLE, set));
+  }
+
+  private List<String> plainElements(String set) {
+    TreeSet<String> out = new TreeSet<>();
+    for (JsonNode item : nft.ns().json("nft", "-j", "list", "set", "inet", GuardNftables.TABLE, set).path("nftables")) {
+      item.path("set").path("elem").forEach(e -> out.add(e.asText()));
+    }
+    return List.copyOf(out);
   }
 
   /**

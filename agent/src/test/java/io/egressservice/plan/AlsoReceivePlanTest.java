@@ -50,8 +50,18 @@ class AlsoReceivePlanTest {
     assertThat(o.steeredEndpoints()).hasSize(2);
     assertThat(o.reason()).startsWith("also receives for host node-a (planned move");
 
-    // Controls: the host and a plain steering node plan as without the annotation.
-    assertThat(cluster(A, B).plan(A)).isEqualTo(cluster(A, "").plan(A));
+    // Controls: the host and a plain steering node plan as without the annotation, but that the host's steering port
+    // takes the LB IP from node-b while the move is under way (the old host's own pod's flows, SNATed there before).
+    DesiredState onA = cluster(A, B).plan(A);
+    assertThat(SteeringPlannerTest.senders(outcome(onA, "web")).stream().filter(p -> p.contains("planned move")))
+        .containsExactly("5.5.5.5 from 192.168.1.11 (planned move)", "2001:db8:5::5 from fd00::b (planned move)");
+    assertThat(onA.services().stream().map(x -> new ServiceOutcome(x.service(), x.configured(), x.reason(),
+        x.skippedEndpoints(), x.remoteEndpoints(), x.steeredEndpoints(), x.steeredIn(),
+        x.tunnelSenders().stream().filter(t -> !t.handOver()).toList())).toList())
+        .isEqualTo(cluster(A, "").plan(A).services());
+    assertThat(onA.snat()).isEqualTo(cluster(A, "").plan(A).snat());
+    assertThat(onA.rules()).isEqualTo(cluster(A, "").plan(A).rules());
+    assertThat(onA.steering()).isEqualTo(cluster(A, "").plan(A).steering());
     assertThat(cluster(A, B).plan(C)).isEqualTo(cluster(A, "").plan(C));
     assertThat(snat(cluster(A, "").plan(B))).as("without the annotation node-b SNATs nothing").isEmpty();
   }

@@ -87,6 +87,49 @@ class SteeringPlannerTest {
     assertThat(s.steering().receives()).as("the host needs the device to receive").isTrue();
   }
 
+  /** The steering port of the host accepts each steered endpoint from its own Node's InternalIP, no other. */
+  @Test
+  void theHostAcceptsASteeredEndpointOnlyFromTheNodeItLivesOn() {
+    DesiredState s = cluster(A).plan(A);
+
+    assertThat(senders(outcome(s, "web"))).containsExactly(
+        "10.128.1.5 from 192.168.1.11", "10.128.2.5 from 192.168.1.12", "fd10:128:1::5 from fd00::b");
+  }
+
+  /** Endpoints without a nodeName: the Node whose pod CIDR holds them sends them. */
+  @Test
+  void anEndpointWithoutNodeNameIsAcceptedFromTheNodeOfItsPodCidr() {
+    Fixture f = cluster(A).slice("web", "web-v4", "IPv4", ep("10.128.1.7", null), ep("10.128.2.7", null))
+        .slice("web", "web-v6", "IPv6");
+
+    assertThat(senders(outcome(f.plan(A), "web"))).containsExactly(
+        "10.128.1.7 from 192.168.1.11", "10.128.2.7 from 192.168.1.12");
+  }
+
+  /**
+   * The LB IP as inner source only while a planned move is under way, and only from the other receiving node: the
+   * old host's own pod's flow, SNATed there before the move, arrives with it until the old host restarts the flow.
+   */
+  @Test
+  void theLbIpIsAcceptedAsInnerSourceOnlyFromTheOtherReceivingNodeOfAPlannedMove() {
+    assertThat(senders(outcome(cluster(A).plan(A), "web"))).as("no move: no Node sends the LB IP")
+        .noneMatch(p -> p.contains("(planned move)"));
+
+    Fixture moving = cluster(A).egress(new EgressServiceInfo(new ObjectRef(Fixture.NS, "web"), java.util.Optional.empty(),
+        LOAD_BALANCER_IP, "", A, java.util.Optional.empty(), A + "," + B));
+    assertThat(senders(outcome(moving.plan(A), "web"))).as("the old host node-a, node-b receiving too").contains(
+        "5.5.5.5 from 192.168.1.11 (planned move)", "2001:db8:5::5 from fd00::b (planned move)")
+        .noneMatch(p -> p.contains("from 192.168.1.12 (planned move)"));
+    assertThat(senders(outcome(moving.plan(B), "web"))).as("on the new host node-b: from the old host node-a")
+        .contains("5.5.5.5 from 192.168.1.10 (planned move)", "2001:db8:5::5 from fd00::a (planned move)",
+            "10.128.0.5 from 192.168.1.10")
+        .noneMatch(p -> p.contains("from 192.168.1.12 (planned move)"));
+  }
+
+  static List<String> senders(ServiceOutcome o) {
+    return o.tunnelSenders().stream().map(TunnelSender::toString).toList();
+  }
+
   @Test
   void aHostWithoutAnIpv6InternalIpGetsTheIpv4EndpointsAndTheIpv6OnesAreReportedNeverGuessed() {
     DesiredState onA = cluster(C).plan(A);

@@ -380,7 +380,8 @@ public final class Traffic implements AutoCloseable {
   }
 
   /** What the servers recorded for {@code token}. */
-  private List<Seen> seen(String token) {
+  /** What the servers saw of the packets that carried {@code token} (a test's own, e.g. crafted, datagrams). */
+  public List<Seen> seen(String token) {
     List<Seen> out = new ArrayList<>();
     for (String[] e : log) {
       if (e[0].equals(token)) {

@@ -22,6 +22,8 @@ final class Forgery implements AutoCloseable {
 
   private final Namespace ns;
   private final List<String> undo = new ArrayList<>();
+  /** The encapsulation's outer source ({@code " src <address>"}), or "" for the kernel's choice. */
+  private String outerSource = "";
 
   private Forgery(Namespace ns) {
     this.ns = ns;
@@ -30,6 +32,36 @@ final class Forgery implements AutoCloseable {
   /** VXLAN-GPE to {@code target} with inner source {@code forged}, for packets to {@code destination}. */
   static Forgery tunnel(Namespace ns, String forged, String destination, String target) {
     return open(ns, forged, destination, target, true);
+  }
+
+  /**
+   * As {@link #tunnel}, with a Node's address {@code outer} as the outer source: the address is borrowed on the
+   * namespace's {@code lo} (so the kernel sends from it), never announced (IPv4: {@code arp_ignore} 1 answers no ARP
+   * for it, {@code arp_announce} 2 asks with the namespace's own address; IPv6 answers and asks only for addresses on
+   * the link): one-way datagrams, no ARP poisoning.
+   */
+  static Forgery tunnelFrom(Namespace ns, String outer, String forged, String destination, String target) {
+    Forgery f = new Forgery(ns);
+    try {
+      boolean v6 = outer.contains(":");
+      if (!v6) {
+        for (String key : List.of("arp_ignore", "arp_announce")) {
+          String sysctl = "net.ipv4.conf.all." + key;
+          String was = ns.exec("sysctl", "-n", sysctl).trim();
+          f.run("sysctl -qw " + sysctl + "=" + (key.equals("arp_ignore") ? 1 : 2));
+          f.undo.add(0, "sysctl -qw " + sysctl + "=" + was);
+        }
+      }
+      String host = outer + (v6 ? "/128" : "/32");
+      f.run("ip addr add " + host + " dev lo" + (v6 ? " nodad" : ""));
+      f.undo.add(0, "ip addr del " + host + " dev lo");
+      f.outerSource = " src " + outer;
+      f.setUp(forged, destination, target, true);
+      return f;
+    } catch (RuntimeException e) {
+      f.close();
+      throw e;
+    }
   }
 
   /**
@@ -87,7 +119,7 @@ final class Forgery implements AutoCloseable {
       // src before encap: after it, iproute2 takes it as the outer source
       // csum: a UDP checksum, which IPv6 requires (the agent's routes carry it too)
       run("ip " + flag + " route add " + destination + host + " src " + forged + " dev " + DEVICE + " encap " + outer
-          + " id 1 dst " + target + " csum table " + TABLE);
+          + " id 1 dst " + target + outerSource + " csum table " + TABLE);
     } else {
       run("ip addr add " + forged + host + " dev lo" + (inner == IpFamily.V6 ? " nodad" : ""));
       undo.add(0, "ip " + flag + " addr del " + forged + host + " dev lo");
@@ -102,6 +134,31 @@ final class Forgery implements AutoCloseable {
     }
     run("ip " + flag + " rule add pref " + PREF + " iif lo to " + destination + host + " lookup " + TABLE);
     undo.add(0, "ip " + flag + " rule del pref " + PREF);
+  }
+
+  /**
+   * A VXLAN-GPE datagram's payload as a node steering an IPv4 endpoint sends it (VNI 1, next protocol IPv4, no inner
+   * Ethernet): an IPv4 UDP packet from {@code innerSource} to {@code destination}:{@code port} carrying {@code data}.
+   */
+  static byte[] gpeDatagram(String innerSource, String destination, int port, byte[] data) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(8 + 20 + 8 + data.length);
+    b.put(new byte[] {0x0c, 0, 0, 0x01, 0, 0, 0x01, 0}); // flags I and P, next protocol 1 (IPv4); VNI 1
+    int ip = b.position();
+    b.put((byte) 0x45).put((byte) 0).putShort((short) (20 + 8 + data.length)).putInt(0)
+        .put((byte) 64).put((byte) 17).putShort((short) 0)
+        .put(io.egressservice.ip.IpPrefix.parse(innerSource).addressBytes())
+        .put(io.egressservice.ip.IpPrefix.parse(destination).addressBytes());
+    int sum = 0;
+    for (int i = ip; i < ip + 20; i += 2) {
+      sum += ((b.get(i) & 0xff) << 8) | (b.get(i + 1) & 0xff);
+    }
+    while ((sum >> 16) != 0) {
+      sum = (sum & 0xffff) + (sum >> 16);
+    }
+    b.putShort(ip + 10, (short) ~sum);
+    b.putShort((short) 40000).putShort((short) port).putShort((short) (8 + data.length)).putShort((short) 0);
+    b.put(data);
+    return b.array();
   }
 
   private void run(String cmd) {

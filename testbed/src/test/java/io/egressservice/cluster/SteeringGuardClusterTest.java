@@ -2,6 +2,7 @@ package io.egressservice.cluster;
 
 import static io.egressservice.cluster.SteeringCluster.LB_IPS;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
@@ -167,7 +168,9 @@ abstract class SteeringGuardClusterTest {
 
   /**
    * Even a Node (here a process on node-c using node-c's own device: a host-network pod is the node) gets through
-   * the tunnel only steered endpoints leaving the cluster: not to a pod, not to node-a's own services.
+   * the tunnel only steered endpoints leaving the cluster: not to a pod, not to node-a's own services. Its own address
+   * inside is no endpoint it steers, so the port refuses it already ({@code forged}); a steered endpoint's address
+   * to an in-cluster destination would be the tunnel's ({@code tunnel}).
    */
   @Test
   @Order(6)
@@ -176,7 +179,7 @@ abstract class SteeringGuardClusterTest {
     String nodeC = cluster.node("node-c").ip(IpFamily.V4);
     String nodeA = cluster.node("node-a").ip(IpFamily.V4);
     String podA1 = cluster.pod("pod-a1").ip(IpFamily.V4);
-    long before = counter("node-a", "tunnel");
+    long before = counter("node-a", "tunnel") + counter("node-a", "forged");
     List<String> reached = new ArrayList<>();
     try (Forgery f = Forgery.fromNode(c, nodeC, podA1, nodeA)) {
       for (int i = 0; i < ATTEMPTS; i++) {
@@ -203,7 +206,9 @@ abstract class SteeringGuardClusterTest {
       got.forEach(g -> reached.add("node-a's own service from " + g));
     }
     assertThat(reached).as("what node-c's datagrams reached out of node-a's egress-vx").isEmpty();
-    assertThat(counter("node-a", "tunnel")).as("node-a counted what came out of egress-vx").isGreaterThan(before);
+    // node-c's own address is no source node-c steers: refused at the port (forged) before it reaches egress-vx
+    assertThat(counter("node-a", "tunnel") + counter("node-a", "forged"))
+        .as("node-a counted what node-c sent through the tunnel").isGreaterThan(before);
     steeredPodsStillLeaveWithTheLbIpOverUdpTcpAndIpv6();
   }
 
@@ -249,20 +254,113 @@ abstract class SteeringGuardClusterTest {
     }
   }
 
+  // ---- an inner source only from the Node it lives on -----------------------------------------------
+
+  /**
+   * A host on the node network forges node-c's address as outer source (one-way: no ARP answered, none poisoned)
+   * around pod-b1's address, which lives on node-b: refused ({@code forged}), over IPv4 and IPv6. pod-b1's own
+   * node still steers it, and it still leaves with the LB IP.
+   */
+  @Test
+  @Order(9)
+  void steeringPortRefusesAPodsAddressFromAnotherNodesAddress() {
+    long before = counter("node-a", "forged");
+    List<String> leaks = forgedFromTheNodeNetwork("node-c", f -> cluster.pod("pod-b1").ip(f), "node-c around pod-b1");
+    assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
+    assertThat(counter("node-a", "forged")).as("node-a counted them as forged").isGreaterThanOrEqualTo(before + 2);
+    for (IpFamily f : IpFamily.values()) {
+      expect("udp", "pod-b1", Addresses.external(f), new Seen("ext-a2", "udp", LB_IPS.get(f.ordinal())));
+    }
+  }
+
+  /**
+   * The LB IP as inner source from a Node's address while no move is planned (no Node sends it then): refused. It
+   * used to pass, and leave through node-a's main uplink (no SNAT for it, no rule: the main table).
+   */
+  @Test
+  @Order(10)
+  void steeringPortRefusesTheLbIpAsInnerSourceWhenNoMoveIsPlanned() {
+    long before = counter("node-a", "forged");
+    List<String> leaks = forgedFromTheNodeNetwork("node-b", f -> LB_IPS.get(f.ordinal()), "node-b around the LB IP");
+    assertThat(leaks).as("forged datagrams that left the cluster").isEmpty();
+    assertThat(counter("node-a", "forged")).isGreaterThanOrEqualTo(before + 2);
+  }
+
+  /**
+   * A datagram arriving on a device that does not reach the other Nodes (lo: a process on node-a sends to node-a's
+   * own address, its outer source rewritten to node-b's on the way out) carries a pair the plan knows, pod-b1 from
+   * node-b: refused ({@code port}). On Linux 6.15 and later nft's fib lookup is skipped for loopback, so the
+   * reverse-path rule alone let it through and pod-b1's address left node-a with the LB IP.
+   */
+  @Test
+  @Order(11)
+  void steeringPortRefusesDatagramsOnDevicesThatDoNotReachTheNodes() throws Exception {
+    Namespace a = cluster.netns("node-a");
+    String nodeA = cluster.node("node-a").ip(IpFamily.V4);
+    String table = "esa_forgery";
+    long before = counter("node-a", "port");
+    List<String> tokens = new ArrayList<>();
+    a.exec("nft", "add", "table", "ip", table);
+    try {
+      a.exec("nft", "add", "chain", "ip", table, "out", "{ type filter hook output priority 0 ; }");
+      a.exec("nft", "add", "rule", "ip", table, "out", "ip", "daddr", nodeA, "udp", "dport", "4799", "ip", "saddr",
+          "set", cluster.node("node-b").ip(IpFamily.V4));
+      for (int i = 0; i < ATTEMPTS; i++) {
+        String token = java.util.UUID.randomUUID().toString();
+        tokens.add(token);
+        byte[] d = Forgery.gpeDatagram(cluster.pod("pod-b1").ip(IpFamily.V4), Addresses.EXTERNAL_V4,
+            Traffic.ECHO_PORT, token.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        cluster.traffic().thread("node-a").call(() -> {
+          try (DatagramSocket s = new DatagramSocket(new InetSocketAddress(InetAddress.getByName(nodeA), 0))) {
+            s.send(new DatagramPacket(d, d.length, InetAddress.getByName(nodeA), 4799));
+          }
+          return null;
+        });
+      }
+      await().atMost(Duration.ofSeconds(3)).until(() -> counter("node-a", "port") >= before + ATTEMPTS
+          || tokens.stream().anyMatch(t -> !cluster.traffic().seen(t).isEmpty()));
+    } finally {
+      a.tryExec("nft", "delete", "table", "ip", table);
+    }
+    assertThat(tokens.stream().flatMap(t -> cluster.traffic().seen(t).stream()).toList())
+        .as("what the external routers saw of datagrams that came in over lo").isEmpty();
+    assertThat(counter("node-a", "port")).isGreaterThanOrEqualTo(before + ATTEMPTS);
+  }
+
   // ---- helpers ------------------------------------------------------------------------------------
+
+  /**
+   * From lan (a host on the node network), VXLAN-GPE to node-a with {@code node}'s address as outer source around
+   * {@code inner} of each family, to the external host: what left the cluster, as lines.
+   */
+  List<String> forgedFromTheNodeNetwork(String node, java.util.function.Function<IpFamily, String> inner, String what) {
+    List<String> leaks = new ArrayList<>();
+    for (IpFamily f : IpFamily.values()) {
+      try (Forgery g = Forgery.tunnelFrom(cluster.netns("lan"), cluster.node(node).ip(f), inner.apply(f),
+          Addresses.external(f), cluster.node("node-a").ip(f))) {
+        collectLeaks("lan", Addresses.external(f), "lan as " + what + " over " + f, leaks);
+      }
+    }
+    return leaks;
+  }
+
+  /** As {@link #sendAndCollectLeaks}, to {@code destination}. */
+  void collectLeaks(String from, String destination, String what, List<String> leaks) {
+    for (int i = 0; i < ATTEMPTS; i++) {
+      Probe p = cluster.traffic().udp(from, destination);
+      if (!p.seen().isEmpty()) {
+        leaks.add(what + ": " + p.seen());
+        return;
+      }
+    }
+  }
 
   /**
    * What the external routers saw of the datagrams {@code from} sends to the external host (nothing, when refused),
    * as lines for {@code leaks}: every case of a test is tried before it fails, so each leak shows.
    */
   void sendAndCollectLeaks(String from, String what, List<String> leaks) {
-    for (int i = 0; i < ATTEMPTS; i++) {
-      Probe p = cluster.traffic().udp(from, Addresses.EXTERNAL_V4);
-      if (!p.seen().isEmpty()) {
-        leaks.add(what + ": " + p.seen());
-        return;
-      }
-    }
+    collectLeaks(from, Addresses.EXTERNAL_V4, what, leaks);
   }
 
   /** Packets the guard table's counter {@code name} of {@code node} counted (0 without the table). */

@@ -47,12 +47,21 @@ class DeployManifestsTest {
 
   @Test
   void crdCopyIsByteForByteTheOriginal() throws IOException {
-    Path original = ROOT.resolve("crds/egressservices.k8s.ovn.org.yaml");
-    Path copy = DEPLOY.resolve("crds/egressservices.k8s.ovn.org.yaml");
-    assertThat(Files.mismatch(copy, original))
-        .as("first differing byte: %s must be a copy of %s (kustomize cannot reference files outside deploy/);"
-            + " refresh it with cp crds/egressservices.k8s.ovn.org.yaml deploy/crds/",
-            ROOT.relativize(copy), ROOT.relativize(original))
+    assertCopy("crds/egressservices.k8s.ovn.org.yaml", "deploy/crds/");
+  }
+
+  @Test
+  void policyCrdCopyOfTheTenancyComponentIsByteForByteTheOriginal() throws IOException {
+    assertCopy("crds/egressservicepolicies.egressservice.io.yaml", "deploy/components/tenancy/");
+  }
+
+  /** kustomize cannot reference files outside its root: {@code dir} holds a copy of {@code original}. */
+  private static void assertCopy(String original, String dir) throws IOException {
+    Path from = ROOT.resolve(original);
+    Path copy = ROOT.resolve(dir).resolve(from.getFileName());
+    assertThat(Files.mismatch(copy, from))
+        .as("first differing byte: %s must be a copy of %s (kustomize cannot reference files outside its root);"
+            + " refresh it with cp %s %s", ROOT.relativize(copy), original, original, dir)
         .isEqualTo(-1L);
   }
 
@@ -75,7 +84,9 @@ class DeployManifestsTest {
         .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ServiceAccount",
             "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding",
             "Role", "RoleBinding", "Role", "RoleBinding", // each process's own workload (uninstall)
-            "DaemonSet", "Deployment", "PodDisruptionBudget");
+            "DaemonSet", "Deployment", "PodDisruptionBudget",
+            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicyBinding");
     assertThat(texts(kustomization.path("images").path(0).path("name")))
         .as("images: override of the DaemonSet's image").containsExactly(container().getImage().split(":")[0]);
     assertThat(allocatorContainer().getImage().split(":")[0]).isEqualTo(IMAGE);
