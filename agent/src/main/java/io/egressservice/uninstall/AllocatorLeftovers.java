@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.allocator.LabelNames;
 import io.egressservice.plan.EgressServiceInfo;
+import io.egressservice.text.Printable;
 import io.fabric8.kubernetes.api.model.KubernetesResourceList;
 import io.fabric8.kubernetes.api.model.ListOptions;
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
@@ -84,7 +85,8 @@ public final class AllocatorLeftovers {
       pages(options -> client.nodes().list(options), NodeList::getItems, NodeList::getMetadata, node -> {
         List<String> keys = node.getMetadata().getLabels() == null ? List.of()
             : node.getMetadata().getLabels().entrySet().stream()
-                .filter(e -> e.getValue() != null && LabelNames.isHostLabel(e.getKey())).map(Map.Entry::getKey).toList();
+                .filter(e -> e.getValue() != null && LabelNames.isHostLabel(e.getKey()))
+                .map(Map.Entry::getKey).toList();
         if (!keys.isEmpty()) {
           writes.add(writers.submit(() -> unlabel(node.getMetadata().getName(), keys)));
         }
@@ -140,10 +142,10 @@ public final class AllocatorLeftovers {
     try {
       client.nodes().withName(node).patch(PatchContext.of(PatchType.JSON_MERGE), root.toString());
       labels.addAndGet(keys.size());
-      LOG.info("uninstall: node {}: removed labels {}", node, keys);
+      LOG.info("uninstall: node {}: removed labels {}", node, printable(String.valueOf(keys)));
     } catch (KubernetesClientException e) {
       if (e.getCode() != 404) {
-        failed("node " + node + " labels " + keys + ": " + describe(e));
+        failed("node " + node + " labels " + printable(String.valueOf(keys)) + ": " + describe(e));
       }
     }
   }
@@ -159,7 +161,7 @@ public final class AllocatorLeftovers {
       annotations.incrementAndGet();
     } catch (KubernetesClientException e) {
       if (e.getCode() != 404) {
-        failed(EgressServiceInfo.ALSO_RECEIVE_ANNOTATION + " of " + ns + "/" + name + ": " + describe(e));
+        failed(EgressServiceInfo.ALSO_RECEIVE_ANNOTATION + " of " + printable(ns + "/" + name) + ": " + describe(e));
       }
     }
   }
@@ -181,7 +183,7 @@ public final class AllocatorLeftovers {
           return;
         }
         if (e.getCode() != 409 || attempt == STATUS_ATTEMPTS) {
-          failed("status.host of " + ns + "/" + name + ": " + describe(e));
+          failed("status.host of " + printable(ns + "/" + name) + ": " + describe(e));
           return;
         }
         copy = client.resources(EgressService.class).inNamespace(ns).withName(name).get();
@@ -191,6 +193,11 @@ public final class AllocatorLeftovers {
         }
       }
     }
+  }
+
+  /** Label keys and EgressService names are tenant-written: escaped wherever they are printed. */
+  private static String printable(String tenantText) {
+    return Printable.escape(tenantText);
   }
 
   private static String describe(KubernetesClientException e) {

@@ -67,7 +67,8 @@ class UninstallCommandDocTest {
 
   private static String documentedCommand() throws Exception {
     Matcher m = COMMAND.matcher(Files.readString(INSTALL));
-    assertThat(m.find()).as("docs/install.md has the one-line cleanup (kubectl run egress-service-cleanup ...)").isTrue();
+    assertThat(m.find()).as("docs/install.md has the one-line cleanup (kubectl run egress-service-cleanup ...)")
+        .isTrue();
     String line = m.group();
     assertThat(m.find()).as("one such command").isFalse();
     return line;
