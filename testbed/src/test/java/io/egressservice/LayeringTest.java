@@ -58,7 +58,8 @@ class LayeringTest {
       new Layer("kernel, dataplane, informers", "io.egressservice.kernel..", "io.egressservice.dataplane..",
           "io.egressservice.informers.."),
       new Layer("explain, metrics", "io.egressservice.explain..", "io.egressservice.metrics.."),
-      new Layer("controller, allocator", "io.egressservice.controller..", "io.egressservice.allocator.."),
+      new Layer("controller, allocator", "io.egressservice.controller..", "io.egressservice.allocator..",
+          "io.egressservice.uninstall.."),
       new Layer("cli", "io.egressservice.cli.."),
       new Layer("testbed, demo", "io.egressservice.testbed..", "io.egressservice.demo.."));
 

@@ -7,7 +7,12 @@ import io.egressservice.health.HealthServer;
 import io.egressservice.lifecycle.FailFast;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.RuntimeMetrics;
+import io.egressservice.uninstall.Owner;
+import io.egressservice.uninstall.OwnerWatch;
+import io.egressservice.uninstall.StopVerdict;
+import io.egressservice.uninstall.Uninstall;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import java.time.Duration;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,8 +37,12 @@ import picocli.CommandLine.Option;
         "  egress-service-agent allocator --kubeconfig ~/.kube/config --lease-namespace egress-service-agent"})
 public final class AllocatorCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(AllocatorCommand.class);
+  /** The part of the Deployment's 30 s grace removing its labels, annotations and hosts may take. */
+  private static final Duration UNINSTALL_BUDGET = Duration.ofSeconds(20);
 
   @picocli.CommandLine.Mixin AllocatorProcessOptions process;
+
+  @picocli.CommandLine.Mixin UninstallOptions uninstall;
 
   @Option(names = "--trusted-endpoint-managers", split = ",",
       defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
@@ -53,7 +62,9 @@ public final class AllocatorCommand implements Callable<Integer> {
     AllocatorConfig config = process.lease.apply(AllocatorConfig.defaults())
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
         .withProbes(process.hostProbes.toProbes());
+    Optional<Owner> owner = uninstall.owner(Owner.Kind.DEPLOYMENT);
     KubernetesClient client = KubeClients.create(process.kubeconfig);
+    Optional<OwnerWatch> ownerWatch = owner.map(o -> OwnerWatch.start(client, o));
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
     AllocatorRunner runner = AllocatorRunner.start(client, process.leaseNamespace, process.podName, config, metrics);
@@ -80,8 +91,13 @@ public final class AllocatorCommand implements Callable<Integer> {
     CountDownLatch done = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       failFast.ifPresent(FailFast::stopping);
+      StopVerdict verdict = Uninstall.verdict(ownerWatch);
       LOG.info("stopping: releasing the allocator's Lease");
       runner.close();
+      if (verdict.uninstall()) {
+        Uninstall.removeApiState(client, UNINSTALL_BUDGET);
+      }
+      ownerWatch.ifPresent(OwnerWatch::close);
       health.close();
       client.close();
       done.countDown();

@@ -16,7 +16,8 @@ import picocli.CommandLine.Spec;
     description = "Remove every ip rule (priority P and P-1 with our protocol), every throw route with our protocol,"
         + " the steering device and tables, and the nft tables the agent owns (SNAT, no-host, guard); nothing else.",
     footer = {"%nExamples:",
-        "  egress-service-agent cleanup                        (on a node after the DaemonSet is gone)",
+        "  egress-service-agent cleanup                        (on a node whose agent was gone before its DaemonSet:",
+        "                                                       docs/install.md, Uninstall, runs it from the image)",
         "  egress-service-agent cleanup --netns node-b"})
 public final class CleanupCommand implements Callable<Integer> {
   @Mixin NetnsOption netns;
@@ -31,7 +32,8 @@ public final class CleanupCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     try (Dataplane dp = Kernel.open(netns.value(), ownership.priority, ownership.ruleProtocol)) {
       ApplyReport report = dp.cleanup();
-      out.printf("removed %d owned object(s) in %s%n", report.applied().size(), dp.describe());
+      out.printf("removed %d owned object(s) in %s in %d ms%n", report.applied().size(), dp.describe(),
+          report.kernelNanos() / 1_000_000);
       report.applied().forEach(c -> Printable.println(out, "  " + c)); // names from the kernel's comments
       out.flush();
       if (!report.succeeded()) {

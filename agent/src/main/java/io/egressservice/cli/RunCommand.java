@@ -21,6 +21,10 @@ import io.egressservice.metrics.RuntimeMetrics;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.nft.NftException;
 import io.egressservice.plan.PlanConfig;
+import io.egressservice.uninstall.Owner;
+import io.egressservice.uninstall.OwnerWatch;
+import io.egressservice.uninstall.StopVerdict;
+import io.egressservice.uninstall.Uninstall;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.net.InetSocketAddress;
 import java.time.Clock;
@@ -44,6 +48,8 @@ public final class RunCommand implements Callable<Integer> {
   private static final Logger LOG = LoggerFactory.getLogger(RunCommand.class);
   /** The longest wait between two attempts to bind the metrics port while another process holds it. */
   private static final Duration BIND_RETRY = Duration.ofSeconds(2);
+  /** With the allocator on, the part of the DaemonSet's 30 s grace its labels and annotations may take. */
+  private static final Duration UNINSTALL_API_BUDGET = Duration.ofSeconds(15);
 
   @Option(names = "--node-name", required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
       description = "This node's name (the DaemonSet sets it from spec.nodeName).")
@@ -78,6 +84,8 @@ public final class RunCommand implements Callable<Integer> {
 
   @Mixin AllocatorProcessOptions process;
 
+  @Mixin UninstallOptions uninstall;
+
   @Override
   public Integer call() throws Exception {
     if (nodeName == null || nodeName.isBlank()) {
@@ -101,6 +109,7 @@ public final class RunCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new Main.UserError("--metrics-bind-address: " + e.getMessage());
     }
+    Optional<Owner> owner = uninstall.owner(Owner.Kind.DAEMONSET);
     config = Kernel.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
     Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
     requirePrivileges(dataplane);
@@ -111,6 +120,7 @@ public final class RunCommand implements Callable<Integer> {
       dataplane.close();
       throw e;
     }
+    Optional<OwnerWatch> ownerWatch = owner.map(o -> OwnerWatch.start(client, o));
     AgentMetrics metrics = new AgentMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
     metrics.noHostDrops(dataplane::noHostDroppedPackets);
@@ -155,9 +165,15 @@ public final class RunCommand implements Callable<Integer> {
     CountDownLatch done = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       failFast.ifPresent(FailFast::stopping);
-      LOG.info("stopping: finishing the current reconcile; the kernel state stays as it is");
+      // The kernel state stays for the next agent (a restart must not cut egress), unless the DaemonSet is deleted.
+      StopVerdict verdict = Uninstall.verdict(ownerWatch);
       runner.ifPresent(AllocatorRunner::close);
       agent.close();
+      if (verdict.uninstall()) {
+        runner.ifPresent(r -> Uninstall.removeApiState(client, UNINSTALL_API_BUDGET));
+        Uninstall.removeKernelState(dataplane);
+      }
+      ownerWatch.ifPresent(OwnerWatch::close);
       informers.close();
       health.close();
       inNetns.ifPresent(HealthListener::close);

@@ -42,7 +42,8 @@ final class ManifestChecks {
       "/services", Set.of("get", "list", "watch"),
       "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
       "/nodes", Set.of("list", "watch"),
-      "/events", Set.of("get", "create", "patch", "list")));
+      "/events", Set.of("get", "create", "patch", "list"),
+      NAMESPACE + ":apps/daemonsets", Set.of("get", "list", "watch")));
 
   static final Map<String, Set<String>> ALLOCATOR_GRANTS = new TreeMap<>(Map.of(
       "k8s.ovn.org/egressservices", Set.of("get", "list", "watch", "patch"),
@@ -51,7 +52,14 @@ final class ManifestChecks {
       "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
       "/nodes", Set.of("get", "list", "watch", "patch"),
       "/events", Set.of("create"),
-      NAMESPACE + ":coordination.k8s.io/leases", Set.of("get", "create", "patch")));
+      NAMESPACE + ":coordination.k8s.io/leases", Set.of("get", "create", "patch"),
+      NAMESPACE + ":apps/deployments", Set.of("get", "list", "watch")));
+
+  /** The roles that may name their objects: the SCC's use, and each process's own workload (uninstall). */
+  static final Map<String, String> NAMED_ROLES = Map.of(
+      "egress-service-agent-scc", "egress-service-agent",
+      "egress-service-agent-uninstall", "egress-service-agent",
+      "egress-service-allocator-uninstall", "egress-service-allocator");
 
   /** What each process reads besides while it enforces the EgressServicePolicy (policy.enabled, components/tenancy). */
   static final Map<String, Set<String>> POLICY_GRANTS = Map.of(
@@ -110,8 +118,8 @@ final class ManifestChecks {
         assertThat(rule.getResources()).as("%s: %s", what, name).doesNotContain("*", "secrets", "pods");
         assertThat(rule.getApiGroups()).as("%s: %s", what, name).doesNotContain("*");
         assertThat(rule.getNonResourceURLs()).as("%s: %s", what, name).isNullOrEmpty();
-        if (name.equals("egress-service-agent-scc")) {
-          assertThat(rule.getResourceNames()).containsExactly("egress-service-agent");
+        if (NAMED_ROLES.containsKey(name)) {
+          assertThat(rule.getResourceNames()).as("%s: %s", what, name).containsExactly(NAMED_ROLES.get(name));
         } else {
           assertThat(rule.getResourceNames()).as("%s: %s", what, name).isNullOrEmpty();
         }

@@ -17,6 +17,9 @@ import io.egressservice.plan.PlanConfig;
 import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
+import io.egressservice.uninstall.Owner;
+import io.egressservice.uninstall.OwnerWatch;
+import io.egressservice.uninstall.Uninstall;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
@@ -65,11 +68,19 @@ class RbacCoverageTest {
   @RegisterExtension
   final NetnsFixture kernel = new NetnsFixture("rbac");
 
-  /** verb group/resource[/subresource] [namespace of a namespaced Role, or "*" for a ClusterRole]. */
-  record Permission(String verb, String group, String resource, String namespace) {
+  /**
+   * verb group/resource[/subresource] [namespace of a namespaced Role, or "*" for a ClusterRole] [name: a rule's
+   * resourceName, or the object a request names, by its path or a metadata.name field selector; "" for none].
+   */
+  record Permission(String verb, String group, String resource, String namespace, String name) {
+    Permission(String verb, String group, String resource, String namespace) {
+      this(verb, group, resource, namespace, "");
+    }
+
     @Override
     public String toString() {
-      return verb + " " + (group.isEmpty() ? "core" : group) + "/" + resource + (namespace.equals("*") ? "" : " in " + namespace);
+      return verb + " " + (group.isEmpty() ? "core" : group) + "/" + resource + (namespace.equals("*") ? "" : " in " + namespace)
+          + (name.isEmpty() ? "" : " named " + name);
     }
   }
 
@@ -87,6 +98,15 @@ class RbacCoverageTest {
     Dataplane dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), 5000, 201));
     // The processes stop before their requests are read, so that what they send on the way out is checked too.
     List<AutoCloseable> closing = new ArrayList<>();
+    // Their own workloads, which each watches to tell an uninstall from a restart (egress-service-*-uninstall).
+    client.apps().daemonSets().inNamespace(AGENT_NAMESPACE).resource(new io.fabric8.kubernetes.api.model.apps
+        .DaemonSetBuilder().withNewMetadata().withName(NODE_AGENT_ACCOUNT).endMetadata().build()).create();
+    client.apps().deployments().inNamespace(AGENT_NAMESPACE).resource(new io.fabric8.kubernetes.api.model.apps
+        .DeploymentBuilder().withNewMetadata().withName(ALLOCATOR_ACCOUNT).endMetadata().build()).create();
+    OwnerWatch agentOwner = kernel.closeLater(OwnerWatch.start(agentClient,
+        new Owner(Owner.Kind.DAEMONSET, AGENT_NAMESPACE, NODE_AGENT_ACCOUNT)));
+    OwnerWatch allocatorOwner = kernel.closeLater(OwnerWatch.start(allocatorClient,
+        new Owner(Owner.Kind.DEPLOYMENT, AGENT_NAMESPACE, ALLOCATOR_ACCOUNT)));
     try {
       MockApiObjects.readyNodeA(client);
       MockApiObjects.lbServiceOnNodeA(client, "web", "172.30.0.10", "5.5.5.5", "10.128.0.5");
@@ -151,6 +171,13 @@ class RbacCoverageTest {
         closing.get(i).close();
       }
     }
+    // At SIGTERM each process GETs its workload; the allocator's is deleted: it removes its labels and hosts.
+    assertThat(Uninstall.verdict(Optional.of(agentOwner)).uninstall()).as("the DaemonSet is present").isFalse();
+    client.apps().deployments().inNamespace(AGENT_NAMESPACE).withName(ALLOCATOR_ACCOUNT).delete();
+    assertThat(Uninstall.verdict(Optional.of(allocatorOwner)).uninstall()).as("the Deployment is deleted").isTrue();
+    Uninstall.removeApiState(allocatorClient, Duration.ofSeconds(10));
+    assertThat(client.resources(EgressService.class).inNamespace("default").withName("api").get().getStatus()
+        .getHost()).as("api's status.host after the uninstall").isEmpty();
 
     Map<String, Set<Permission>> granted = grantsByAccount(Path.of("deploy/rbac.yaml"));
     Map<String, Set<String>> used = new TreeMap<>();
@@ -194,7 +221,8 @@ class RbacCoverageTest {
   static boolean grants(Permission rule, Permission needed) {
     return rule.verb().equals(needed.verb()) && rule.group().equals(needed.group())
         && rule.resource().equals(needed.resource())
-        && (rule.namespace().equals("*") || rule.namespace().equals(needed.namespace()));
+        && (rule.namespace().equals("*") || rule.namespace().equals(needed.namespace()))
+        && (rule.name().isEmpty() || rule.name().equals(needed.name()));
   }
 
   /** The verb, API group, resource(/subresource) and namespace an API request needs. */
@@ -218,6 +246,12 @@ class RbacCoverageTest {
     }
     String resource = parts[i];
     boolean named = i + 1 < parts.length;
+    String name = named ? parts[i + 1] : "";
+    java.util.regex.Matcher byField = java.util.regex.Pattern.compile("fieldSelector=metadata\\.name(?:%3D|=)([^&]+)")
+        .matcher(pathAndQuery);
+    if (!named && byField.find()) {
+      name = byField.group(1);
+    }
     if (i + 2 < parts.length) {
       resource += "/" + parts[i + 2];
     }
@@ -229,7 +263,7 @@ class RbacCoverageTest {
       case "DELETE" -> "delete";
       default -> method.toLowerCase(java.util.Locale.ROOT);
     };
-    return new Permission(verb, group, resource, namespace);
+    return new Permission(verb, group, resource, namespace, name);
   }
 
   /**
@@ -252,11 +286,15 @@ class RbacCoverageTest {
         String namespace = kind.equals("Role") ? doc.path("metadata").path("namespace").asText() : "*";
         List<Permission> out = new ArrayList<>();
         for (JsonNode rule : doc.path("rules")) {
-          assertThat(rule.path("resourceNames").isMissingNode()).as("resourceNames are not modelled here").isTrue();
+          List<String> names = new ArrayList<>();
+          rule.path("resourceNames").forEach(n -> names.add(n.asText()));
+          if (names.isEmpty()) {
+            names.add("");
+          }
           for (JsonNode g : rule.path("apiGroups")) {
             for (JsonNode r : rule.path("resources")) {
               for (JsonNode v : rule.path("verbs")) {
-                out.add(new Permission(v.asText(), g.asText(), r.asText(), namespace));
+                names.forEach(n -> out.add(new Permission(v.asText(), g.asText(), r.asText(), namespace, n)));
               }
             }
           }

@@ -367,6 +367,7 @@ public final class Cluster implements AutoCloseable {
     } finally {
       api = join(apiStarting);
     }
+    spec.beforeAgents().accept(api);
     if (spec.agents()) {
       spec.progress().accept("starting " + nodes.size() + " agent processes (" + String.join(", ", nodes.keySet()) + ")");
       for (Node node : nodes.values()) {

@@ -23,7 +23,8 @@ public final class ClusterBuilder {
 
   /** The builder's choices, frozen when the cluster starts. */
   record Spec(List<NodeSpec> nodes, List<String> agentArgs, Map<String, String> agentEnv, boolean agents,
-      boolean apiProxy, boolean expiringWatches, int nodeRpFilter, Consumer<String> progress) {
+      boolean apiProxy, boolean expiringWatches, int nodeRpFilter, Consumer<String> progress,
+      Consumer<ApiServer> beforeAgents) {
     Spec {
       nodes = List.copyOf(nodes);
       agentArgs = List.copyOf(agentArgs);
@@ -40,6 +41,7 @@ public final class ClusterBuilder {
   private boolean expiringWatches;
   private int nodeRpFilter = 2;
   private Consumer<String> progress = s -> {};
+  private Consumer<ApiServer> beforeAgents = api -> {};
 
   ClusterBuilder() {}
 
@@ -100,11 +102,21 @@ public final class ClusterBuilder {
     return this;
   }
 
+  /**
+   * Objects the API holds before any agent starts (e.g. the agents' DaemonSet, which they must see present from their
+   * start), written once the API server is up.
+   */
+  public ClusterBuilder beforeAgents(Consumer<ApiServer> step) {
+    beforeAgents = beforeAgents.andThen(step);
+    return this;
+  }
+
   /** Builds everything and waits until every agent is ready; on failure removes what was built and rethrows. */
   public Cluster start() {
     if (nodes.isEmpty()) {
       throw new IllegalArgumentException("a cluster needs at least one node");
     }
-    return Cluster.start(new Spec(nodes, agentArgs, agentEnv, agents, apiProxy, expiringWatches, nodeRpFilter, progress));
+    return Cluster.start(new Spec(nodes, agentArgs, agentEnv, agents, apiProxy, expiringWatches, nodeRpFilter, progress,
+        beforeAgents));
   }
 }

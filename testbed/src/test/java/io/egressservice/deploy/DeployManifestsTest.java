@@ -83,6 +83,7 @@ class DeployManifestsTest {
     assertThat(baseObjects().stream().map(d -> d.path("kind").asText()).collect(Collectors.toList()))
         .containsExactlyInAnyOrder("CustomResourceDefinition", "Namespace", "ServiceAccount", "ServiceAccount",
             "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding",
+            "Role", "RoleBinding", "Role", "RoleBinding", // each process's own workload (uninstall)
             "DaemonSet", "Deployment", "PodDisruptionBudget",
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
             "ValidatingAdmissionPolicyBinding");
@@ -245,7 +246,8 @@ class DeployManifestsTest {
         "/services", Set.of("get", "list", "watch"),
         "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
         "/nodes", Set.of("list", "watch"),
-        "/events", Set.of("get", "create", "patch", "list"))));
+        "/events", Set.of("get", "create", "patch", "list"),
+        NAMESPACE + ":apps/daemonsets", Set.of("get", "list", "watch"))));
     // Events are the one thing it writes: created, a repeat patched into the earlier one, its own listed at start
     grants.forEach((resource, verbs) -> assertThat(resource.equals("/events") ? Set.of() : verbs)
         .as("write verbs on %s held by every node's pod", resource).allMatch(v -> Set.of("get", "list", "watch").contains(v)));
@@ -262,18 +264,24 @@ class DeployManifestsTest {
         "discovery.k8s.io/endpointslices", Set.of("list", "watch"),
         "/nodes", Set.of("get", "list", "watch", "patch"),
         "/events", Set.of("create"),
-        NAMESPACE + ":coordination.k8s.io/leases", Set.of("get", "create", "patch"))));
+        NAMESPACE + ":coordination.k8s.io/leases", Set.of("get", "create", "patch"),
+        NAMESPACE + ":apps/deployments", Set.of("get", "list", "watch"))));
   }
 
   @Test
   void rolesHaveNoWildcardsSecretsOrUrls() throws IOException {
     for (JsonNode doc : all("ClusterRole", "Role")) {
+      String name = doc.path("metadata").path("name").asText();
       for (PolicyRule rule : KUBE.convertValue(doc, ClusterRole.class).getRules()) {
         assertThat(rule.getVerbs()).doesNotContain("*");
         assertThat(rule.getResources()).doesNotContain("*").doesNotContain("secrets").doesNotContain("pods");
         assertThat(rule.getApiGroups()).doesNotContain("*");
         assertThat(rule.getNonResourceURLs()).isNullOrEmpty();
-        assertThat(rule.getResourceNames()).isNullOrEmpty();
+        if (ManifestChecks.NAMED_ROLES.containsKey(name)) {
+          assertThat(rule.getResourceNames()).as(name).containsExactly(ManifestChecks.NAMED_ROLES.get(name));
+        } else {
+          assertThat(rule.getResourceNames()).as(name).isNullOrEmpty();
+        }
       }
     }
   }
