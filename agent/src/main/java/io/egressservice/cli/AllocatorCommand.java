@@ -52,7 +52,7 @@ public final class AllocatorCommand implements Callable<Integer> {
     }
     AllocatorConfig config = process.lease.apply(AllocatorConfig.defaults())
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
-        .withProbes(process.hostProbes.toProbes());
+        .withProbes(process.probeKey.apply(process.hostProbes.toProbes()));
     KubernetesClient client = KubeClients.create(process.kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
