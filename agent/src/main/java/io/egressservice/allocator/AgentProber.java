@@ -100,6 +100,10 @@ public final class AgentProber implements AutoCloseable {
     this.keys = Objects.requireNonNull(keys);
     this.mode = Objects.requireNonNull(mode);
     this.unproven = Objects.requireNonNull(unproven);
+    if (!keys.configured()) {
+      LOG.warn("no probe key (--probe-key-file): the agents' answers are taken by the node they name, unproved; "
+          + "whoever answers on a node's port 9464 speaks for its agent (docs/operate.md, \"Probe proofs\")");
+    }
     this.interval = Objects.requireNonNull(interval);
     this.timeout = Objects.requireNonNull(timeout);
     this.listener = Objects.requireNonNull(listener);
