@@ -1,6 +1,9 @@
 package io.egressservice.allocator;
 
 import io.egressservice.health.ProbeIdentity;
+import io.egressservice.health.ProbeKeys;
+import io.egressservice.health.ProbeProof;
+import io.egressservice.metrics.ProbeMetrics;
 import io.egressservice.netlink.NetnsThread;
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,11 +14,14 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -32,6 +38,9 @@ import org.slf4j.LoggerFactory;
  * to a listener with their per-node sequence number. Read-only towards the API server: it opens TCP connections to
  * the nodes only. What each outcome means: {@link #probeOnce}.
  *
+ * <p>Each probe carries a fresh challenge ({@link ProbeProof}); with a probe key the answer counts only with a valid
+ * proof for the probed node ({@link HostProbes.ProofMode} says what an unproved answer is worth meanwhile).
+ *
  * <p>With a probe namespace (tests: the namespace cluster's node network) the sockets are created inside it.
  */
 public final class AgentProber implements AutoCloseable {
@@ -43,6 +52,11 @@ public final class AgentProber implements AutoCloseable {
     void result(String node, long seq, ProbeResult result);
   }
 
+  /** Hears of every answer that did not prove to be its node's agent's ({@link ProbeMetrics}' reasons). */
+  public interface Unproven {
+    void answer(String node, InetSocketAddress address, String reason);
+  }
+
   private final Duration interval;
   private final Duration timeout;
   private final Optional<NetnsThread> netns;
@@ -50,6 +64,12 @@ public final class AgentProber implements AutoCloseable {
   private final ScheduledExecutorService pool;
   private final Map<String, Target> targets = new HashMap<>();
   private final Map<String, Long> strangerWarnings = new ConcurrentHashMap<>();
+  private final ProbeKeys keys;
+  private final HostProbes.ProofMode mode;
+  private final Unproven unproven;
+  private final SecureRandom random = new SecureRandom();
+  /** Nodes whose agent has proven an answer to this allocator (they must go on proving, whatever the mode). */
+  private final Set<String> proven = ConcurrentHashMap.newKeySet();
 
   private final class Target {
     final InetSocketAddress address;
@@ -67,6 +87,23 @@ public final class AgentProber implements AutoCloseable {
    *     / interval are needed)
    */
   public AgentProber(Duration interval, Duration timeout, int threads, Optional<String> probeNetns, Listener listener) {
+    this(interval, timeout, threads, probeNetns, ProbeKeys.none(), HostProbes.ProofMode.REQUIRE, listener,
+        (node, address, reason) -> {});
+  }
+
+  /**
+   * @param keys the probe key (none: answers are taken by the node they name)
+   * @param mode what an unproved answer is worth while there is a key
+   */
+  public AgentProber(Duration interval, Duration timeout, int threads, Optional<String> probeNetns, ProbeKeys keys,
+      HostProbes.ProofMode mode, Listener listener, Unproven unproven) {
+    this.keys = Objects.requireNonNull(keys);
+    this.mode = Objects.requireNonNull(mode);
+    this.unproven = Objects.requireNonNull(unproven);
+    if (!keys.configured()) {
+      LOG.warn("no probe key (--probe-key-file): the agents' answers are taken by the node they name, unproved; "
+          + "whoever answers on a node's port 9464 speaks for its agent (docs/operate.md, \"Probe proofs\")");
+    }
     this.interval = Objects.requireNonNull(interval);
     this.timeout = Objects.requireNonNull(timeout);
     this.listener = Objects.requireNonNull(listener);
@@ -103,7 +140,7 @@ public final class AgentProber implements AutoCloseable {
   }
 
   /**
-   * One probe: connect, {@code GET /healthz}, the answer's head, all within the timeout.
+   * One probe: connect, {@code GET /healthz} with a fresh challenge, the answer's head, all within the timeout.
    *
    * <ul>
    *   <li>No handshake (the SYN times out, no route): {@link ProbeResult#NO_ANSWER}, the node is off or cut off.</li>
@@ -111,14 +148,16 @@ public final class AgentProber implements AutoCloseable {
    *       {@link ProbeResult#AGENT_DOWN}. The node's kernel completed the handshake, so the node is up; a stopped
    *       or starved agent's listening socket still does (the kernel queues the connection for it), and its kernel
    *       state goes on forwarding meanwhile.</li>
-   *   <li>An answer that does not name {@code node} ({@link ProbeIdentity#NODE_HEADER}): another process holds the
-   *       port, or the address is another node's. It says nothing about this node's agent:
-   *       {@link ProbeResult#NO_ANSWER}.</li>
-   *   <li>An answer naming {@code node}: {@link ProbeResult#HEALTHY} on 200, else {@link ProbeResult#AGENT_DOWN}.</li>
+   *   <li>An answer that is not provably {@code node}'s agent's: {@link ProbeResult#UNPROVEN}, as a refused
+   *       connection (something on the node's address answers, not its agent). That is an answer naming another node
+   *       ({@link ProbeIdentity#NODE_HEADER}) or none, and, while there is a probe key, one without a valid proof
+   *       ({@link ProbeProof}) unless {@link HostProbes.ProofMode#LEARN} takes it by its name.</li>
+   *   <li>{@code node}'s agent's answer: {@link ProbeResult#HEALTHY} on 200, else {@link ProbeResult#AGENT_DOWN}.</li>
    * </ul>
    */
   ProbeResult probeOnce(String node, InetSocketAddress address) {
     long deadline = System.nanoTime() + timeout.toNanos();
+    String challenge = ProbeProof.newChallenge(random);
     try (Socket s = socket()) {
       try {
         s.connect(address, (int) Math.max(1, timeout.toMillis()));
@@ -130,7 +169,7 @@ public final class AgentProber implements AutoCloseable {
       }
       Optional<ProbeAnswer> answer;
       try {
-        answer = exchange(s, address, deadline);
+        answer = exchange(s, address, challenge, deadline);
       } catch (SocketTimeoutException e) {
         LOG.debug("probe of {} ({}): connected, no answer within {} ms", node, address, timeout.toMillis());
         return ProbeResult.AGENT_DOWN;
@@ -138,12 +177,7 @@ public final class AgentProber implements AutoCloseable {
       if (answer.isEmpty()) {
         return ProbeResult.AGENT_DOWN;
       }
-      Optional<String> says = answer.get().header(ProbeIdentity.NODE_HEADER);
-      if (!says.equals(Optional.of(node))) {
-        warnAboutStranger(node, address, answer.get().status(), says);
-        return ProbeResult.NO_ANSWER;
-      }
-      return answer.get().status() == 200 ? ProbeResult.HEALTHY : ProbeResult.AGENT_DOWN;
+      return judge(node, address, challenge, answer.get());
     } catch (IOException e) {
       // A connection reset or closed mid-answer: the node is up, the agent is not answering properly.
       String m = String.valueOf(e.getMessage());
@@ -152,27 +186,66 @@ public final class AgentProber implements AutoCloseable {
     }
   }
 
+  /** Whose answer it is ({@link #probeOnce}'s list), and what it says. */
+  private ProbeResult judge(String node, InetSocketAddress address, String challenge, ProbeAnswer answer) {
+    Optional<String> says = answer.header(ProbeIdentity.NODE_HEADER);
+    ProbeResult byStatus = answer.status() == 200 ? ProbeResult.HEALTHY : ProbeResult.AGENT_DOWN;
+    List<ProbeKeys.Key> accepted = keys.now().accepted();
+    String why;
+    if (!says.equals(Optional.of(node))) {
+      why = says.isPresent() ? ProbeMetrics.OTHER_NODE : ProbeMetrics.NO_NODE;
+    } else if (accepted.isEmpty()) {
+      return byStatus;
+    } else if (ProbeProof.verify(accepted, answer.header(ProbeProof.PROOF_HEADER), challenge, node,
+        answer.header(ProbeIdentity.POD_UID_HEADER), answer.status())) {
+      proven.add(node);
+      return byStatus;
+    } else if (answer.header(ProbeProof.PROOF_HEADER).isPresent()) {
+      why = ProbeMetrics.BAD_PROOF;
+    } else if (mode == HostProbes.ProofMode.LEARN && !proven.contains(node)) {
+      unproven.answer(node, address, ProbeMetrics.NO_PROOF_LEARNING);
+      warn(node, address, answer.status(), "answers without proof (an agent without the probe key, or older than "
+          + "the proofs): taken by the node it names until that node's agent proves an answer");
+      return byStatus;
+    } else {
+      why = ProbeMetrics.NO_PROOF;
+    }
+    unproven.answer(node, address, why);
+    warn(node, address, answer.status(), switch (why) {
+      case ProbeMetrics.OTHER_NODE -> "that is the agent of node " + says.get() + " or claims to be (is the node's "
+          + "InternalIP right?)";
+      case ProbeMetrics.NO_NODE -> "another process, not this node's agent, holds the port (its agent logs which)";
+      case ProbeMetrics.BAD_PROOF -> "its proof does not verify under the probe key " + fingerprints(accepted)
+          + ": an agent with another key, or not an agent";
+      default -> "it carries no proof: another process answers for the node (a Service's externalIP or a "
+          + "hostPort on the port?), or its agent has no probe key";
+    } + "; counted as a refused connection");
+    return ProbeResult.UNPROVEN;
+  }
+
+  private static String fingerprints(List<ProbeKeys.Key> keys) {
+    return String.join(" or ", keys.stream().map(ProbeKeys.Key::fingerprint).toList());
+  }
+
   /** Once a minute per node at most: every probe of it would say the same. */
-  private void warnAboutStranger(String node, InetSocketAddress address, int status, Optional<String> says) {
+  private void warn(String node, InetSocketAddress address, int status, String what) {
     long now = System.nanoTime();
     Long last = strangerWarnings.get(node);
     if (last != null && now - last < STRANGER_WARNING_EVERY.toNanos()) {
       return;
     }
     strangerWarnings.put(node, now);
-    LOG.warn("node {}: {} answered {} on its health port, counted as no answer: {}", node, address,
-        status == 0 ? "without HTTP" : Integer.toString(status),
-        says.map(n -> "that is the agent of node " + n + " (is the node's InternalIP right?)")
-            .orElse("another process, not this node's agent, holds the port (its agent logs which)"));
+    LOG.warn("node {}: {} answered {} on its health port: {}", node, address,
+        status == 0 ? "without HTTP" : Integer.toString(status), what);
   }
 
   /** Sends the request and reads the answer's head; empty when the connection ends before the head does. */
-  private static Optional<ProbeAnswer> exchange(Socket s, InetSocketAddress address, long deadline)
-      throws IOException {
+  private static Optional<ProbeAnswer> exchange(Socket s, InetSocketAddress address, String challenge,
+      long deadline) throws IOException {
     OutputStream out = s.getOutputStream();
     String host = address.getAddress().getHostAddress();
     out.write(("GET /healthz HTTP/1.0\r\nHost: " + (host.contains(":") ? "[" + host + "]" : host)
-        + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        + "\r\n" + ProbeProof.CHALLENGE_HEADER + ": " + challenge + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
     out.flush();
     InputStream in = s.getInputStream();
     byte[] head = new byte[ProbeAnswer.MAX_HEAD];

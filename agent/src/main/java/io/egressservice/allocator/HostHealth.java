@@ -17,7 +17,9 @@ import java.util.TreeSet;
  *       SYN that times out), or</li>
  *   <li>its agent has not been healthy for {@code agentDownGrace} although the node answers (connection refused:
  *       the agent is down but the node is up; its SNAT stays in the kernel and keeps working, so a restart within
- *       the grace moves nothing).</li>
+ *       the grace moves nothing). An answer that is not provably the node's agent's ({@link ProbeResult#UNPROVEN})
+ *       counts as such a refusal: a forged answer can neither keep a node healthy nor drain it faster than a
+ *       stopped agent would.</li>
  * </ul>
  * An unreachable node is eligible again once it has answered healthy continuously for {@code recoverAfter}
  * (flapping is damped; its services do not move back, as the allocator keeps a host while it qualifies).
@@ -27,7 +29,8 @@ import java.util.TreeSet;
  * policy), and draining them all would leave every service without a host. So, as the Kubernetes node lifecycle
  * controller stops evicting in a full disruption, no node becomes unreachable while {@linkplain #selfSuspected the
  * prober is suspected}: more than half of the nodes it judges, and at least {@link #MIN_SUSPECTED} of them, are
- * <em>failing</em>. The nodes it judges are the tracked nodes that are reachable, and those drained within the last
+ * <em>failing</em> (unproven answers count as misses here: most nodes unproven at once says the allocator's own
+ * probe key is likely wrong, not that their agents are all gone). The nodes it judges are the tracked nodes that are reachable, and those drained within the last
  * {@link #DRAINED_MEMORY} (without them, partial loss drains one node at a time: each drain shrinks the population
  * until a lone node is a majority of nothing; a node drained long ago says nothing about now). A node is failing when one of its probes went unanswered within {@code
  * suspicionWindow}, or when it has answered nothing for {@code answerGap} (a probe is hanging: its verdict is still
@@ -121,6 +124,8 @@ public final class HostHealth {
     boolean unreachable;
     long lastNoAnswerNanos;
     boolean everNoAnswer;
+    long lastUnprovenNanos;
+    boolean everUnproven;
     long unreachableSinceNanos;
   }
 
@@ -168,6 +173,10 @@ public final class HostHealth {
         r.unansweredAfterAnswer.add(seq);
       }
     } else if (seq > r.lastAnswerSeq) {
+      if (result == ProbeResult.UNPROVEN) {
+        r.lastUnprovenNanos = nowNanos;
+        r.everUnproven = true;
+      }
       r.lastAnswerSeq = seq;
       r.lastAnswerNanos = nowNanos;
       r.unansweredAfterAnswer.removeIf(s -> s < seq);
@@ -210,8 +219,10 @@ public final class HostHealth {
       }
       judged++;
       boolean recentNoAnswer = r.everNoAnswer && nowNanos - r.lastNoAnswerNanos <= settings.suspicionWindow().toNanos();
+      boolean recentUnproven = r.everUnproven
+          && nowNanos - r.lastUnprovenNanos <= settings.suspicionWindow().toNanos();
       boolean quiet = nowNanos - r.lastAnswerNanos >= settings.answerGap().toNanos();
-      if (recentNoAnswer || quiet) {
+      if (recentNoAnswer || recentUnproven || quiet) {
         failing.add(e.getKey());
       }
     }

@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.health.ProbeKeys;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -19,14 +20,38 @@ import java.util.Optional;
  * @param candidates how many Ready nodes that host nothing are probed besides the hosts (sorted by name): their
  *     health is known before a service moves to one, and they are the population the allocator judges itself by
  *     (when most probed nodes fail at once it suspects its own path, {@link HostHealth})
+ * @param keys the probe key the agents prove their answers with ({@link AgentProber}); none: answers are taken by the
+ *     node they name, unproved
+ * @param proofs which answers without a valid proof still count, while there is a key
  */
 public record HostProbes(boolean enabled, int port, Duration interval, Duration timeout, int threads,
-    Optional<String> netns, HostHealth.Settings health, int candidates) {
+    Optional<String> netns, HostHealth.Settings health, int candidates, ProbeKeys keys, ProofMode proofs) {
   public static final int DEFAULT_PORT = 9464;
   /** Enough for a majority to mean something, few enough that probing stays O(hosts). */
   public static final int DEFAULT_CANDIDATES = 8;
 
-  /** With {@link #DEFAULT_CANDIDATES}. */
+  /**
+   * What an answer without a valid proof is worth while the allocator has a key. Either way an answer that names
+   * another node, or a proof that does not verify, counts as refused (the node is up, its agent is not proven).
+   */
+  public enum ProofMode {
+    /** Only proven answers speak for an agent: for a cluster whose agents all have the key. */
+    REQUIRE,
+    /**
+     * A node whose agent has proven an answer to this allocator must go on proving; one that never has (an agent
+     * older than the proofs, or whose pod has not received the key yet) is taken by the node its answer names, as
+     * before the proofs. For an upgrade, and for a key that has just been created.
+     */
+    LEARN
+  }
+
+  /** Without a probe key. */
+  public HostProbes(boolean enabled, int port, Duration interval, Duration timeout, int threads,
+      Optional<String> netns, HostHealth.Settings health, int candidates) {
+    this(enabled, port, interval, timeout, threads, netns, health, candidates, ProbeKeys.none(), ProofMode.REQUIRE);
+  }
+
+  /** With {@link #DEFAULT_CANDIDATES}, without a probe key. */
   public HostProbes(boolean enabled, int port, Duration interval, Duration timeout, int threads,
       Optional<String> netns, HostHealth.Settings health) {
     this(enabled, port, interval, timeout, threads, netns, health, DEFAULT_CANDIDATES);
@@ -37,6 +62,8 @@ public record HostProbes(boolean enabled, int port, Duration interval, Duration 
     Objects.requireNonNull(timeout);
     Objects.requireNonNull(netns);
     Objects.requireNonNull(health);
+    Objects.requireNonNull(keys);
+    Objects.requireNonNull(proofs);
     if (enabled && (port < 1 || port > 65535)) {
       throw new IllegalArgumentException("host probe port must be 1-65535, not " + port);
     }
@@ -58,6 +85,11 @@ public record HostProbes(boolean enabled, int port, Duration interval, Duration 
   public static HostProbes defaults() {
     return new HostProbes(true, DEFAULT_PORT, Duration.ofMillis(500), Duration.ofSeconds(1), 32, Optional.empty(),
         HostHealth.Settings.defaults());
+  }
+
+  /** The same probes, their answers proved under {@code k} as {@code mode} says. */
+  public HostProbes withKeys(ProbeKeys k, ProofMode mode) {
+    return new HostProbes(enabled, port, interval, timeout, threads, netns, health, candidates, k, mode);
   }
 
   public static HostProbes off() {

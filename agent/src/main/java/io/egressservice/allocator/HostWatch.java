@@ -3,6 +3,7 @@ package io.egressservice.allocator;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.metrics.AllocatorMetrics;
+import io.egressservice.metrics.ProbeMetrics;
 import io.egressservice.plan.EgressServiceInfo;
 import io.fabric8.kubernetes.api.model.Node;
 import java.net.InetAddress;
@@ -76,8 +77,10 @@ final class HostWatch {
 
   /** Starts the probe threads (when probes are enabled); the caller runs {@link #refreshTargets} every interval. */
   void start() {
+    ProbeMetrics probeMetrics = metrics.probes();
     prober = new AgentProber(config.probes().interval(), config.probes().timeout(), config.probes().threads(),
-        config.probes().netns(), this::probed);
+        config.probes().netns(), config.probes().keys(), config.probes().proofs(), this::probed,
+        (node, address, reason) -> probeMetrics.unproven(address.getAddress().getHostAddress(), reason));
   }
 
   /** Whether the probes run. */
@@ -113,7 +116,7 @@ final class HostWatch {
       }
       // Judged only when it can change: on a miss, or while suspected (to see it end). A healthy cluster costs
       // nothing here.
-      if (result == ProbeResult.NO_ANSWER || selfSuspected.get()) {
+      if (result == ProbeResult.NO_ANSWER || result == ProbeResult.UNPROVEN || selfSuspected.get()) {
         HostHealth.Suspicion s = health.suspicion(now);
         if (s.suspected()) {
           lastSuspectedNanos = now;
@@ -126,6 +129,8 @@ final class HostWatch {
       if (unreachable) {
         LOG.warn("{}: node {} is unreachable ({}): drained, its services move", identity, node,
             result == ProbeResult.NO_ANSWER ? "its agent's health port does not answer"
+                : result == ProbeResult.UNPROVEN ? "no proven answer of its agent for "
+                + config.probes().health().agentDownGrace().toSeconds() + " s"
                 : "its agent has not been healthy for " + config.probes().health().agentDownGrace().toSeconds() + " s");
       } else {
         LOG.info("{}: node {} answers its health probes again: it may host services", identity, node);

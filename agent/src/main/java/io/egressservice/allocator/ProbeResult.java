@@ -12,8 +12,14 @@ public enum ProbeResult {
    */
   AGENT_DOWN,
   /**
-   * No handshake within the timeout, or no route: the node is off, or cut off from here. Also an answer that is not
-   * from the node's agent (it names another node or none): it proves nothing about this node.
+   * No handshake within the timeout, or no route: the node is off, or cut off from here.
    */
-  NO_ANSWER
+  NO_ANSWER,
+  /**
+   * Something answered on the agent's port, but not provably this node's agent: no valid proof while the allocator
+   * holds the probe key, or an answer naming another node or none. It counts as a refused connection does (the node
+   * is up, its agent is not heard: {@link #AGENT_DOWN}'s grace), never as healthy, never as another node's answer;
+   * and in the allocator's judgment of itself as a miss (most nodes unproven at once: its own key is likely wrong).
+   */
+  UNPROVEN
 }

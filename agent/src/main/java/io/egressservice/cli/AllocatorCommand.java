@@ -61,7 +61,7 @@ public final class AllocatorCommand implements Callable<Integer> {
     }
     AllocatorConfig config = process.lease.apply(AllocatorConfig.defaults())
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
-        .withProbes(process.hostProbes.toProbes());
+        .withProbes(process.probeKey.apply(process.hostProbes.toProbes()));
     Optional<Owner> owner = uninstall.owner(Owner.Kind.DEPLOYMENT);
     KubernetesClient client = KubeClients.create(process.kubeconfig);
     Optional<OwnerWatch> ownerWatch = owner.map(o -> OwnerWatch.start(client, o));

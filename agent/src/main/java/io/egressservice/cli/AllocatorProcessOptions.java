@@ -32,5 +32,7 @@ public final class AllocatorProcessOptions {
 
   @Mixin HostProbeOptions hostProbes;
 
+  @Mixin ProbeKeyOptions probeKey;
+
   @Mixin LeaseOptions lease;
 }

@@ -100,7 +100,8 @@ public final class RunCommand implements Callable<Integer> {
     }
     // Checked before anything starts: a bad allocator flag is a user error, not a half-started agent.
     AllocatorConfig allocatorConfig = process.lease.apply(AllocatorConfig.defaults())
-        .withProbes(process.hostProbes.toProbes()).withEndpointTrust(config.endpointTrust());
+        .withProbes(process.probeKey.apply(process.hostProbes.toProbes())).withEndpointTrust(config.endpointTrust());
+    io.egressservice.health.ProbeKeys probeKeys = process.probeKey.keys();
     InetSocketAddress listen;
     try {
       listen = metricsBindAddress == null || metricsBindAddress.isBlank()
@@ -136,7 +137,8 @@ public final class RunCommand implements Callable<Integer> {
     // once it is free (HealthListener); meanwhile the probes fail, which is what they should say.
     HealthListener health = HealthListener.start(
         "/metrics, /healthz and /readyz on " + describe(listen),
-        () -> withHosting(HealthServer.start(listen, whose, metrics.registry(), agent::liveness, agent::readiness), agent),
+        () -> withHosting(HealthServer.start(listen, whose, probeKeys, metrics.registry(), agent::liveness,
+            agent::readiness), agent),
         () -> PortHolder.system().describe(listen.getPort()), BIND_RETRY);
     Optional<HealthListener> nodeHealth = Optional.empty();
     if (netns.value().isPresent() && netnsMetricsPort > 0) {
@@ -144,7 +146,8 @@ public final class RunCommand implements Callable<Integer> {
       nodeHealth = Optional.of(HealthListener.start(
           "/metrics, /healthz and /readyz on port " + netnsMetricsPort + " in netns " + netns.value().get(),
           () -> dataplane.thread().call(() ->
-              withHosting(HealthServer.start(inside, whose, metrics.registry(), agent::liveness, agent::readiness),
+              withHosting(HealthServer.start(inside, whose, probeKeys, metrics.registry(), agent::liveness,
+                  agent::readiness),
                   agent)),
           () -> dataplane.thread().call(() -> PortHolder.system().describe(netnsMetricsPort)), BIND_RETRY));
     }

@@ -19,6 +19,7 @@ import java.util.Enumeration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
@@ -50,7 +51,7 @@ public final class HealthServer implements AutoCloseable {
   /** Starts on {@code address} (its port 0 picks a free one), answering for no one in particular. */
   public static HealthServer start(InetSocketAddress address, PrometheusRegistry registry, Supplier<Probe> liveness,
       Supplier<Probe> readiness) throws IOException {
-    return start(address, ProbeHttpServer.Limits.defaults(), Map.of(), registry, liveness, readiness);
+    return start(address, ProbeHttpServer.Limits.defaults(), registry, liveness, readiness);
   }
 
   /**
@@ -59,20 +60,31 @@ public final class HealthServer implements AutoCloseable {
    */
   public static HealthServer start(InetSocketAddress address, ProbeIdentity identity, PrometheusRegistry registry,
       Supplier<Probe> liveness, Supplier<Probe> readiness) throws IOException {
-    return start(address, ProbeHttpServer.Limits.defaults(), identity.headers(), registry, liveness, readiness);
+    return start(address, identity, ProbeKeys.none(), registry, liveness, readiness);
+  }
+
+  /**
+   * As above, and a {@code GET /healthz} that carries a challenge ({@link ProbeProof#CHALLENGE_HEADER}, the
+   * allocator's) is answered with a proof under {@code keys}' current key, when there is one. The kubelet's probes
+   * carry none and get the plain answer.
+   */
+  public static HealthServer start(InetSocketAddress address, ProbeIdentity identity, ProbeKeys keys,
+      PrometheusRegistry registry, Supplier<Probe> liveness, Supplier<Probe> readiness) throws IOException {
+    return start(address, ProbeHttpServer.Limits.defaults(), Optional.of(identity), keys, registry, liveness,
+        readiness);
   }
 
   static HealthServer start(InetSocketAddress address, ProbeHttpServer.Limits limits, PrometheusRegistry registry,
       Supplier<Probe> liveness, Supplier<Probe> readiness) throws IOException {
-    return start(address, limits, Map.of(), registry, liveness, readiness);
+    return start(address, limits, Optional.empty(), ProbeKeys.none(), registry, liveness, readiness);
   }
 
-  private static HealthServer start(InetSocketAddress address, ProbeHttpServer.Limits limits,
-      Map<String, String> everyAnswer, PrometheusRegistry registry, Supplier<Probe> liveness,
+  static HealthServer start(InetSocketAddress address, ProbeHttpServer.Limits limits,
+      Optional<ProbeIdentity> identity, ProbeKeys keys, PrometheusRegistry registry, Supplier<Probe> liveness,
       Supplier<Probe> readiness) throws IOException {
     PrometheusScrapeHandler scrape = new PrometheusScrapeHandler(registry);
     Route metrics = new Route(true, request -> scrape(scrape, request));
-    Route healthz = new Route(false, request -> answer(liveness.get()));
+    Route healthz = new Route(false, request -> proved(answer(liveness.get()), request, identity, keys));
     Route readyz = new Route(false, request -> answer(readiness.get()));
     Map<String, Route> added = new java.util.concurrent.ConcurrentHashMap<>();
     return new HealthServer(ProbeHttpServer.start(address, limits, path -> switch (path) {
@@ -80,7 +92,7 @@ public final class HealthServer implements AutoCloseable {
       case "/healthz" -> healthz;
       case "/readyz" -> readyz;
       default -> added.get(path);
-    }, everyAnswer), added);
+    }, identity.map(ProbeIdentity::headers).orElse(Map.of())), added);
   }
 
   /**
@@ -129,6 +141,26 @@ public final class HealthServer implements AutoCloseable {
     return Response.text(probe.ok() ? 200 : 503, (probe.ok() ? "ok" : "not ok") + ": " + probe.detail() + "\n");
   }
 
+  /**
+   * The answer with a proof of who gives it, when the request carries a well-formed challenge and there is an
+   * identity and a key to prove with; else as it is (the kubelet's probes, an agent without a key).
+   */
+  private static Response proved(Response answer, Request request, Optional<ProbeIdentity> identity, ProbeKeys keys) {
+    List<String> challenges = request.headers().getOrDefault(
+        ProbeProof.CHALLENGE_HEADER.toLowerCase(java.util.Locale.ROOT), List.of());
+    if (identity.isEmpty() || challenges.size() != 1 || !ProbeProof.wellFormed(challenges.get(0))) {
+      return answer;
+    }
+    Optional<ProbeKeys.Key> key = keys.now().current();
+    if (key.isEmpty()) {
+      return answer;
+    }
+    Map<String, String> headers = new LinkedHashMap<>(answer.headers());
+    headers.put(ProbeProof.PROOF_HEADER, ProbeProof.prove(key.get(), challenges.get(0), identity.get().node(),
+        identity.get().podUid(), answer.status()));
+    return new Response(answer.status(), headers, answer.body());
+  }
+
   /** The Prometheus library's own scrape handler (formats, name[] filters, gzip) over one parsed request. */
   private static Response scrape(PrometheusScrapeHandler handler, Request request) {
     Exchange exchange = new Exchange(request);
@@ -160,14 +192,29 @@ public final class HealthServer implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The query without {@code debug=} (the library's debug formats, one of which doubles the answer): the text
+     * formats only, whatever is asked. {@code name[]} filters stay.
+     */
     @Override
     public String getQueryString() {
-      return request.query();
+      if (request.query() == null) {
+        return null;
+      }
+      String kept = java.util.Arrays.stream(request.query().split("&"))
+          .filter(p -> !p.equals("debug") && !p.startsWith("debug="))
+          .collect(java.util.stream.Collectors.joining("&"));
+      return kept.isEmpty() ? null : kept;
     }
 
+    /** Accept headers that ask for protobuf are not passed on: the answer is text (Prometheus or OpenMetrics). */
     @Override
     public Enumeration<String> getHeaders(String name) {
-      return Collections.enumeration(request.headers().getOrDefault(name.toLowerCase(java.util.Locale.ROOT), List.of()));
+      List<String> values = request.headers().getOrDefault(name.toLowerCase(java.util.Locale.ROOT), List.of());
+      if (name.equalsIgnoreCase("Accept")) {
+        values = values.stream().filter(v -> !v.toLowerCase(java.util.Locale.ROOT).contains("protobuf")).toList();
+      }
+      return Collections.enumeration(values);
     }
 
     @Override

@@ -36,8 +36,9 @@ import org.slf4j.LoggerFactory;
  *       slot, never a thread;
  *   <li>each connection has a deadline for its whole request head ({@link Limits#requestDeadline}) and one
  *       for writing the answer: a client sending a byte every few seconds is cut off, whatever its pace;
- *   <li>at most {@link Limits#maxConnections} are open; a new one beyond that evicts the oldest that has not
- *       sent a full request yet (a probe sends its request at once, so it is never the oldest for long);
+ *   <li>at most {@link Limits#maxConnections} are open; a new one beyond that evicts the oldest scrape (answered
+ *       or being read however slowly: slow {@code /metrics} readers cannot hold every slot), else the oldest that
+ *       has not sent a full request yet (a probe sends its request at once, so it is never the oldest for long);
  *   <li>cheap routes (the probes) are answered on the selector thread itself; expensive ones (a metrics
  *       scrape) run on a bounded pool with a bounded queue, and get 503 when it is full, so a slow scrape
  *       delays only other scrapes.
@@ -80,6 +81,8 @@ final class ProbeHttpServer implements AutoCloseable {
     final long acceptedNanos = System.nanoTime();
     ByteBuffer out;
     State state = State.READING;
+    /** Asked for a slow route (a scrape): the first to go when the probes need a slot. */
+    boolean slow;
     long deadlineNanos;
 
     Connection(SocketChannel channel, SelectionKey key) {
@@ -227,7 +230,7 @@ final class ProbeHttpServer implements AutoCloseable {
       if (ch == null) {
         return;
       }
-      if (open.size() >= limits.maxConnections() && !evictOldestReading()) {
+      if (open.size() >= limits.maxConnections() && !evictForNewcomer()) {
         ch.close(); // every slot is busy answering: the client retries
         continue;
       }
@@ -239,13 +242,31 @@ final class ProbeHttpServer implements AutoCloseable {
     }
   }
 
-  private boolean evictOldestReading() {
+  /**
+   * Makes room for a new connection, which may be a probe: the oldest scrape goes first (being answered or read
+   * however slowly: a scrape can be asked again, a probe that fails restarts the agent), else the oldest connection
+   * without a full request yet (a probe sends its request at once, so it is never the oldest for long). Probes'
+   * answers are written at once and never wait, so only a full table of probes being answered right now turns a
+   * newcomer away.
+   */
+  private boolean evictForNewcomer() {
+    Connection reading = null;
     for (Connection c : open) {
-      if (c.state == State.READING) {
-        LOG.debug("connection from {} closed: {} open, it is the oldest without a full request", remote(c), open.size());
+      if (c.slow) {
+        LOG.debug("connection from {} closed: {} open, it is the oldest scrape ({})", remote(c), open.size(),
+            c.state.name().toLowerCase(Locale.ROOT));
         close(c);
         return true;
       }
+      if (reading == null && c.state == State.READING) {
+        reading = c;
+      }
+    }
+    if (reading != null) {
+      LOG.debug("connection from {} closed: {} open, it is the oldest without a full request", remote(reading),
+          open.size());
+      close(reading);
+      return true;
     }
     return false;
   }
@@ -305,6 +326,7 @@ final class ProbeHttpServer implements AutoCloseable {
       return;
     }
     c.state = State.HANDLING;
+    c.slow = true;
     c.key.interestOps(0);
     c.deadlineNanos = System.nanoTime() + limits.handlerDeadline().toNanos();
     try {

@@ -28,6 +28,7 @@ public final class AllocatorMetrics {
   private final Counter servicesEvaluated;
   private final Gauge selfSuspected;
   private final Counter selfSuspicions;
+  private final ProbeMetrics probes;
   /** The allocation series exported now, by service (namespace, name). */
   private final Map<List<String>, Allocation> exported = new HashMap<>();
   private boolean leading;
@@ -53,6 +54,7 @@ public final class AllocatorMetrics {
             + " node_gone, node_deleting, node_not_ready, agent_unreachable, node_cordoned, node_selector, no_endpoints.")
         .labelNames("reason")
         .register(registry);
+    probes = new ProbeMetrics(registry);
     leader = Gauge.builder()
         .name("egress_service_agent_allocator_leader")
         .help("1 while this process holds the allocator's Lease and writes status.host, else 0.")
@@ -90,6 +92,11 @@ public final class AllocatorMetrics {
     passes.labelValues("incremental");
     // Every reason at 0 from the start: the series exist before the first move, so increase() sees it.
     MOVE_REASONS.forEach(hostMoves::labelValues);
+  }
+
+  /** The health probes' unproven answers. */
+  public ProbeMetrics probes() {
+    return probes;
   }
 
   public PrometheusRegistry registry() {

@@ -4,6 +4,8 @@ import static org.awaitility.Awaitility.await;
 
 import io.egressservice.health.Hosting;
 import io.egressservice.health.ProbeIdentity;
+import io.egressservice.health.ProbeKeys;
+import io.egressservice.health.ProbeProof;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -16,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -41,6 +44,7 @@ final class FakeAgent implements AutoCloseable {
   private final String node;
   private AutoCloseable listener;
   private volatile List<String> receiving = List.of();
+  private volatile ProbeKeys keys = ProbeKeys.none();
   private final AtomicInteger hostingReads = new AtomicInteger();
 
   private FakeAgent(InetSocketAddress address, String node) {
@@ -60,6 +64,11 @@ final class FakeAgent implements AutoCloseable {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.1.1"))) {
       return s.getLocalPort();
     }
+  }
+
+  /** From now on /healthz answers to a challenge carry a proof under {@code k}'s key, as the agent's do. */
+  void proveWith(ProbeKeys k) {
+    keys = k;
   }
 
   /** From now on /hosting lists these services ({@code namespace/name}) as received here. */
@@ -165,8 +174,12 @@ final class FakeAgent implements AutoCloseable {
               body = new Hosting(agent.node, agent.receiving).toJson();
             }
             byte[] b = body.getBytes(StandardCharsets.UTF_8);
+            String proof = request.lines().filter(l -> l.startsWith(ProbeProof.CHALLENGE_HEADER + ": ")).findFirst()
+                .flatMap(l -> agent.keys.now().current().map(k -> ProbeProof.PROOF_HEADER + ": " + ProbeProof.prove(k,
+                    l.substring(ProbeProof.CHALLENGE_HEADER.length() + 2).trim(), agent.node, Optional.empty(), 200)
+                    + "\r\n")).orElse("");
             c.getOutputStream().write(("HTTP/1.0 200 OK\r\n" + ProbeIdentity.NODE_HEADER + ": " + agent.node
-                + "\r\nContent-Length: " + b.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                + "\r\n" + proof + "Content-Length: " + b.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
             c.getOutputStream().write(b);
           }
         } catch (IOException e) {

@@ -3,6 +3,7 @@ package io.egressservice.allocator;
 import static io.egressservice.allocator.ProbeResult.AGENT_DOWN;
 import static io.egressservice.allocator.ProbeResult.HEALTHY;
 import static io.egressservice.allocator.ProbeResult.NO_ANSWER;
+import static io.egressservice.allocator.ProbeResult.UNPROVEN;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
@@ -57,6 +58,41 @@ class HostHealthTest {
     health.record("a", 1, AGENT_DOWN, 29_000 * MS);
     assertThat(health.isUnreachable("a")).isFalse();
     assertThat(health.record("a", 2, AGENT_DOWN, 30_000 * MS)).isTrue();
+  }
+
+  /**
+   * An answer that is not provably the agent's counts as a refused connection: interleaved with the agent's own
+   * answers it drains nothing, and alone it drains the node only after the agent-down grace, never within two probes
+   * as silence would; it never makes the node healthy.
+   */
+  @Test
+  void unprovenAnswersCountAsRefusedConnections() {
+    health.record("a", 0, HEALTHY, 0);
+    for (int i = 1; i <= 100; i++) {
+      health.record("a", i, i % 2 == 0 ? HEALTHY : UNPROVEN, i * 500 * MS);
+    }
+    assertThat(health.isUnreachable("a")).as("unproven answers between the agent's own").isFalse();
+    for (int i = 101; i <= 159; i++) {
+      assertThat(health.record("a", i, UNPROVEN, i * 500 * MS)).isFalse();
+    }
+    assertThat(health.record("a", 160, UNPROVEN, 80_000 * MS)).as("30 s without a proven answer").isTrue();
+    health.record("a", 161, UNPROVEN, 100_000 * MS);
+    assertThat(health.isUnreachable("a")).as("unproven answers never make it healthy again").isTrue();
+  }
+
+  /** Most judged nodes unproven at once: the allocator's own key is the likely fault, so nothing is drained. */
+  @Test
+  void mostNodesUnprovenAtOnceDrainNothing() {
+    for (String n : Set.of("a", "b", "c")) {
+      health.record(n, 0, HEALTHY, 0);
+    }
+    for (int i = 1; i <= 80; i++) {
+      health.record("a", i, UNPROVEN, i * 500 * MS);
+      health.record("b", i, UNPROVEN, i * 500 * MS);
+      health.record("c", i, HEALTHY, i * 500 * MS);
+    }
+    assertThat(health.selfSuspected(40_000 * MS)).isTrue();
+    assertThat(health.unreachable()).isEmpty();
   }
 
   @Test

@@ -125,6 +125,38 @@ class ChartTest {
         .hasMessageContaining("monitoring.kubeRbacProxy.scraperTokenSecret");
   }
 
+  /**
+   * The probe key is random per install (not one key shipped to every cluster), long, kept on uninstall, and mounted
+   * read-only into the agents and the allocator, which require proofs on an install.
+   */
+  @Test
+  void theProbeKeyIsRandomPerInstallKeptAndMounted() {
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      List<JsonNode> objects = HelmChart.render(Map.of());
+      JsonNode secret = objects.stream().filter(ChartTest::chartsOwnSecret).findFirst().orElseThrow();
+      assertThat(secret.path("metadata").path("annotations").path("helm.sh/resource-policy").asText())
+          .isEqualTo("keep");
+      String key = new String(java.util.Base64.getDecoder().decode(secret.path("data").path("key").asText()),
+          java.nio.charset.StandardCharsets.UTF_8);
+      assertThat(key).hasSize(64).matches("[A-Za-z0-9]+");
+      keys.add(key);
+      for (String kind : List.of("DaemonSet", "Deployment")) {
+        JsonNode pod = objects.stream().filter(o -> o.path("kind").asText().equals(kind)).findFirst().orElseThrow()
+            .path("spec").path("template").path("spec");
+        assertThat(pod.path("volumes").toString()).as(kind).contains("\"secretName\":\"" + PROBE_KEY + "\"");
+        JsonNode container = pod.path("containers").get(0);
+        assertThat(container.path("volumeMounts").toString()).as(kind)
+            .contains("\"mountPath\":\"/etc/egress-service-agent/probe-key\",\"readOnly\":true");
+        assertThat(container.path("env").toString()).as(kind)
+            .contains("/etc/egress-service-agent/probe-key/key").doesNotContain("EGRESS_AGENT_HOST_PROBE_PROOFS");
+      }
+    }
+    assertThat(keys.get(0)).as("two installs' keys").isNotEqualTo(keys.get(1));
+    assertThat(HelmChart.renderText(Map.of("probeKey.proofs", "learn"))).contains("EGRESS_AGENT_HOST_PROBE_PROOFS");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("probeKey.proofs", "maybe"))).hasMessageContaining("proofs");
+  }
+
   @Test
   void valuesOutsideTheSchemaAreRefusedWithTheirName() {
     assertThatThrownBy(() -> HelmChart.render(Map.of("agent.ruleMode", "marks")))
@@ -236,7 +268,19 @@ class ChartTest {
 
   // ---- comparison ----
 
+  /**
+   * The probe key's Secret: the chart makes it at random, kustomize cannot (deploy/ documents the command that
+   * creates it before the first apply), so only the chart renders it.
+   */
+  static final String PROBE_KEY = "egress-service-agent-probe-key";
+
+  private static boolean chartsOwnSecret(JsonNode o) {
+    return o.path("kind").asText().equals("Secret") && o.path("metadata").path("name").asText().equals(PROBE_KEY);
+  }
+
   private static void assertSameObjects(String what, List<JsonNode> chart, List<JsonNode> kustomize) throws Exception {
+    assertThat(chart).as("%s: the chart makes the probe key", what).filteredOn(ChartTest::chartsOwnSecret).hasSize(1);
+    chart = chart.stream().filter(o -> !chartsOwnSecret(o)).toList();
     Map<String, JsonNode> fromChart = byId(chart, ChartTest::withoutHelmsOwn);
     Map<String, JsonNode> fromKustomize = byId(kustomize, ChartTest::normalized);
     assertThat(fromChart.keySet()).as("%s: the chart's objects and kustomize's", what)

@@ -220,12 +220,15 @@ class DeployManifestsTest {
   }
 
   @Test
-  void volumesAreTmpAndTheHostsIproute2ReadOnly() throws IOException {
+  void volumesAreTmpTheHostsIproute2AndTheProbeKeyReadOnly() throws IOException {
     PodSpec pod = daemonSet().getSpec().getTemplate().getSpec();
     Map<String, Volume> volumes = pod.getVolumes().stream().collect(Collectors.toMap(Volume::getName, v -> v));
     Map<String, VolumeMount> mounts =
         container().getVolumeMounts().stream().collect(Collectors.toMap(VolumeMount::getMountPath, m -> m));
-    assertThat(mounts).containsOnlyKeys("/tmp", "/etc/iproute2");
+    assertThat(mounts).containsOnlyKeys("/tmp", "/etc/iproute2", "/etc/egress-service-agent/probe-key");
+    assertThat(volumes.get(mounts.get("/etc/egress-service-agent/probe-key").getName()).getSecret().getSecretName())
+        .isEqualTo("egress-service-agent-probe-key");
+    assertThat(mounts.get("/etc/egress-service-agent/probe-key").getReadOnly()).isTrue();
     assertThat(volumes.get(mounts.get("/tmp").getName()).getEmptyDir()).isNotNull();
     Volume iproute2 = volumes.get(mounts.get("/etc/iproute2").getName());
     assertThat(iproute2.getHostPath().getPath()).isEqualTo("/etc/iproute2");
