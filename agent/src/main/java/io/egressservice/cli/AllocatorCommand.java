@@ -35,6 +35,8 @@ public final class AllocatorCommand implements Callable<Integer> {
 
   @picocli.CommandLine.Mixin AllocatorProcessOptions process;
 
+  @picocli.CommandLine.Mixin EgressServicePolicyOptions policy;
+
   @Option(names = "--trusted-endpoint-managers", split = ",",
       defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
       description = "EndpointSlice managers trusted besides Kubernetes' EndpointSlice controller, as the node agents'"
@@ -53,6 +55,7 @@ public final class AllocatorCommand implements Callable<Integer> {
     AllocatorConfig config = process.lease.apply(AllocatorConfig.defaults())
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
         .withProbes(process.hostProbes.toProbes());
+    config = policy.applyTo(config);
     KubernetesClient client = KubeClients.create(process.kubeconfig);
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());

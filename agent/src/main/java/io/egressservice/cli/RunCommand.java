@@ -78,6 +78,8 @@ public final class RunCommand implements Callable<Integer> {
 
   @Mixin AllocatorProcessOptions process;
 
+  @Mixin EgressServicePolicyOptions policy;
+
   @Override
   public Integer call() throws Exception {
     if (nodeName == null || nodeName.isBlank()) {
@@ -119,6 +121,7 @@ public final class RunCommand implements Callable<Integer> {
     // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
     ClusterInformers informers = ClusterInformers.create(client,
         allocator ? AllocatorConfig.defaults().resyncPeriod() : Duration.ZERO);
+    policy.attach(informers, client);
     NodeAgent agent = new NodeAgent(informers, dataplane,
         new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
         new KubernetesEvents(client, nodeName, Clock.systemUTC()), TestFaults.clock(Clock.systemUTC()));
