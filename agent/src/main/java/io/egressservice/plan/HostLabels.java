@@ -62,7 +62,8 @@ public final class HostLabels {
     if (set.isEmpty()) {
       holders.remove(key);
     }
-    return set.isEmpty() ? List.of() : others(set, ref);
+    // Whoever shares the label now may hold it.
+    return set.stream().map(ServiceOrder::ref).toList();
   }
 
   /** The oldest other service with the same label, when it is older than {@code ref}: then {@code ref} may not. */

@@ -29,11 +29,12 @@ public final class NetworkNames {
 
   /**
    * Why {@code network} is not a network any EgressService may name, the same on every node (its spelling, a table
-   * number out of range or reserved, a reserved name), or empty when it may be (also ""). What a name resolves to is
-   * checked on each node ({@link #resolvedProblem}).
+   * number above {@link #MAX_TABLE}), or empty when it may be (also ""). The kernel's and the agent's own tables are
+   * refused where the network is resolved ({@link #resolvedProblem}), by the node that would route into them.
    */
   public static Optional<String> problem(String network) {
-    if (network.isEmpty()) {
+    if (network.isEmpty() || network.equals("0")) {
+      // "0" (outside the CRD's pattern too) is the kernel's unspec table: refused where it is resolved, named so.
       return Optional.empty();
     }
     String quoted = TenantText.quoted(network);
@@ -41,14 +42,10 @@ public final class NetworkNames {
       return Optional.of(INVALID + quoted + " is neither a table number (1 to " + MAX_TABLE + ", no leading zero) nor"
           + " a table or VRF name (a letter or '_', then letters, digits, '_', '.' or '-', 63 characters at most)");
     }
-    if (isTableNumber(network)) {
-      long id = Long.parseLong(network); // at most 10 digits: fits
-      if (id > MAX_TABLE) {
-        return Optional.of(INVALID + quoted + " is above the largest table number allowed, " + MAX_TABLE);
-      }
-      return reservedTable(id).map(r -> INVALID + quoted + " is " + r + ", not an egress network");
+    if (isTableNumber(network) && Long.parseLong(network) > MAX_TABLE) { // at most 10 digits: fits a long
+      return Optional.of(INVALID + quoted + " is above the largest table number allowed, " + MAX_TABLE);
     }
-    return reservedName(network).map(r -> INVALID + quoted + " is " + r + ", not an egress network");
+    return Optional.empty();
   }
 
   /** How every refusal of {@link #problem} starts (not "network '", which marks a node's own failure). */

@@ -175,9 +175,6 @@ final class ServiceEvaluator {
    */
   private Optional<String> clusterRefusal(EgressServiceInfo es, ServiceInfo svc) {
     Optional<String> network = NetworkNames.problem(es.network());
-    if (network.isEmpty() && NetworkNames.isTableNumber(es.network())) {
-      network = NetworkNames.resolvedProblem(es.network(), Long.parseLong(es.network()), config.steering());
-    }
     if (network.isPresent()) {
       return network;
     }
