@@ -30,6 +30,8 @@ public final class GrantInformers implements AutoCloseable {
     void policy(GrantPolicy policy);
   }
 
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(GrantInformers.class);
+
   static final ResourceDefinitionContext POLICY = new ResourceDefinitionContext.Builder()
       .withGroup(PolicyDecoding.GROUP).withVersion(PolicyDecoding.VERSION).withKind(PolicyDecoding.KIND)
       .withPlural(PolicyDecoding.PLURAL).withNamespaced(false).build();
@@ -43,6 +45,14 @@ public final class GrantInformers implements AutoCloseable {
   GrantInformers(KubernetesClient client) {
     namespaces = client.namespaces().runnableInformer(0);
     policies = client.genericKubernetesResources(POLICY).runnableInformer(0);
+    namespaces.exceptionHandler((started, e) -> {
+      LOG.warn("watching Namespaces (for the EgressServicePolicy's grants): {}", e.toString());
+      return true;
+    });
+    policies.exceptionHandler((started, e) -> {
+      LOG.warn("watching EgressServicePolicies: {}", e.toString());
+      return true;
+    });
     namespaces.addEventHandler(new ResourceEventHandler<>() {
       @Override
       public void onAdd(Namespace ns) {
