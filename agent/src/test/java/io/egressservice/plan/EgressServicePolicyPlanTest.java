@@ -154,16 +154,8 @@ class EgressServicePolicyPlanTest {
 
   @Test
   void theIncrementalPlanFollowsNamespaceLabelsAndPolicyChanges() {
-    Fixture f = twoTenants("1337");
-    IncrementalPlanner planner = new IncrementalPlanner(A, PlanConfig.defaults());
-    NodeInputs in = f.inputs(A);
-    in.egressServices().forEach(planner::putEgressService);
-    in.services().forEach(planner::putService);
-    in.endpointSlices().forEach(planner::putSlice);
-    in.nodes().forEach(planner::putNode);
-    in.namespaces().forEach(planner::putNamespace);
-    NodeObservations node = new NodeObservations(List.of(), NetworkResolution.offlineResolution(), Map.of(), Map.of());
-    planner.setGrantPolicy(enforced(grant("shop", List.of("1337"))));
+    IncrementalPlanner planner = twoTenants("1337").grants(enforced(grant("shop", List.of("1337")))).incremental(A);
+    NodeObservations node = Fixture.nothingObserved();
     assertThat(outcome(planner.plan(node).desired(), "api").configured()).isFalse();
 
     planner.putNamespace(new NamespaceInfo("other", Map.of("team", "shop")));

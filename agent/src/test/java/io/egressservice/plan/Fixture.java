@@ -156,6 +156,24 @@ final class Fixture {
         .withGrants(grantPolicy, namespaces);
   }
 
+  /** An incremental planner for {@code nodeName} fed every object of this fixture (not planned yet). */
+  IncrementalPlanner incremental(String nodeName) {
+    NodeInputs in = inputs(nodeName);
+    IncrementalPlanner planner = new IncrementalPlanner(nodeName, config);
+    in.egressServices().forEach(planner::putEgressService);
+    in.services().forEach(planner::putService);
+    in.endpointSlices().forEach(planner::putSlice);
+    in.nodes().forEach(planner::putNode);
+    in.namespaces().forEach(planner::putNamespace);
+    planner.setGrantPolicy(in.grantPolicy());
+    return planner;
+  }
+
+  /** What an offline node shows: nothing. */
+  static NodeObservations nothingObserved() {
+    return new NodeObservations(List.of(), NetworkResolution.offlineResolution(), Map.of(), Map.of());
+  }
+
   /** The EgressServicePolicy as the plan reads it (enforced or not). */
   Fixture grants(GrantPolicy policy) {
     grantPolicy = policy;

@@ -8,7 +8,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -68,14 +67,8 @@ class HostLabelCollisionPlanTest {
 
   @Test
   void whenTheOlderGoesTheYoungerIsConfigured() {
-    Fixture f = collision(T1, T2);
-    IncrementalPlanner planner = new IncrementalPlanner(B, PlanConfig.defaults());
-    NodeInputs in = f.inputs(B);
-    in.egressServices().forEach(planner::putEgressService);
-    in.services().forEach(planner::putService);
-    in.endpointSlices().forEach(planner::putSlice);
-    in.nodes().forEach(planner::putNode);
-    NodeObservations node = new NodeObservations(List.of(), NetworkResolution.offlineResolution(), Map.of(), Map.of());
+    IncrementalPlanner planner = collision(T1, T2).incremental(B);
+    NodeObservations node = Fixture.nothingObserved();
     assertThat(outcome(planner.plan(node).desired(), "a-web").configured()).isFalse();
 
     planner.removeEgressService(new ObjectRef("team-a", "web"));

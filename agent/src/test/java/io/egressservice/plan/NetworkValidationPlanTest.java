@@ -1,9 +1,7 @@
 package io.egressservice.plan;
 
-import static io.egressservice.plan.Fixture.ep;
 import static io.egressservice.plan.Fixture.outcome;
 import static io.egressservice.plan.Fixture.sourceRules;
-import static io.egressservice.plan.SourceIpBy.LOAD_BALANCER_IP;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
@@ -17,14 +15,10 @@ import org.junit.jupiter.params.provider.ValueSource;
  * tables, never one of the agent's own steering tables, by number or by a name that resolves to one.
  */
 class NetworkValidationPlanTest {
-  static final String NODE = "node-a";
+  static final String NODE = ReservedRoutingTablesTest.NODE;
 
   static Fixture web(String network) {
-    return Fixture.cluster()
-        .node(NODE, List.of("192.168.1.10"), "10.128.0.0/24")
-        .egress("web", LOAD_BALANCER_IP, network, NODE)
-        .lbService("web", List.of("172.30.0.10"), "5.5.5.5")
-        .slice("web", "web-1", "IPv4", ep("10.128.0.5", NODE));
+    return ReservedRoutingTablesTest.web(network);
   }
 
   @ParameterizedTest
