@@ -80,6 +80,17 @@ public final class AllocationPass {
       List<EndpointSliceInfo> slices,
       List<NodeState> nodes,
       EndpointTrust trust) {
+    return compute(egressServices, services, slices, nodes, trust, ServiceRefusals.withoutPolicy(egressServices));
+  }
+
+  /** @param refusals what refuses a service whatever its endpoints (the grants, the host labels' holders) */
+  static Result compute(
+      List<EgressServiceState> egressServices,
+      List<ServiceInfo> services,
+      List<EndpointSliceInfo> slices,
+      List<NodeState> nodes,
+      EndpointTrust trust,
+      ServiceRefusals refusals) {
     Map<ObjectRef, ServiceInfo> serviceByRef =
         services.stream().collect(Collectors.toMap(ServiceInfo::ref, Function.identity(), (a, b) -> a));
     Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
@@ -107,7 +118,7 @@ public final class AllocationPass {
       }
       Optional<ServiceInfo> service = Optional.ofNullable(serviceByRef.get(es.ref()));
       List<EndpointSliceInfo> own = slicesByService.getOrDefault(es.ref(), List.of());
-      Decision d = decide(es, service, own, nodes, n -> load.getOrDefault(n, 0), trust);
+      Decision d = decide(es, service, own, nodes, n -> load.getOrDefault(n, 0), trust, refusals);
       if (d.reason() == Reason.HOST_ALLOCATED) {
         load.merge(d.host(), 1, Integer::sum);
       }
@@ -133,7 +144,14 @@ public final class AllocationPass {
    * (shared with {@link IncrementalAllocation}, so both decide alike).
    */
   static Decision decide(EgressServiceState es, Optional<ServiceInfo> service, List<EndpointSliceInfo> own,
-      List<NodeState> nodes, java.util.function.ToIntFunction<String> load, EndpointTrust trust) {
+      List<NodeState> nodes, java.util.function.ToIntFunction<String> load, EndpointTrust trust,
+      ServiceRefusals refusals) {
+    if (es.malformed().isEmpty()) {
+      Optional<Decision> refused = refusals.refusal(es, service);
+      if (refused.isPresent()) {
+        return refused.get();
+      }
+    }
     Decision d = HostChooser.choose(es, service, trust.trusted(own, service), nodes, load);
     if (d.reason() == Reason.NO_HOST_AVAILABLE) {
       d = withDistrust(d, own, service, trust);

@@ -1,6 +1,10 @@
 package io.egressservice.allocator;
 
 import io.egressservice.informers.ClusterInformers;
+import io.egressservice.informers.GrantInformers;
+import io.egressservice.objects.GrantObjects;
+import io.egressservice.plan.GrantPolicy;
+import io.egressservice.plan.NamespaceInfo;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.plan.ObjectRef;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -94,7 +98,15 @@ public final class Allocator implements AutoCloseable {
 
   /** The same, counting into {@code metrics}. */
   public Allocator(KubernetesClient client, AllocatorConfig config, String identity, AllocatorMetrics metrics) {
-    this(client, ClusterInformers.create(client, config.resyncPeriod()), true, config, identity, metrics);
+    this(client, ownInformers(client, config), true, config, identity, metrics);
+  }
+
+  private static ClusterInformers ownInformers(KubernetesClient client, AllocatorConfig config) {
+    ClusterInformers informers = ClusterInformers.create(client, config.resyncPeriod());
+    if (config.grantPolicyEnforced()) {
+      informers.followGrants(client);
+    }
+    return informers;
   }
 
   /**
@@ -136,6 +148,18 @@ public final class Allocator implements AutoCloseable {
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
   public synchronized void start() {
     intake.register(informers);
+    // The grants are read by every decision, and rarely change: a change decides everything again.
+    informers.grants().ifPresent(g -> g.addListener(new GrantInformers.Listener() {
+      @Override
+      public void namespace(NamespaceInfo ns, boolean deleted) {
+        intake.requestFullPass();
+      }
+
+      @Override
+      public void policy(GrantPolicy policy) {
+        intake.requestFullPass();
+      }
+    }));
     long resync = config.resyncPeriod().toMillis();
     if (resync > 0) {
       try {
@@ -362,7 +386,14 @@ public final class Allocator implements AutoCloseable {
     intake.takeNodesChanged();
     Set<String> unreachable = unreachableNodes();
     List<NodeState> nodes = objects.nodes(unreachable);
-    IncrementalAllocation.Step step = allocation.full(objects.readAll(), nodes);
+    IncrementalAllocation.Step step = informers.grants()
+        .map(g -> {
+          GrantObjects read = g.snapshot();
+          Map<String, NamespaceInfo> namespaces = new java.util.HashMap<>();
+          read.namespaces().forEach(ns -> namespaces.put(ns.name(), ns));
+          return allocation.full(objects.readAll(), nodes, read.policy(), namespaces);
+        })
+        .orElseGet(() -> allocation.full(objects.readAll(), nodes));
     fullPasses.incrementAndGet();
     apply(step, true, true, unreachable);
   }

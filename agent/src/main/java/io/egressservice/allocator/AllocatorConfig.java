@@ -20,8 +20,24 @@ import java.util.Objects;
  */
 public record AllocatorConfig(
     String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration resyncPeriod,
-    HostProbes probes, EndpointTrust endpointTrust, PlannedMoveSettings plannedMoves) {
+    HostProbes probes, EndpointTrust endpointTrust, PlannedMoveSettings plannedMoves, boolean grantPolicyEnforced) {
   public static final String DEFAULT_LEASE_NAME = "egress-service-allocator";
+
+  /** The EgressServicePolicy not enforced. */
+  public AllocatorConfig(String leaseName, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod,
+      Duration resyncPeriod, HostProbes probes, EndpointTrust endpointTrust, PlannedMoveSettings plannedMoves) {
+    this(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes, endpointTrust, plannedMoves,
+        false);
+  }
+
+  /**
+   * {@code --egress-service-policy=enforce}: an allocator with informers of its own also watches Namespaces and the
+   * EgressServicePolicy (one on shared informers follows theirs).
+   */
+  public AllocatorConfig withGrantPolicy(boolean enforced) {
+    return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes,
+        endpointTrust, plannedMoves, enforced);
+  }
 
   /** Without host probes, trusting the EndpointSlice controller only. */
   public AllocatorConfig(
@@ -64,21 +80,22 @@ public record AllocatorConfig(
   }
 
   public AllocatorConfig withLease(Duration lease, Duration renew, Duration retry) {
-    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes, endpointTrust, plannedMoves);
+    return new AllocatorConfig(leaseName, lease, renew, retry, resyncPeriod, probes, endpointTrust, plannedMoves,
+        grantPolicyEnforced);
   }
 
   public AllocatorConfig withProbes(HostProbes p) {
     return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, p, endpointTrust,
-        plannedMoves);
+        plannedMoves, grantPolicyEnforced);
   }
 
   public AllocatorConfig withEndpointTrust(EndpointTrust trust) {
     return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes, trust,
-        plannedMoves);
+        plannedMoves, grantPolicyEnforced);
   }
 
   public AllocatorConfig withPlannedMoves(PlannedMoveSettings moves) {
     return new AllocatorConfig(leaseName, leaseDuration, renewDeadline, retryPeriod, resyncPeriod, probes,
-        endpointTrust, moves);
+        endpointTrust, moves, grantPolicyEnforced);
   }
 }

@@ -20,14 +20,14 @@ public final class AllocatorInputs {
     if (es instanceof MalformedEgressService malformed) {
       String host = es.getStatus() == null ? "" : es.getStatus().getHost();
       return new EgressServiceState(PlanInputs.ref(es), SourceIpBy.LOAD_BALANCER_IP, Optional.empty(), host,
-          es.getStatus() != null, Optional.of(malformed.problem()));
+          es.getStatus() != null, Optional.of(malformed.problem()), "", PlanInputs.egressService(es).created());
     }
     EgressServiceSpec spec = es.getSpec() == null ? new EgressServiceSpec() : es.getSpec();
     SourceIpBy mode = spec.getSourceIPBy() == EgressServiceSpec.SourceIPBy.NETWORK
         ? SourceIpBy.NETWORK : SourceIpBy.LOAD_BALANCER_IP;
     String host = es.getStatus() == null ? "" : es.getStatus().getHost();
-    return new EgressServiceState(
-        PlanInputs.ref(es), mode, Optional.ofNullable(spec.getNodeSelector()), host, es.getStatus() != null);
+    return new EgressServiceState(PlanInputs.ref(es), mode, Optional.ofNullable(spec.getNodeSelector()), host,
+        es.getStatus() != null, Optional.empty(), spec.getNetwork(), PlanInputs.egressService(es).created());
   }
 
   public static NodeState node(Node n) {

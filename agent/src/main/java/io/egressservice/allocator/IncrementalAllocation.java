@@ -58,6 +58,7 @@ final class IncrementalAllocation {
   private final EndpointTrust trust;
   private final TreeMap<ObjectRef, ServiceInputs> inputs = new TreeMap<>();
   private final Map<ObjectRef, Decision> decisions = new HashMap<>();
+  private ServiceRefusals refusals = ServiceRefusals.withoutPolicy(List.of());
   private Map<String, NodeState> nodes = Map.of();
   private List<NodeState> nodeList = List.of();
 
@@ -100,6 +101,8 @@ final class IncrementalAllocation {
     }
     index(in);
     touched.add(ref);
+    // Of the services that share a host label, the oldest holds it: the others are decided again.
+    touched.addAll(refusals.put(in.egressService()));
   }
 
   /** The EgressService is gone. */
@@ -116,6 +119,7 @@ final class IncrementalAllocation {
     }
     touched.remove(ref);
     removed.add(ref);
+    touched.addAll(refusals.remove(ref));
   }
 
   /** Replaces the nodes; re-decides what the changed ones can affect. */
@@ -164,7 +168,7 @@ final class IncrementalAllocation {
     for (ObjectRef ref : due) {
       ServiceInputs in = inputs.get(ref);
       Decision d = AllocationPass.decide(in.egressService(), in.service(), in.slices(), nodeList,
-          node -> load(ref, node), trust);
+          node -> load(ref, node), trust, refusals);
       record(in, d);
       out.add(d);
     }
@@ -194,6 +198,15 @@ final class IncrementalAllocation {
    * and the start of a leadership term): every service is evaluated, every node's labels checked.
    */
   Step full(Collection<ServiceInputs> all, List<NodeState> nodeStates) {
+    return full(all, nodeStates, io.egressservice.plan.GrantPolicy.off(), Map.of());
+  }
+
+  /**
+   * The same under {@code policy} with these Namespaces: they are read only here, so a change of either needs a
+   * full evaluation.
+   */
+  Step full(Collection<ServiceInputs> all, List<NodeState> nodeStates, io.egressservice.plan.GrantPolicy policy,
+      Map<String, io.egressservice.plan.NamespaceInfo> namespaces) {
     Set<ObjectRef> gone = new TreeSet<>(inputs.keySet());
     gone.addAll(removed);
     inputs.clear();
@@ -218,10 +231,11 @@ final class IncrementalAllocation {
       }
     }
     gone.removeAll(inputs.keySet());
+    refusals = new ServiceRefusals(policy, namespaces, states);
     nodes(nodeStates);
     dirtyNodes.clear();
     touched.clear();
-    AllocationPass.Result result = AllocationPass.compute(states, services, slices, nodeList, trust);
+    AllocationPass.Result result = AllocationPass.compute(states, services, slices, nodeList, trust, refusals);
     for (Decision d : result.decisions()) {
       record(inputs.get(d.ref()), d);
     }

@@ -10,7 +10,7 @@ import java.util.regex.Pattern;
  */
 public final class LabelNames {
   /** Prefix of the host label, as in OVN-Kubernetes ({@code egressSVCLabelPrefix}). */
-  public static final String HOST_LABEL_PREFIX = "egress-service.k8s.ovn.org";
+  public static final String HOST_LABEL_PREFIX = io.egressservice.plan.HostLabels.PREFIX;
 
   private static final int MAX_NAME = 63;
   private static final int MAX_PREFIX = 253;
@@ -22,7 +22,7 @@ public final class LabelNames {
 
   /** The host label key {@code egress-service.k8s.ovn.org/<namespace>-<name>}, whether valid or not. */
   public static String hostLabelKey(ObjectRef ref) {
-    return HOST_LABEL_PREFIX + "/" + ref.namespace() + "-" + ref.name();
+    return io.egressservice.plan.HostLabels.key(ref);
   }
 
   /** True when {@code key} carries our prefix (whoever wrote it). */

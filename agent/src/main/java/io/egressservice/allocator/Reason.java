@@ -17,7 +17,13 @@ public enum Reason {
   /** No node passes every test. */
   NO_HOST_AVAILABLE("NoHostAvailable", false),
   /** The EgressService's spec cannot be read (it fails the CRD's schema): refused, its status left alone. */
-  MALFORMED("MalformedEgressService", false);
+  MALFORMED("MalformedEgressService", false),
+  /** {@code spec.network} is not a network any EgressService may name (its spelling, a reserved table). */
+  INVALID_NETWORK("InvalidNetwork", false),
+  /** An older EgressService has the same host node label ({@code team/a-web} and {@code team-a/web}). */
+  HOST_LABEL_TAKEN("HostLabelTaken", false),
+  /** The EgressServicePolicy, enforced, grants the namespace not this network or LoadBalancer IP. */
+  NOT_GRANTED("NotGranted", false);
 
   /** Event reason written when the host label cannot be set. */
   public static final String LABEL_NOT_SET = "LabelNotSet";

@@ -43,6 +43,7 @@ public final class AllocatorCommand implements Callable<Integer> {
   @picocli.CommandLine.Mixin AllocatorProcessOptions process;
 
   @picocli.CommandLine.Mixin UninstallOptions uninstall;
+  @picocli.CommandLine.Mixin EgressServicePolicyOptions policy;
 
   @Option(names = "--trusted-endpoint-managers", split = ",",
       defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
@@ -63,6 +64,7 @@ public final class AllocatorCommand implements Callable<Integer> {
         .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
         .withProbes(process.probeKey.apply(process.hostProbes.toProbes()));
     Optional<Owner> owner = uninstall.owner(Owner.Kind.DEPLOYMENT);
+    config = policy.applyTo(config);
     KubernetesClient client = KubeClients.create(process.kubeconfig);
     Optional<OwnerWatch> ownerWatch = owner.map(o -> OwnerWatch.start(client, o));
     AllocatorMetrics metrics = new AllocatorMetrics();

@@ -45,13 +45,15 @@ public final class ApplyCommand implements Callable<Integer> {
 
   @Mixin PlanOptions planOptions;
 
+  @Mixin EgressServicePolicyOptions policy;
+
   @Spec CommandSpec spec;
 
   @Override
   public Integer call() {
     PlanConfig config = planOptions.toConfig();
     PrintWriter out = spec.commandLine().getOut();
-    ClusterObjects loaded = PlanCommand.loadObjects(objects, spec.commandLine().getErr());
+    ClusterObjects loaded = policy.applyTo(PlanCommand.loadObjects(objects, spec.commandLine().getErr()));
     PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     config = Kernel.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {

@@ -43,6 +43,8 @@ public final class PlanCommand implements Callable<Integer> {
 
   @Mixin PlanOptions planOptions;
 
+  @Mixin EgressServicePolicyOptions policy;
+
   @Spec CommandSpec spec;
 
   @Override
@@ -52,7 +54,7 @@ public final class PlanCommand implements Callable<Integer> {
     }
     var config = planOptions.toConfig();
     PrintWriter err = spec.commandLine().getErr();
-    ClusterObjects loaded = loadObjects(objects, err);
+    ClusterObjects loaded = policy.applyTo(loadObjects(objects, err));
     warnIfUnknownNode(loaded, node, err);
     DesiredState state = Planner.plan(
         PlanInputs.of(node, loaded, List.of(), NetworkResolution.offlineResolution(), config));

@@ -85,6 +85,7 @@ public final class RunCommand implements Callable<Integer> {
   @Mixin AllocatorProcessOptions process;
 
   @Mixin UninstallOptions uninstall;
+  @Mixin EgressServicePolicyOptions policy;
 
   @Override
   public Integer call() throws Exception {
@@ -99,8 +100,8 @@ public final class RunCommand implements Callable<Integer> {
       throw new Main.UserError("--node-name, --pod-uid: " + e.getMessage());
     }
     // Checked before anything starts: a bad allocator flag is a user error, not a half-started agent.
-    AllocatorConfig allocatorConfig = process.lease.apply(AllocatorConfig.defaults())
-        .withProbes(process.probeKey.apply(process.hostProbes.toProbes())).withEndpointTrust(config.endpointTrust());
+    AllocatorConfig allocatorConfig = policy.applyTo(process.lease.apply(AllocatorConfig.defaults())
+        .withProbes(process.probeKey.apply(process.hostProbes.toProbes())).withEndpointTrust(config.endpointTrust()));
     io.egressservice.health.ProbeKeys probeKeys = process.probeKey.keys();
     InetSocketAddress listen;
     try {
@@ -130,6 +131,7 @@ public final class RunCommand implements Callable<Integer> {
     // resync drives the allocator's periodic pass; the node agent has a resync timer of its own.
     ClusterInformers informers = ClusterInformers.create(client,
         allocator ? AllocatorConfig.defaults().resyncPeriod() : Duration.ZERO);
+    policy.attach(informers, client);
     NodeAgent agent = new NodeAgent(informers, dataplane,
         new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
         new KubernetesEvents(client, nodeName, Clock.systemUTC()), TestFaults.clock(Clock.systemUTC()));

@@ -176,6 +176,19 @@ public final class NodeAgent implements AutoCloseable {
         this::apiEvent));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.Node.class,
         new RelevantChangeHandler<>(PlanInputs::node, n -> true, changes::node, this::apiEvent));
+    informers.grants().ifPresent(g -> g.addListener(new io.egressservice.informers.GrantInformers.Listener() {
+      @Override
+      public void namespace(io.egressservice.plan.NamespaceInfo ns, boolean deleted) {
+        changes.namespace(ns, deleted);
+        apiEvent(true);
+      }
+
+      @Override
+      public void policy(io.egressservice.plan.GrantPolicy policy) {
+        changes.policy(policy);
+        apiEvent(true);
+      }
+    }));
     informers.start();
     metrics.apiConnectivity(informers.connectivity());
     eventRecorder.start(reporter::seeded);

@@ -63,6 +63,8 @@ public final class ClusterInformers implements AutoCloseable {
   private final CacheEvents events = new CacheEvents("informer-events");
   private final OptInCaches caches;
   private final Map<Class<?>, OptInStore<?>> stores;
+  /** Present while the grant policy is enforced ({@link #followGrants}). */
+  private volatile Optional<GrantInformers> grants = Optional.empty();
 
   private ClusterInformers(KubernetesClient client, long resyncMillis, ApiConnectivity.Probing probing) {
     // runnableInformer + start() does not block on the initial list, so an unreachable API server
@@ -180,6 +182,7 @@ public final class ClusterInformers implements AutoCloseable {
    */
   public void start() {
     if (started.compareAndSet(false, true)) {
+      grants.ifPresent(GrantInformers::start);
       connectivity.start();
       nodes.start();
       CompletableFuture<Void> listed = egressServices.start().toCompletableFuture();
@@ -198,13 +201,31 @@ public final class ClusterInformers implements AutoCloseable {
     }
   }
 
+  /**
+   * Also watches Namespaces and the EgressServicePolicy ({@code --egress-service-policy=enforce}); before
+   * {@link #start()}. Only then does the process need to read them.
+   */
+  public synchronized void followGrants(KubernetesClient client) {
+    if (started.get()) {
+      throw new IllegalStateException("followGrants after start");
+    }
+    if (grants.isEmpty()) {
+      grants = Optional.of(new GrantInformers(client));
+    }
+  }
+
+  /** The grant informers, when the policy is enforced. */
+  public Optional<GrantInformers> grants() {
+    return grants;
+  }
+
   /** Whether, and since when, each kind's watch hears from the API server. */
   public ApiConnectivity connectivity() {
     return connectivity;
   }
 
   public boolean hasSynced() {
-    return all().stream().allMatch(SharedIndexInformer::hasSynced);
+    return all().stream().allMatch(SharedIndexInformer::hasSynced) && grants.map(GrantInformers::hasSynced).orElse(true);
   }
 
   /**
@@ -213,7 +234,7 @@ public final class ClusterInformers implements AutoCloseable {
    * resourceVersion.
    */
   public boolean watching() {
-    return all().stream().allMatch(SharedIndexInformer::isWatching);
+    return all().stream().allMatch(SharedIndexInformer::isWatching) && grants.map(GrantInformers::watching).orElse(true);
   }
 
   /** Whether an EgressService of this namespace and name is in the cache. */
@@ -239,13 +260,15 @@ public final class ClusterInformers implements AutoCloseable {
   /** What the caches hold now. */
   public ClusterObjects snapshot() {
     return new ClusterObjects(caches.egressServices.visible().toList(), caches.services.visible().toList(),
-        caches.slices.visible().toList(), caches.nodes.visible().toList());
+        caches.slices.visible().toList(), caches.nodes.visible().toList(),
+        grants.map(GrantInformers::snapshot).orElse(io.egressservice.objects.GrantObjects.none()));
   }
 
   /** Stops the watches; the caches stay readable. */
   @Override
   public void close() {
     connectivity.close();
+    grants.ifPresent(GrantInformers::close);
     caches.close();
     all().forEach(SharedIndexInformer::close);
     events.close();

@@ -28,6 +28,8 @@ public final class ChangeFeed {
   private Map<ObjectRef, Optional<Service>> services = new LinkedHashMap<>();
   private Map<ObjectRef, Optional<EndpointSlice>> slices = new LinkedHashMap<>();
   private Map<String, Optional<Node>> nodes = new LinkedHashMap<>();
+  private Map<String, Optional<io.egressservice.plan.NamespaceInfo>> namespaces = new LinkedHashMap<>();
+  private Optional<io.egressservice.plan.GrantPolicy> policy = Optional.empty();
   /** The EgressServices whose spec could not be read (drain thread only). */
   private final Set<ObjectRef> malformed = new HashSet<>();
 
@@ -55,9 +57,25 @@ public final class ChangeFeed {
     }
   }
 
+  /** A Namespace's labels changed (the grants select by them), or it is gone. */
+  public void namespace(io.egressservice.plan.NamespaceInfo ns, boolean deleted) {
+    synchronized (lock) {
+      namespaces.put(ns.name(), deleted ? Optional.empty() : Optional.of(ns));
+    }
+  }
+
+  /** The policy as now read and enforced. */
+  public void policy(io.egressservice.plan.GrantPolicy p) {
+    synchronized (lock) {
+      policy = Optional.of(p);
+    }
+  }
+
   /** Forgets what was recorded (a reload from the caches follows). */
   public void clear() {
     synchronized (lock) {
+      namespaces = new LinkedHashMap<>();
+      policy = Optional.empty();
       egressServices = new LinkedHashMap<>();
       services = new LinkedHashMap<>();
       slices = new LinkedHashMap<>();
@@ -71,10 +89,17 @@ public final class ChangeFeed {
     Map<ObjectRef, Optional<Service>> svc;
     Map<ObjectRef, Optional<EndpointSlice>> sl;
     Map<String, Optional<Node>> no;
+    Map<String, Optional<io.egressservice.plan.NamespaceInfo>> nss;
+    Optional<io.egressservice.plan.GrantPolicy> grantPolicy;
     synchronized (lock) {
-      if (egressServices.isEmpty() && services.isEmpty() && slices.isEmpty() && nodes.isEmpty()) {
+      if (egressServices.isEmpty() && services.isEmpty() && slices.isEmpty() && nodes.isEmpty()
+          && namespaces.isEmpty() && policy.isEmpty()) {
         return 0;
       }
+      nss = namespaces;
+      grantPolicy = policy;
+      namespaces = new LinkedHashMap<>();
+      policy = Optional.empty();
       es = egressServices;
       svc = services;
       sl = slices;
@@ -101,7 +126,9 @@ public final class ChangeFeed {
         () -> planner.removeSlice(ref)));
     no.forEach((name, o) -> o.ifPresentOrElse(n -> planner.putNode(PlanInputs.node(n)),
         () -> planner.removeNode(name)));
-    return es.size() + svc.size() + sl.size() + no.size();
+    nss.forEach((name, o) -> o.ifPresentOrElse(planner::putNamespace, () -> planner.removeNamespace(name)));
+    grantPolicy.ifPresent(planner::setGrantPolicy);
+    return es.size() + svc.size() + sl.size() + no.size() + nss.size() + (grantPolicy.isPresent() ? 1 : 0);
   }
 
   /**
@@ -117,6 +144,8 @@ public final class ChangeFeed {
     in.services().forEach(planner::putService);
     in.endpointSlices().forEach(planner::putSlice);
     in.nodes().forEach(planner::putNode);
+    planner.setGrantPolicy(in.grantPolicy());
+    in.namespaces().forEach(planner::putNamespace);
     malformed.clear();
     objects.egressServices().stream().filter(MalformedEgressService.class::isInstance)
         .forEach(e -> malformed.add(PlanInputs.ref(e)));

@@ -8,6 +8,8 @@ import com.fasterxml.jackson.databind.MappingIterator;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.InvalidFormatException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.egressservice.plan.GrantPolicy;
+import io.egressservice.plan.NamespaceInfo;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
@@ -62,7 +64,8 @@ public final class ObjectFiles {
         collector.file(file);
       }
     }
-    return new ClusterObjects(collector.egressServices, collector.services, collector.slices, collector.nodes);
+    return new ClusterObjects(collector.egressServices, collector.services, collector.slices, collector.nodes,
+        new GrantObjects(collector.policy.orElse(GrantPolicy.off()), List.copyOf(collector.namespaces.values())));
   }
 
   private static List<Path> expand(Path path) throws ObjectsException {
@@ -97,6 +100,8 @@ public final class ObjectFiles {
     private final List<Service> services = new ArrayList<>();
     private final List<EndpointSlice> slices = new ArrayList<>();
     private final List<Node> nodes = new ArrayList<>();
+    private final java.util.Map<String, NamespaceInfo> namespaces = new java.util.TreeMap<>();
+    private Optional<GrantPolicy> policy = Optional.empty();
 
     Collector(Consumer<String> notes, Consumer<String> warnings) {
       this.notes = notes;
@@ -150,9 +155,13 @@ public final class ObjectFiles {
         return;
       }
       boolean known = switch (kind) {
-        case "EgressService", "Service", "EndpointSlice", "Node" -> true;
+        case "EgressService", "Service", "EndpointSlice", "Node", "Namespace" -> true;
         default -> false;
       };
+      if (kind.equals(PolicyDecoding.KIND) && apiVersion.equals(PolicyDecoding.API_VERSION)) {
+        policyDocument(file, where, label, name, doc);
+        return;
+      }
       if (!known) {
         notes.accept(file + ": skipping " + label + " (" + where + "): kind " + kind + " is not used by the plan");
         return;
@@ -178,6 +187,7 @@ public final class ObjectFiles {
         case "EgressService" -> EgressService.class;
         case "Service" -> Service.class;
         case "EndpointSlice" -> EndpointSlice.class;
+        case "Namespace" -> io.fabric8.kubernetes.api.model.Namespace.class;
         default -> Node.class;
       };
       FieldCheck.Findings findings = fieldCheck.check(doc, model);
@@ -205,11 +215,32 @@ public final class ObjectFiles {
             defaultNamespace(s.getMetadata());
             slices.add(s);
           }
+          case "Namespace" -> {
+            NamespaceInfo read = PolicyDecoding.namespace(
+                MAPPER.treeToValue(doc, io.fabric8.kubernetes.api.model.Namespace.class));
+            namespaces.put(read.name(), read);
+          }
           default -> nodes.add(MAPPER.treeToValue(doc, Node.class));
         }
       } catch (JsonProcessingException | IllegalArgumentException e) {
         throw new ObjectsException(file + ": " + label + " (" + where + "): " + describe(e), e);
       }
+    }
+
+    /**
+     * The EgressServicePolicy: only the one named {@code cluster} counts, as in a cluster; one that does not read grants
+     * nothing (the plan says why) and is warned about here too.
+     */
+    private void policyDocument(Path file, String where, String label, String name, JsonNode doc) {
+      if (!GrantPolicy.NAME.equals(name)) {
+        notes.accept(file + ": skipping " + label + " (" + where + "): only the EgressServicePolicy named '"
+            + GrantPolicy.NAME + "' is read");
+        return;
+      }
+      GrantPolicy read = PolicyDecoding.policy(doc.path("spec"));
+      read.problem().ifPresent(p -> warnings.accept(file + ": " + label + " (" + where + "): " + p
+          + "; it grants nothing while the policy is enforced"));
+      policy = Optional.of(read);
     }
   }
 

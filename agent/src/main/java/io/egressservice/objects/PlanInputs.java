@@ -72,7 +72,8 @@ public final class PlanInputs {
       Map<Long, java.util.Set<IpPrefix>> existingSteerTables,
       Memo memo) {
     return memo.convert(objects, (es, svc, slices, nodes) -> new NodeInputs(
-        nodeName, es, svc, slices, nodes, localAddresses, networks, config, existingMarks, existingSteerTables));
+        nodeName, es, svc, slices, nodes, localAddresses, networks, config, existingMarks, existingSteerTables)
+        .withGrants(objects.grants().policy(), objects.grants().namespaces()));
   }
 
   /**

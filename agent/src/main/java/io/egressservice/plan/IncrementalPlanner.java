@@ -74,6 +74,20 @@ public final class IncrementalPlanner {
     inputs.removeSlice(ref);
   }
 
+  /** A Namespace's labels: with the policy enforced, its EgressServices are planned again. */
+  public void putNamespace(NamespaceInfo ns) {
+    inputs.putNamespace(ns);
+  }
+
+  public void removeNamespace(String name) {
+    inputs.removeNamespace(name);
+  }
+
+  /** The EgressServicePolicy (or its absence) as enforced or not: a change plans everything. */
+  public void setGrantPolicy(GrantPolicy policy) {
+    inputs.setGrantPolicy(policy);
+  }
+
   /** Nodes are read by every service (addresses, pod CIDRs, steering hosts): a change plans everything. */
   public void putNode(NodeInfo node) {
     inputs.putNode(node);

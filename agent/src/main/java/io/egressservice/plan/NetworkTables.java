@@ -22,6 +22,17 @@ final class NetworkTables {
     }
   }
 
+  static TableOrFailure resolve(String network, NetworkResolution networks, SteeringConfig steering) {
+    TableOrFailure t = resolve(network, networks);
+    if (t.table().isPresent() && t.table().get().id().isPresent()) {
+      Optional<String> problem = NetworkNames.resolvedProblem(network, t.table().get().id().getAsLong(), steering);
+      if (problem.isPresent()) {
+        return TableOrFailure.failed(problem.get());
+      }
+    }
+    return t;
+  }
+
   static TableOrFailure resolve(String network, NetworkResolution networks) {
     if (NetworkNames.isTableNumber(network)) {
       long id;

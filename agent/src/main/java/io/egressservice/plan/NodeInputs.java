@@ -16,6 +16,8 @@ import java.util.Set;
  *     fwmark rules), so marks stay stable across restarts; empty offline
  * @param existingSteerTables steering table id to the host addresses its routes lead to, as the kernel
  *     has them (owned routes over the agent's device), so a host keeps its table; empty offline
+ * @param grantPolicy which namespaces may use which networks ({@code --egress-service-policy}); off by default
+ * @param namespaces the Namespaces' labels, which the grants select by (read only when the policy is enforced)
  */
 public record NodeInputs(
     String nodeName,
@@ -27,7 +29,18 @@ public record NodeInputs(
     NetworkResolution networks,
     PlanConfig config,
     Map<Long, Long> existingMarks,
-    Map<Long, Set<IpPrefix>> existingSteerTables) {
+    Map<Long, Set<IpPrefix>> existingSteerTables,
+    GrantPolicy grantPolicy,
+    List<NamespaceInfo> namespaces) {
+  /** Without a policy (every network allowed). */
+  public NodeInputs(String nodeName, List<EgressServiceInfo> egressServices, List<ServiceInfo> services,
+      List<EndpointSliceInfo> endpointSlices, List<NodeInfo> nodes, List<IpPrefix> localAddresses,
+      NetworkResolution networks, PlanConfig config, Map<Long, Long> existingMarks,
+      Map<Long, Set<IpPrefix>> existingSteerTables) {
+    this(nodeName, egressServices, services, endpointSlices, nodes, localAddresses, networks, config, existingMarks,
+        existingSteerTables, GrantPolicy.off(), List.of());
+  }
+
   public NodeInputs(String nodeName, List<EgressServiceInfo> egressServices, List<ServiceInfo> services,
       List<EndpointSliceInfo> endpointSlices, List<NodeInfo> nodes, List<IpPrefix> localAddresses,
       NetworkResolution networks, PlanConfig config, Map<Long, Long> existingMarks) {
@@ -49,5 +62,13 @@ public record NodeInputs(
     endpointSlices = List.copyOf(endpointSlices);
     nodes = List.copyOf(nodes);
     localAddresses = List.copyOf(localAddresses);
+    java.util.Objects.requireNonNull(grantPolicy, "grantPolicy");
+    namespaces = List.copyOf(namespaces);
+  }
+
+  /** The same inputs under another policy, with these Namespaces. */
+  public NodeInputs withGrants(GrantPolicy policy, List<NamespaceInfo> namespaceList) {
+    return new NodeInputs(nodeName, egressServices, services, endpointSlices, nodes, localAddresses, networks, config,
+        existingMarks, existingSteerTables, policy, namespaceList);
   }
 }

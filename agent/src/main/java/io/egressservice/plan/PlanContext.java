@@ -66,6 +66,23 @@ final class PlanContext {
     evaluator.removeService(ref);
   }
 
+  void putNamespace(NamespaceInfo ns) {
+    evaluator.putNamespace(ns);
+  }
+
+  void removeNamespace(String name) {
+    evaluator.removeNamespace(name);
+  }
+
+  /** Returns the other services that share the host label of {@code es} ({@link HostLabels}). */
+  List<ObjectRef> putEgressService(EgressServiceInfo es) {
+    return evaluator.putEgressService(es);
+  }
+
+  List<ObjectRef> removeEgressService(ObjectRef ref) {
+    return evaluator.removeEgressService(ref);
+  }
+
   /** The Services holding {@code ip} as a LoadBalancer ingress IP. */
   List<ServiceInfo> lbIpHolders(IpPrefix ip) {
     return evaluator.lbIpHolders(ip);

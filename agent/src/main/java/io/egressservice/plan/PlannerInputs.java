@@ -30,6 +30,8 @@ final class PlannerInputs {
   private final Map<ObjectRef, TreeMap<ObjectRef, EndpointSliceInfo>> slicesByService = new HashMap<>();
   private final LinkedHashMap<String, NodeInfo> nodes = new LinkedHashMap<>();
   private final Map<String, Integer> networks = new HashMap<>();
+  private GrantPolicy grantPolicy = GrantPolicy.off();
+  private final Map<String, NamespaceInfo> namespaces = new HashMap<>();
 
   // What changed since the last plan.
   private final Set<ObjectRef> dirty = new HashSet<>();
@@ -52,6 +54,10 @@ final class PlannerInputs {
     }
     countNetwork(es.network(), 1);
     dirty.add(es.ref());
+    if (context != null) {
+      // The oldest of the services that share a host label holds it: the others' verdicts may change.
+      dirty.addAll(context.putEgressService(es));
+    }
   }
 
   void removeEgressService(ObjectRef ref) {
@@ -59,6 +65,48 @@ final class PlannerInputs {
     if (old != null) {
       countNetwork(old.network(), -1);
       dirty.add(ref);
+      if (context != null) {
+        dirty.addAll(context.removeEgressService(ref));
+      }
+    }
+  }
+
+  /** A Namespace's labels decide which grants select it: its EgressServices are re-planned when the policy is on. */
+  void putNamespace(NamespaceInfo ns) {
+    NamespaceInfo old = namespaces.put(ns.name(), ns);
+    if (!ns.equals(old)) {
+      namespaceChanged(ns.name());
+      if (context != null) {
+        context.putNamespace(ns);
+      }
+    }
+  }
+
+  void removeNamespace(String name) {
+    if (namespaces.remove(name) != null) {
+      namespaceChanged(name);
+      if (context != null) {
+        context.removeNamespace(name);
+      }
+    }
+  }
+
+  private void namespaceChanged(String name) {
+    if (!grantPolicy.enforced()) {
+      return;
+    }
+    for (ObjectRef ref : egressServices.keySet()) {
+      if (ref.namespace().equals(name)) {
+        dirty.add(ref);
+      }
+    }
+  }
+
+  /** The policy is read by every service: a change plans everything. */
+  void setGrantPolicy(GrantPolicy policy) {
+    if (!policy.equals(grantPolicy)) {
+      grantPolicy = policy;
+      fullNeeded = true;
     }
   }
 
@@ -183,7 +231,7 @@ final class PlannerInputs {
   NodeInputs all(NodeObservations node) {
     return new NodeInputs(nodeName, List.copyOf(egressServices.values()), List.copyOf(services.values()),
         List.copyOf(slices.values()), List.copyOf(nodes.values()), node.localAddresses(), node.networks(), config,
-        node.existingMarks(), node.existingSteerTables());
+        node.existingMarks(), node.existingSteerTables(), grantPolicy, List.copyOf(namespaces.values()));
   }
 
   /** The EgressService of {@code ref}, or null when there is none (it was removed). */

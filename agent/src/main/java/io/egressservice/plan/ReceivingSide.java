@@ -35,7 +35,7 @@ final class ReceivingSide {
     boolean lbMode = es.sourceIpBy() == SourceIpBy.LOAD_BALANCER_IP;
     Optional<TableRef> table = Optional.empty();
     if (!es.network().isEmpty()) {
-      NetworkTables.TableOrFailure resolved = NetworkTables.resolve(es.network(), networks);
+      NetworkTables.TableOrFailure resolved = NetworkTables.resolve(es.network(), networks, config.steering());
       if (resolved.failure().isPresent()) {
         return ServiceDecider.notConfigured(es.ref(), resolved.failure().get(), skipped);
       }

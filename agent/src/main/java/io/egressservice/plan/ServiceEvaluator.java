@@ -25,10 +25,16 @@ final class ServiceEvaluator {
   private final Map<ObjectRef, ServiceInfo> services = new HashMap<>();
   private final Map<ObjectRef, List<EndpointSliceInfo>> slicesByService = new HashMap<>();
   private final LoadBalancerIps loadBalancerIps;
+  private final GrantPolicy grantPolicy;
+  private final Map<String, NamespaceInfo> namespaces = new HashMap<>();
+  private final HostLabels hostLabels;
 
   ServiceEvaluator(NodeInputs in, NodeFacts facts) {
     this.config = in.config();
     this.facts = facts;
+    this.grantPolicy = in.grantPolicy();
+    in.namespaces().forEach(this::putNamespace);
+    this.hostLabels = HostLabels.of(in.egressServices());
     for (ServiceInfo s : in.services()) {
       services.put(s.ref(), s);
     }
@@ -57,6 +63,24 @@ final class ServiceEvaluator {
     }
   }
 
+  void putNamespace(NamespaceInfo ns) {
+    namespaces.put(ns.name(), ns);
+  }
+
+  void removeNamespace(String name) {
+    namespaces.remove(name);
+  }
+
+  /** Keeps the host labels' holders in step; returns the other services that share the label of {@code es}. */
+  List<ObjectRef> putEgressService(EgressServiceInfo es) {
+    return hostLabels.put(es);
+  }
+
+  /** The same for a removed EgressService. */
+  List<ObjectRef> removeEgressService(ObjectRef ref) {
+    return hostLabels.remove(ref);
+  }
+
   /** The Services holding {@code ip} as a LoadBalancer ingress IP. */
   List<ServiceInfo> lbIpHolders(IpPrefix ip) {
     return loadBalancerIps.holdersOf(ip);
@@ -77,6 +101,10 @@ final class ServiceEvaluator {
           + " for it until it is fixed");
     }
     ServiceInfo svc = services.get(es.ref());
+    Optional<String> refusal = clusterRefusal(es, svc);
+    if (refusal.isPresent()) {
+      return ServiceEvaluation.refused(refusal.get());
+    }
     if (svc == null) {
       return ServiceEvaluation.refused(
           "no Service " + es.ref() + ": an EgressService applies to the LoadBalancer Service of the same name");
@@ -139,6 +167,24 @@ final class ServiceEvaluator {
     skipped.addAll(refusedLbIps);
     List<CandidateEndpoint> endpoints = endpointsOf(svc, skipped);
     return new ServiceEvaluation(Optional.empty(), Optional.empty(), svc, lbIps, endpoints, skipped);
+  }
+
+  /**
+   * Why the service may be configured nowhere, whatever its endpoints: its network is not one any service may name,
+   * its host label is an older service's, or the grants do not allow it. The allocator asks the same questions.
+   */
+  private Optional<String> clusterRefusal(EgressServiceInfo es, ServiceInfo svc) {
+    Optional<String> network = NetworkNames.problem(es.network());
+    if (network.isPresent()) {
+      return network;
+    }
+    Optional<String> label = hostLabels.refusal(es.ref());
+    if (label.isPresent()) {
+      return label;
+    }
+    NamespaceInfo ns = namespaces.getOrDefault(es.ref().namespace(), NamespaceInfo.named(es.ref().namespace()));
+    return grantPolicy.refusal(es.ref(), ns, es.network(), es.sourceIpBy(),
+        svc == null ? List.of() : GrantPolicy.loadBalancerIps(svc));
   }
 
   /**

@@ -56,8 +56,13 @@ class IncrementalAllocationTest {
       }
     }
 
+    /** s3 and s4 share a host label ({@code <NS>-s0-x}): the older (then the first by namespace/name) holds it. */
     static ObjectRef ref(int i) {
-      return new ObjectRef(NS, "s" + i);
+      return switch (i) {
+        case 3 -> new ObjectRef(NS + "-s0", "x");
+        case 4 -> new ObjectRef(NS, "s0-x");
+        default -> new ObjectRef(NS, "s" + i);
+      };
     }
 
     NodeState node(int i, Map<String, String> labels, boolean ready, boolean cordoned) {
@@ -79,7 +84,12 @@ class IncrementalAllocationTest {
         case 1 -> Optional.of(new LabelSelectorBuilder().addToMatchLabels("bad key!", "x").build());
         default -> Optional.empty();
       };
-      return new EgressServiceState(ref, SourceIpBy.LOAD_BALANCER_IP, selector, statusHost, random.nextInt(10) > 0);
+      // From the name, not the random stream (whose draws the other tests' expectations follow): some of unknown age.
+      int age = Math.floorMod(ref.hashCode(), 4);
+      Optional<java.time.Instant> created = age == 3 ? Optional.empty()
+          : Optional.of(java.time.Instant.parse("2026-01-01T00:00:00Z").plusSeconds(age));
+      return new EgressServiceState(ref, SourceIpBy.LOAD_BALANCER_IP, selector, statusHost, random.nextInt(10) > 0,
+          Optional.empty(), "", created);
     }
 
     ServiceInfo lb(ObjectRef ref, boolean usual) {
@@ -102,7 +112,8 @@ class IncrementalAllocationTest {
         endpoints.add(new EndpointSliceInfo.Endpoint(List.of(address), Optional.of("n" + i)));
       }
       String manager = random.nextInt(12) == 0 ? "someone-else" : EndpointSliceInfo.ENDPOINTSLICE_CONTROLLER;
-      return new EndpointSliceInfo(new ObjectRef(NS, ref.name() + "-" + k), ref.name(), "IPv4", manager, endpoints);
+      return new EndpointSliceInfo(new ObjectRef(ref.namespace(), ref.name() + "-" + k), ref.name(), "IPv4", manager,
+          endpoints);
     }
 
     Optional<ServiceInputs> inputs(ObjectRef ref) {
@@ -232,7 +243,8 @@ class IncrementalAllocationTest {
     }
 
     static EgressServiceState withStatus(EgressServiceState es, String host) {
-      return new EgressServiceState(es.ref(), es.sourceIpBy(), es.nodeSelector(), host, true, es.malformed());
+      return new EgressServiceState(es.ref(), es.sourceIpBy(), es.nodeSelector(), host, true, es.malformed(),
+          es.network(), es.created());
     }
 
     /** The label patches reach the nodes at once (a patch that fails fails the pass, which then is full). */

@@ -23,6 +23,8 @@ final class Fixture {
   private boolean offline = false;
   private PlanConfig config = PlanConfig.defaults();
   private Map<Long, java.util.Set<IpPrefix>> existingSteerTables = Map.of();
+  private GrantPolicy grantPolicy = GrantPolicy.off();
+  private final List<NamespaceInfo> namespaces = new ArrayList<>();
 
   static Fixture cluster() {
     return new Fixture();
@@ -150,7 +152,43 @@ final class Fixture {
 
   NodeInputs inputs(String nodeName) {
     return new NodeInputs(nodeName, egressServices, services, slices, nodes, localAddresses,
-        new NetworkResolution(networkTables, networkFailures, offline), config, Map.of(), existingSteerTables);
+        new NetworkResolution(networkTables, networkFailures, offline), config, Map.of(), existingSteerTables)
+        .withGrants(grantPolicy, namespaces);
+  }
+
+  /** An incremental planner for {@code nodeName} fed every object of this fixture (not planned yet). */
+  IncrementalPlanner incremental(String nodeName) {
+    NodeInputs in = inputs(nodeName);
+    IncrementalPlanner planner = new IncrementalPlanner(nodeName, config);
+    in.egressServices().forEach(planner::putEgressService);
+    in.services().forEach(planner::putService);
+    in.endpointSlices().forEach(planner::putSlice);
+    in.nodes().forEach(planner::putNode);
+    in.namespaces().forEach(planner::putNamespace);
+    planner.setGrantPolicy(in.grantPolicy());
+    return planner;
+  }
+
+  /** What an offline node shows: nothing. */
+  static NodeObservations nothingObserved() {
+    return new NodeObservations(List.of(), NetworkResolution.offlineResolution(), Map.of(), Map.of());
+  }
+
+  /** The EgressServicePolicy as the plan reads it (enforced or not). */
+  Fixture grants(GrantPolicy policy) {
+    grantPolicy = policy;
+    return this;
+  }
+
+  /** A Namespace with these labels (alternating key, value). */
+  Fixture namespace(String name, String... labels) {
+    Map<String, String> l = new HashMap<>();
+    for (int i = 0; i + 1 < labels.length; i += 2) {
+      l.put(labels[i], labels[i + 1]);
+    }
+    namespaces.removeIf(n -> n.name().equals(name));
+    namespaces.add(new NamespaceInfo(name, l));
+    return this;
   }
 
   DesiredState plan(String nodeName) {

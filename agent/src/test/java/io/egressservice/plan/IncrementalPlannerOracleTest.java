@@ -23,14 +23,17 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The incremental plan equals the full plan ({@link Planner#plan}, the oracle) of the same inputs after every
  * step of random sequences of changes: endpoints moving between services and nodes (claims, the older service
  * winning), services coming and going, LoadBalancer IPs shared across namespaces, hosts moving, Nodes changing,
- * networks appearing, in both rule modes, with and without steering and --no-host=drop.
+ * networks appearing, in both rule modes, with and without steering and --no-host=drop; Namespaces relabelled and
+ * the EgressServicePolicy changing (grants of networks and LB IP ranges, missing, unreadable, off), and services
+ * whose host labels collide ({@code ns1/s0-s1} and {@code ns1-s0/s1}).
  */
 class IncrementalPlannerOracleTest {
   private static final String SELF = "node-a";
   private static final List<String> NODES = List.of("node-a", "node-b", "node-c");
-  private static final List<String> NAMESPACES = List.of("ns1", "ns2");
-  private static final List<String> NAMES = List.of("s0", "s1", "s2", "s3", "s4", "s5");
-  private static final List<String> NETWORKS = List.of("", "100", "blue", "0", "nowhere", "300");
+  private static final List<String> NAMESPACES = List.of("ns1", "ns2", "ns1-s0");
+  private static final List<String> NAMES = List.of("s0", "s1", "s2", "s3", "s4", "s5", "s0-s1");
+  private static final List<String> NETWORKS =
+      List.of("", "100", "blue", "0", "nowhere", "300", "4294967295", "7001", "bad name");
   private static final List<String> HOSTS = List.of("node-a", "node-a", "node-b", "node-c", "", "ALL", "node-x");
   private static final int STEPS = 250;
 
@@ -125,10 +128,38 @@ class IncrementalPlannerOracleTest {
       planner.putNode(node(n, random));
       return "node " + n;
     }
+    if (kind < 93) {
+      String ns = pick(NAMESPACES, random);
+      if (random.nextInt(4) == 0) {
+        planner.removeNamespace(ns);
+        return "namespace " + ns + " removed";
+      }
+      planner.putNamespace(new NamespaceInfo(ns, Map.of("tier", pick(List.of("a", "b"), random))));
+      return "namespace " + ns + " relabelled";
+    }
+    if (kind < 95) {
+      GrantPolicy p = policy(random);
+      planner.setGrantPolicy(p);
+      return "policy " + p;
+    }
     // a slice of no service, or one labelled for another: moves endpoints between services
     planner.putSlice(new EndpointSliceInfo(sliceRef(ref, 2), random.nextBoolean() ? "" : pick(NAMES, random), "IPv4",
         List.of(endpoint(random))));
     return "stray slice in " + ref.namespace();
+  }
+
+  private static GrantPolicy policy(Random random) {
+    Grant tierA = new Grant(new LabelMatcher(Map.of("tier", "a"), List.of()), List.of("100", "blue", "7001"),
+        random.nextBoolean() ? Optional.empty() : Optional.of(List.of(IpPrefix.parse("5.5.5.0/31"))));
+    Grant ns2 = new Grant(new LabelMatcher(Map.of(), List.of(new LabelMatcher.Expression(NamespaceInfo.NAME_LABEL,
+        LabelMatcher.Operator.IN, Set.of("ns2")))), List.of("300"), Optional.empty());
+    return switch (random.nextInt(5)) {
+      case 0 -> GrantPolicy.off();
+      case 1 -> GrantPolicy.off().enforced(true);
+      case 2 -> GrantPolicy.unreadable("spec.grants is not a list").enforced(true);
+      case 3 -> GrantPolicy.of(List.of(tierA)).enforced(true);
+      default -> GrantPolicy.of(List.of(tierA, ns2)).enforced(random.nextInt(4) != 0);
+    };
   }
 
   private static EgressServiceInfo egressService(ObjectRef ref, Random random) {
