@@ -17,6 +17,7 @@ import picocli.CommandLine.Option;
  */
 public final class PlanOptions {
   @Mixin OwnershipOptions ownership = new OwnershipOptions();
+  @Mixin MarkBudgetOptions markBudget = new MarkBudgetOptions();
 
   @Option(names = "--cluster-cidr", split = ",", defaultValue = "${env:EGRESS_AGENT_CLUSTER_CIDR}",
       description = "Pod network(s), in addition to the Nodes' spec.podCIDRs. Repeatable.")
@@ -98,10 +99,10 @@ public final class PlanOptions {
       SteeringConfig steering =
           new SteeringConfig(RemoteEndpoints.fromFlag(remoteEndpoints.trim()), steerTable, steerPort,
               io.egressservice.plan.NoHost.fromFlag(noHost));
-      return new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
+      return markBudget.applyTo(new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
           mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps))
-          .withSteering(steering).withEndpointTrust(endpointTrust());
+          .withSteering(steering).withEndpointTrust(endpointTrust()));
     } catch (IllegalArgumentException e) {
       throw new Main.UserError(e.getMessage());
     }

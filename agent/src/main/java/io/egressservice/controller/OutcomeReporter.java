@@ -32,6 +32,8 @@ final class OutcomeReporter {
   static final String NOT_ON_HOST = "EndpointsNotOnHost";
   static final String STEERED = "EndpointsSteered";
   static final String STEERING_UNAVAILABLE = "SteeringUnavailable";
+  /** Mark mode: the node's marks ran out for the service (oldest first, or its namespace's limit): nothing applied. */
+  static final String MARK_UNAVAILABLE = "MarkUnavailable";
 
   /** What the node says something about, one Event at a time. */
   enum Channel {
@@ -39,7 +41,8 @@ final class OutcomeReporter {
 
     static Optional<Channel> of(String reason) {
       return switch (reason) {
-        case CONFIGURED, REMOVED, NETWORK_NOT_FOUND, LB_IP_REFUSED_EVENT, PLAN_FAILED_EVENT, STEERED, STEERING_UNAVAILABLE ->
+        case CONFIGURED, REMOVED, NETWORK_NOT_FOUND, LB_IP_REFUSED_EVENT, PLAN_FAILED_EVENT, STEERED, STEERING_UNAVAILABLE,
+            MARK_UNAVAILABLE ->
           Optional.of(OUTCOME);
         case REFUSED -> Optional.of(REFUSED_ENDPOINTS);
         case NOT_ON_HOST -> Optional.of(REMOTE_ENDPOINTS);
@@ -204,10 +207,11 @@ final class OutcomeReporter {
 
   /**
    * Failures only the node acting for the service states (its network, the LB IP it would SNAT to, a plan
-   * that failed for this service), so each is reported once, by that node.
+   * that failed for this service, the marks it needs on this node), so each is reported once, by that node.
    */
   private static boolean isNodeLocalFailure(String reason) {
-    return reason.startsWith("network '") || reason.startsWith(LB_IP_REFUSED) || reason.startsWith(PLAN_FAILED);
+    return reason.startsWith("network '") || reason.startsWith(LB_IP_REFUSED) || reason.startsWith(PLAN_FAILED)
+        || reason.startsWith(io.egressservice.plan.Planner.NO_FREE_MARK);
   }
 
   private static final String LB_IP_REFUSED = "LoadBalancer ingress IP ";
@@ -215,7 +219,8 @@ final class OutcomeReporter {
 
   private static String failureReason(String reason) {
     return reason.startsWith(LB_IP_REFUSED) ? LB_IP_REFUSED_EVENT
-        : reason.startsWith(PLAN_FAILED) ? PLAN_FAILED_EVENT : NETWORK_NOT_FOUND;
+        : reason.startsWith(PLAN_FAILED) ? PLAN_FAILED_EVENT
+        : reason.startsWith(io.egressservice.plan.Planner.NO_FREE_MARK) ? MARK_UNAVAILABLE : NETWORK_NOT_FOUND;
   }
 
   private static String summarize(List<String> items) {

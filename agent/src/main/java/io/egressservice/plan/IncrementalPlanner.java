@@ -9,7 +9,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
+import java.util.TreeMap;
 
 /**
  * The node's plan kept up to date as its inputs change, re-planning only the EgressServices whose inputs
@@ -20,8 +20,8 @@ import java.util.TreeSet;
  *
  * <p>What a change touches is {@link PlannerInputs}' to say. A re-planned service whose endpoint addresses (old or
  * new) another service also names re-plans that one too (the older one owns a shared endpoint: {@link
- * EndpointClaims}). A Node, what the node shows, a change of the networks' marks (mark mode), or a steering host
- * that gets or loses a table ({@link SteeringHostOrder}), plans everything again. The node-wide parts are derived
+ * EndpointClaims}). A Node, what the node shows, a change of the networks' marks or of who is refused one (mark
+ * mode), or a steering host that gets or loses a table ({@link SteeringHostOrder}), plans everything again. The node-wide parts are derived
  * from summaries of the services' parts ({@link NodeWideParts}).
  *
  * <p>One instance serves one thread at a time.
@@ -35,7 +35,9 @@ public final class IncrementalPlanner {
   private PlanContext context;
   private NodeObservations observations;
   private DesiredState last;
-  private Map<Long, Long> networkMarks = Map.of();
+  private MarkAllocation marks = MarkAllocation.NONE;
+  /** Mark mode: what each service that needs marks needs, oldest first (what {@link #marks} is handed out from). */
+  private final TreeMap<ServiceOrder, NetworkMarks.Need> markNeeds = new TreeMap<>();
   private final Map<ObjectRef, ServicePlan> plans = new HashMap<>();
   private final Map<ObjectRef, Integer> slotOf = new HashMap<>();
   private final PlanSlots slots = new PlanSlots();
@@ -173,18 +175,34 @@ public final class IncrementalPlanner {
       return planFull(node);
     }
     if (config.ruleMode() == RuleMode.MARK) {
-      Set<Long> tablesBefore = Set.copyOf(nodeWide.markTables());
-      next.forEach((ref, p) -> {
-        nodeWide.countTables(plans.get(ref), -1);
-        nodeWide.countTables(p, 1);
-      });
-      if (!nodeWide.markTables().equals(tablesBefore)
-          && !context.allocateMarks(new TreeSet<>(nodeWide.markTables())).equals(networkMarks)) {
+      // Who gets marks depends on every service's needs, oldest first: when a need changed and so did the
+      // allocation (marks, or who is refused), every service may be touched.
+      boolean needsChanged = false;
+      for (Map.Entry<ObjectRef, ServicePlan> e : next.entrySet()) {
+        needsChanged |= replaceNeed(plans.get(e.getKey()), e.getValue());
+      }
+      if (needsChanged && !context.allocateMarks(markNeeds.values()).equals(marks)) {
         return planFull(node);
       }
-      next.replaceAll((ref, p) -> p == null ? null : context.withMarks(p, networkMarks));
+      next.replaceAll((ref, p) -> p == null ? null : context.withMarks(p, marks));
     }
     return commit(next);
+  }
+
+  /** Mark mode: takes the old part's need out of {@link #markNeeds} and puts the new one's in; whether it changed. */
+  private boolean replaceNeed(ServicePlan old, ServicePlan now) {
+    NetworkMarks.Need before = old == null ? null : NetworkMarks.Need.of(old);
+    NetworkMarks.Need after = now == null ? null : NetworkMarks.Need.of(now);
+    if (java.util.Objects.equals(before, after)) {
+      return false;
+    }
+    if (before != null) {
+      markNeeds.remove(before.order());
+    }
+    if (after != null && !after.tables().isEmpty()) {
+      markNeeds.put(after.order(), after);
+    }
+    return !(before == null || before.tables().isEmpty()) || !(after == null || after.tables().isEmpty());
   }
 
   /** Replaces the parts of the re-planned services (null: gone) and derives the node-wide parts again. */
@@ -264,7 +282,7 @@ public final class IncrementalPlanner {
     return new DesiredState(nodeName, config.priority(), config.ruleProtocol(),
         slots.list(PlanSlots.Kind.RULES, nodeWide.networkRules()), slots.list(PlanSlots.Kind.SNAT, List.of()),
         nodeWide.inCluster(), slots.list(PlanSlots.Kind.OUTCOMES, List.of()), config.ruleMode(), config.markMask(),
-        slots.list(PlanSlots.Kind.MARKS, List.of()), networkMarks, nodeWide.routes(), context.refusedInputs(),
+        slots.list(PlanSlots.Kind.MARKS, List.of()), marks.networkMarks(), nodeWide.routes(), context.refusedInputs(),
         new SteeringPlan(slots.list(PlanSlots.Kind.STEERED, List.of()), nodeWide.steerRoutes(),
             nodeWide.receivesSteered(), config.steering().port(), context.steeringPeers()),
         slots.list(PlanSlots.Kind.HELD, List.of()));
@@ -276,7 +294,8 @@ public final class IncrementalPlanner {
     context = full.context();
     context.freezeSteerTables();
     observations = node;
-    networkMarks = full.networkMarks();
+    marks = full.marks();
+    markNeeds.clear();
     inputs.fullyPlanned(context);
     plans.clear();
     slotOf.clear();
@@ -292,7 +311,9 @@ public final class IncrementalPlanner {
       }
       slotOf.put(p.service(), i);
       claims.claim(p.order(), p.claimAttempts());
-      nodeWide.countTables(config.ruleMode() == RuleMode.MARK ? p : null, 1);
+      if (config.ruleMode() == RuleMode.MARK) {
+        replaceNeed(null, p);
+      }
       nodeWide.index(p, ignored);
       nodeWide.indexSteered(p, 1);
       steeringHosts.request(p, 1);

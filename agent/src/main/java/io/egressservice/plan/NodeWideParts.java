@@ -2,7 +2,6 @@ package io.egressservice.plan;
 
 import io.egressservice.ip.IpPrefix;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -17,9 +16,8 @@ import java.util.TreeMap;
  */
 final class NodeWideParts {
   private final PlanConfig config;
-  /** Mark mode: how many mark entries each source has, the services' tables, and each network's rule by age. */
+  /** Mark mode: how many mark entries each source has, and each network's rule by age. */
   private final Map<IpPrefix, Integer> markedSources = new HashMap<>();
-  private final Map<Long, Integer> markTables = new HashMap<>();
   private final Map<String, TreeMap<ServiceOrder, RuleSpec>> networkRules = new HashMap<>();
   private List<RuleSpec> networkRuleList = List.of();
   /** The owner of each steered source (endpoints are owned by one service). */
@@ -111,21 +109,6 @@ final class NodeWideParts {
     counter.steered(p, sign);
   }
 
-  /** Mark mode: adds (sign 1) or takes (-1) the tables a part's source rules look up (null: nothing). */
-  void countTables(ServicePlan p, int sign) {
-    if (p == null) {
-      return;
-    }
-    Set<Long> tables = new HashSet<>();
-    p.sourceRules().forEach(r -> tables.add(r.table().id().orElseThrow()));
-    tables.forEach(t -> markTables.merge(t, sign, (a, b) -> a + b == 0 ? null : a + b));
-  }
-
-  /** Mark mode: the tables the services' source rules look up now; read-only. */
-  Set<Long> markTables() {
-    return Collections.unmodifiableSet(markTables.keySet());
-  }
-
   /** Mark mode: whether some service marks {@code source}. */
   boolean marked(IpPrefix source) {
     return markedSources.containsKey(source);
@@ -162,7 +145,6 @@ final class NodeWideParts {
   /** Forgets every part: a full plan indexes them all again, then {@link #rebuilt}. */
   void clear() {
     markedSources.clear();
-    markTables.clear();
     networkRules.clear();
     steeredBy.clear();
     ruleTables.clear();

@@ -18,6 +18,8 @@ import java.util.List;
  * @param steering what nodes other than {@code status.host} do with their local endpoints of a
  *     LoadBalancerIP service ({@code --remote-endpoints}, {@code --steer-table}, {@code --steer-port})
  * @param endpointTrust whose EndpointSlices are believed ({@code --trusted-endpoint-managers})
+ * @param markNetworksPerNamespace mark mode: how many distinct networks the services of one namespace may hold a mark
+ *     for on a node ({@code --mark-networks-per-namespace}; 0: no limit but the mask's)
  */
 public record PlanConfig(
     int priority,
@@ -30,7 +32,13 @@ public record PlanConfig(
     long markMask,
     List<IpPrefix> etpLocalMasqueradeIps,
     SteeringConfig steering,
-    EndpointTrust endpointTrust) {
+    EndpointTrust endpointTrust,
+    int markNetworksPerNamespace) {
+  /**
+   * A namespace's share of the default mask's 63 marks: eight namespaces can exhaust it only together, one alone
+   * never (see {@link NetworkMarks}).
+   */
+  public static final int DEFAULT_MARK_NETWORKS_PER_NAMESPACE = 8;
   public static final int DEFAULT_PRIORITY = 5000;
   public static final int DEFAULT_RULE_PROTOCOL = 201;
   /** The main table's rule is at 32766; ours must come before it and leave room for P-1 above 0. */
@@ -74,6 +82,18 @@ public record PlanConfig(
       throw new IllegalArgumentException("a steering configuration is required");
     }
     java.util.Objects.requireNonNull(endpointTrust, "endpointTrust");
+    if (markNetworksPerNamespace < 0) {
+      throw new IllegalArgumentException("--mark-networks-per-namespace must be 0 (no limit) or more, not "
+          + markNetworksPerNamespace);
+    }
+  }
+
+  /** With the default limit of networks per namespace in mark mode. */
+  public PlanConfig(int priority, int ruleProtocol, List<IpPrefix> clusterCidrs, List<IpPrefix> serviceCidrs,
+      List<IpPrefix> excludeCidrs, boolean inClusterExclusion, RuleMode ruleMode, long markMask,
+      List<IpPrefix> etpLocalMasqueradeIps, SteeringConfig steering, EndpointTrust endpointTrust) {
+    this(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode, markMask,
+        etpLocalMasqueradeIps, steering, endpointTrust, DEFAULT_MARK_NETWORKS_PER_NAMESPACE);
   }
 
   /** Trusting the EndpointSlice controller only. */
@@ -112,27 +132,33 @@ public record PlanConfig(
 
   public PlanConfig withCidrs(List<IpPrefix> cluster, List<IpPrefix> service, List<IpPrefix> exclude) {
     return new PlanConfig(priority, ruleProtocol, cluster, service, exclude, inClusterExclusion, ruleMode, markMask,
-        etpLocalMasqueradeIps, steering, endpointTrust);
+        etpLocalMasqueradeIps, steering, endpointTrust, markNetworksPerNamespace);
   }
 
   public PlanConfig withRuleMode(RuleMode mode, long mask) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, mode,
-        mask, etpLocalMasqueradeIps, steering, endpointTrust);
+        mask, etpLocalMasqueradeIps, steering, endpointTrust, markNetworksPerNamespace);
   }
 
   public PlanConfig withEtpLocalMasqueradeIps(List<IpPrefix> ips) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
-        ruleMode, markMask, ips, steering, endpointTrust);
+        ruleMode, markMask, ips, steering, endpointTrust, markNetworksPerNamespace);
   }
 
   public PlanConfig withSteering(SteeringConfig s) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion, ruleMode,
-        markMask, etpLocalMasqueradeIps, s, endpointTrust);
+        markMask, etpLocalMasqueradeIps, s, endpointTrust, markNetworksPerNamespace);
   }
 
   public PlanConfig withEndpointTrust(EndpointTrust trust) {
     return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
-        ruleMode, markMask, etpLocalMasqueradeIps, steering, trust);
+        ruleMode, markMask, etpLocalMasqueradeIps, steering, trust, markNetworksPerNamespace);
+  }
+
+  /** Mark mode: at most {@code limit} distinct networks per namespace on a node (0: no limit). */
+  public PlanConfig withMarkNetworksPerNamespace(int limit) {
+    return new PlanConfig(priority, ruleProtocol, clusterCidrs, serviceCidrs, excludeCidrs, inClusterExclusion,
+        ruleMode, markMask, etpLocalMasqueradeIps, steering, endpointTrust, limit);
   }
 
   /** The largest mark value the mask holds (values 1..max; 0 means "not marked"). */

@@ -3,7 +3,6 @@ package io.egressservice.plan;
 import io.egressservice.ip.IpPrefix;
 import java.util.List;
 import java.util.Map;
-import java.util.SortedSet;
 
 /**
  * One planning pass over one node's inputs: what the full plan ({@link Planner}) and the incremental one
@@ -131,14 +130,14 @@ final class PlanContext {
     return decider.decide(es, order, ev, claims);
   }
 
-  /** Mark mode: each network's mark ({@link NetworkMarks#allocateMarks}). */
-  Map<Long, Long> allocateMarks(SortedSet<Long> tables) {
-    return marks.allocateMarks(tables);
+  /** Mark mode: the networks' marks, oldest service first, all or nothing ({@link NetworkMarks#allocate}). */
+  MarkAllocation allocateMarks(Iterable<NetworkMarks.Need> oldestFirst) {
+    return marks.allocate(oldestFirst);
   }
 
-  /** Mark mode: the service's per-source rules as marks ({@link NetworkMarks#withMarks}). */
-  ServicePlan withMarks(ServicePlan p, Map<Long, Long> networkMarks) {
-    return marks.withMarks(p, networkMarks);
+  /** Mark mode: the service's per-source rules as marks, or nothing when refused ({@link NetworkMarks#withMarks}). */
+  ServicePlan withMarks(ServicePlan p, MarkAllocation allocation) {
+    return marks.withMarks(p, allocation);
   }
 
   /** The destinations SNAT skips and the service tables throw back ({@link NodeFacts#inClusterSet}). */

@@ -11,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 
 /**
  * The pure heart of the agent: {@link NodeInputs} to {@link DesiredState} (DESIGN.md section 1). No
@@ -22,6 +21,8 @@ import java.util.TreeSet;
 public final class Planner {
   /** The start of the reason when a node has local endpoints it cannot steer (a node-local problem to report). */
   public static final String NOT_STEERED = "not steered to host ";
+  /** The start of the reason when a service is refused on a node because mark mode's marks ran out for it. */
+  public static final String NO_FREE_MARK = "no free mark for ";
 
   private Planner() {}
 
@@ -30,7 +31,7 @@ public final class Planner {
   }
 
   /** A full plan with what it was made of: the context and every service's part, oldest first. */
-  record Full(PlanContext context, List<ServicePlan> services, Map<Long, Long> networkMarks, DesiredState desired) {}
+  record Full(PlanContext context, List<ServicePlan> services, MarkAllocation marks, DesiredState desired) {}
 
   static Full planFull(NodeInputs in) {
     PlanContext ctx = new PlanContext(in);
@@ -42,24 +43,16 @@ public final class Planner {
     for (EgressServiceInfo es : ordered) {
       plans.add(ctx.plan(es, ServiceOrder.of(es), claims::putIfAbsent));
     }
-    Map<Long, Long> networkMarks = Map.of();
+    MarkAllocation allocation = MarkAllocation.NONE;
     if (ctx.config().ruleMode() == RuleMode.MARK) {
-      networkMarks = ctx.allocateMarks(tablesOf(plans));
-      Map<Long, Long> marks = networkMarks;
+      // Oldest first, all or nothing: a service refused a mark gets nothing on the node (NetworkMarks).
+      allocation = ctx.allocateMarks(plans.stream().map(NetworkMarks.Need::of).toList());
+      MarkAllocation marks = allocation;
       plans.replaceAll(p -> ctx.withMarks(p, marks));
       Set<IpPrefix> marked = markedSources(plans);
       plans.replaceAll(p -> p.withSteeredFinal(keepMarked(p.steered(), marked)));
     }
-    return new Full(ctx, plans, networkMarks, assemble(ctx, plans, networkMarks));
-  }
-
-  /** Mark mode: the tables the services' rules look up (each network gets a mark). */
-  static TreeSet<Long> tablesOf(Collection<ServicePlan> plans) {
-    TreeSet<Long> tables = new TreeSet<>();
-    for (ServicePlan p : plans) {
-      p.sourceRules().forEach(r -> tables.add(r.table().id().orElseThrow()));
-    }
-    return tables;
+    return new Full(ctx, plans, allocation, assemble(ctx, plans, allocation.networkMarks()));
   }
 
   private static Set<IpPrefix> markedSources(List<ServicePlan> plans) {

@@ -67,6 +67,17 @@ record ServicePlan(
         receivesSteered, steerHosts, finalOutcome, finalRules, markEntries, perNetwork, steered, receiver);
   }
 
+  /**
+   * Refused on this node (a resource it needs ran out): nothing of it is applied, neither rules, marks, SNAT,
+   * steering nor the receiving side; what it needs ({@link #sourceRules}, {@link #steerHosts}) and claims stays, so
+   * it is asked again in its turn.
+   */
+  ServicePlan refused(String reason) {
+    ServiceOutcome out = new ServiceOutcome(service, false, reason, sourceOutcome.skippedEndpoints(), List.of());
+    return new ServicePlan(service, order, evaluation, claimAttempts, sourceOutcome, sourceRules, List.of(), List.of(),
+        List.of(), false, steerHosts, out, List.of(), List.of(), Map.of(), List.of(), false);
+  }
+
   ServicePlan withSteeredFinal(List<SteeredEndpoint> kept) {
     return new ServicePlan(service, order, evaluation, claimAttempts, sourceOutcome, sourceRules, snat, steered, held,
         receivesSteered, steerHosts, outcome, rules, marks, networkRules, kept, receiver);

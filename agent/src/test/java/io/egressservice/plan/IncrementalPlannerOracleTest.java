@@ -23,9 +23,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The incremental plan equals the full plan ({@link Planner#plan}, the oracle) of the same inputs after every
  * step of random sequences of changes: endpoints moving between services and nodes (claims, the older service
  * winning), services coming and going, LoadBalancer IPs shared across namespaces, hosts moving, Nodes changing,
- * networks appearing, in both rule modes, with and without steering and --no-host=drop; Namespaces relabelled and
- * the EgressServicePolicy changing (grants of networks and LB IP ranges, missing, unreadable, off), and services
- * whose host labels collide ({@code ns1/s0-s1} and {@code ns1-s0/s1}).
+ * networks appearing, in both rule modes (mark mode with masks of three marks and one, more networks than that,
+ * and one network per namespace: the marks run out), with and without steering and --no-host=drop; Namespaces
+ * relabelled and the EgressServicePolicy changing (grants of networks and LB IP ranges, missing, unreadable, off),
+ * and services whose host labels collide ({@code ns1/s0-s1} and {@code ns1-s0/s1}).
  */
 class IncrementalPlannerOracleTest {
   private static final String SELF = "node-a";
@@ -34,6 +35,8 @@ class IncrementalPlannerOracleTest {
   private static final List<String> NAMES = List.of("s0", "s1", "s2", "s3", "s4", "s5", "s0-s1");
   private static final List<String> NETWORKS =
       List.of("", "100", "blue", "0", "nowhere", "300", "4294967295", "7001", "bad name");
+  /** Where the marks run out: more networks than marks, most of them usable. */
+  private static final List<String> MANY_NETWORKS = List.of("100", "blue", "300", "400", "500", "600", "");
   private static final List<String> HOSTS = List.of("node-a", "node-a", "node-b", "node-c", "", "ALL", "node-x");
   private static final int STEPS = 250;
 
@@ -55,8 +58,16 @@ class IncrementalPlannerOracleTest {
           }
           PlanConfig c = base.withRuleMode(mode, mask).withSteering(s)
               .withEtpLocalMasqueradeIps(List.of(IpPrefix.parse("169.254.169.3")));
-          out.add(Arguments.of(mode + " " + s.mode() + " " + s.noHost() + " mask " + mask, c, seed++));
-          out.add(Arguments.of(mode + " " + s.mode() + " " + s.noHost() + " mask " + mask, c, seed++ * 7919));
+          out.add(Arguments.of(mode + " " + s.mode() + " " + s.noHost() + " mask " + mask, c, seed++, NETWORKS));
+          out.add(Arguments.of(mode + " " + s.mode() + " " + s.noHost() + " mask " + mask, c, seed++ * 7919,
+              NETWORKS));
+          if (mode == RuleMode.MARK && mask != PlanConfig.DEFAULT_MARK_MASK) {
+            // More networks than marks, or one network per namespace: refused by the mask and by the limit, in turn.
+            out.add(Arguments.of(mode + " " + s.mode() + " " + s.noHost() + " mask 1, many networks",
+                c.withRuleMode(mode, 0x1L), seed++ * 104729, MANY_NETWORKS));
+            out.add(Arguments.of(mode + " " + s.mode() + " " + s.noHost() + " mask " + mask + " 1 per namespace",
+                c.withMarkNetworksPerNamespace(1), seed++ * 104729, MANY_NETWORKS));
+          }
         }
       }
     }
@@ -65,7 +76,7 @@ class IncrementalPlannerOracleTest {
 
   @ParameterizedTest(name = "{0} seed {2}")
   @MethodSource("configs")
-  void everyStepEqualsTheFullPlan(String name, PlanConfig config, long seed) {
+  void everyStepEqualsTheFullPlan(String name, PlanConfig config, long seed, List<String> networks) {
     Random random = new Random(seed);
     IncrementalPlanner planner = new IncrementalPlanner(SELF, config);
     for (String n : NODES) {
@@ -74,7 +85,7 @@ class IncrementalPlannerOracleTest {
     NodeObservations node = observations(random);
     int incremental = 0;
     for (int step = 0; step < STEPS; step++) {
-      String what = change(planner, random);
+      String what = change(planner, random, networks);
       if (random.nextInt(40) == 0) {
         node = observations(random);
         what += "; node observations";
@@ -96,7 +107,7 @@ class IncrementalPlannerOracleTest {
     assertTrue(incremental > STEPS / 3, "mostly incremental: " + incremental + " of " + STEPS);
   }
 
-  private static String change(IncrementalPlanner planner, Random random) {
+  private static String change(IncrementalPlanner planner, Random random, List<String> networks) {
     ObjectRef ref = new ObjectRef(pick(NAMESPACES, random), pick(NAMES, random));
     int kind = random.nextInt(100);
     if (kind < 40) {
@@ -120,7 +131,7 @@ class IncrementalPlannerOracleTest {
         planner.removeEgressService(ref);
         return "egress service " + ref + " removed";
       }
-      planner.putEgressService(egressService(ref, random));
+      planner.putEgressService(egressService(ref, random, networks));
       return "egress service " + ref;
     }
     if (kind < 90) {
@@ -162,12 +173,16 @@ class IncrementalPlannerOracleTest {
     };
   }
 
-  private static EgressServiceInfo egressService(ObjectRef ref, Random random) {
+  private static EgressServiceInfo egressService(ObjectRef ref, Random random, List<String> networks) {
     Optional<Instant> created = random.nextInt(5) == 0 ? Optional.empty()
         : Optional.of(Instant.parse("2026-01-01T00:00:00Z").plusSeconds(random.nextInt(4)));
     SourceIpBy mode = random.nextInt(4) == 0 ? SourceIpBy.NETWORK : SourceIpBy.LOAD_BALANCER_IP;
     if (random.nextInt(30) == 0) {
       return new EgressServiceInfo(ref, created, mode, "", pick(HOSTS, random), Optional.of("spec is not an object"));
+    }
+    if (networks == MANY_NETWORKS && random.nextBoolean()) {
+      // Crowded: services that need a mark on every node (their ClusterIP's) and nothing else to be configured.
+      return new EgressServiceInfo(ref, created, SourceIpBy.NETWORK, pick(networks, random), "ALL", Optional.empty());
     }
     // A planned move names a node that also receives: now and then, any of them (the host itself too).
     String alsoReceive = switch (random.nextInt(6)) {
@@ -175,7 +190,7 @@ class IncrementalPlannerOracleTest {
       case 1 -> pick(HOSTS, random) + "," + pick(HOSTS, random);
       default -> "";
     };
-    return new EgressServiceInfo(ref, created, mode, pick(NETWORKS, random), pick(HOSTS, random), Optional.empty(),
+    return new EgressServiceInfo(ref, created, mode, pick(networks, random), pick(HOSTS, random), Optional.empty(),
         alsoReceive);
   }
 
