@@ -96,9 +96,12 @@ public final class ProbeKeys {
     this.nanos = nanos;
   }
 
+  /** Without a file nothing is ever read or changed, so one instance serves every caller (and compares equal). */
+  private static final ProbeKeys NO_KEY = new ProbeKeys(Optional.empty(), DEFAULT_RECHECK, System::nanoTime);
+
   /** No key configured: nothing is proved or checked. */
   public static ProbeKeys none() {
-    return new ProbeKeys(Optional.empty(), DEFAULT_RECHECK, System::nanoTime);
+    return NO_KEY;
   }
 
   /** The key in {@code file} (its sibling {@value #PREVIOUS} too), read again at most every {@code recheck}. */
