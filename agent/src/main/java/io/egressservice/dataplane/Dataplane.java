@@ -426,6 +426,17 @@ public final class Dataplane implements AutoCloseable {
     ObservedState observed = observe();
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
+    // The SNAT table first: it is the LB IP identity, and a stop cut short (the grace period spent at scale)
+    // must not leave an endpoint's address mapped to a service's identity for whoever gets that address next.
+    if (observed.nft().tablePresent()) {
+      try {
+        nft.deleteTable();
+        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
+            "nft table inet " + EgressNftables.TABLE + " (" + observed.nft().snat().size() + " SNAT element(s))"));
+      } catch (NftException e) {
+        failures.add("delete nft table inet " + EgressNftables.TABLE + ": " + e.getMessage());
+      }
+    }
     Map<Rule, Change> described = new HashMap<>();
     List<String> labels = Differ.deletionLabels(observed.rules(), Optional.empty(), observed, appliedRules);
     for (int i = 0; i < observed.rules().size(); i++) {
@@ -437,15 +448,6 @@ public final class Dataplane implements AutoCloseable {
     List<Change> routeChanges = observed.routes().stream()
         .map(r -> new Change(Change.Op.DELETE, Change.Kind.ROUTE, Differ.IN_CLUSTER, "route " + r)).toList();
     applier.routeBatch(observed.routes().stream().map(RouteChange::delete).toList(), routeChanges, applied, failures);
-    if (observed.nft().tablePresent()) {
-      try {
-        nft.deleteTable();
-        applied.add(new Change(Change.Op.DELETE, Change.Kind.NFT_BASE, Differ.BASE,
-            "nft table inet " + EgressNftables.TABLE + " (" + observed.nft().snat().size() + " SNAT element(s))"));
-      } catch (NftException e) {
-        failures.add("delete nft table inet " + EgressNftables.TABLE + ": " + e.getMessage());
-      }
-    }
     steering.cleanup(failures, applied);
     deleteSideTable(DrainNftables.TABLE, drain::delete, applied, failures);
     deleteSideTable(GuardNftables.TABLE, guard::delete, applied, failures);

@@ -284,6 +284,24 @@ class DataplaneNetnsTest {
   }
 
   /**
+   * An uninstall that the grace period cuts short must not leave an endpoint mapped to a service's LB IP for
+   * whoever gets its address next: cleanup removes the SNAT table (the identity) before the rules and routes.
+   */
+  @Test
+  void cleanupRemovesTheLbIpIdentityBeforeTheRulesAndRoutes() throws Exception {
+    DesiredState plan = planFor(examples());
+    dp.reconcile(plan);
+
+    ApplyReport cleanup = dp.cleanup();
+
+    assertThat(cleanup.failures()).isEmpty();
+    assertThat(cleanup.applied()).first().asString().contains("nft table inet egress_service_agent (")
+        .contains("SNAT element(s)");
+    assertThat(cleanup.applied()).extracting(Change::toString).anyMatch(c -> c.startsWith("- rule"));
+    assertThat(ipRules()).isEmpty();
+  }
+
+  /**
    * Issue 16 finding 8: a rule at our priority and protocol that carries a selector more than the one we
    * want (ipproto and a port, tos, a uid range, the l3mdev flag, ...) matches only part of the pod's traffic;
    * the rest left through main. It is someone's edit of our rule, not ours: it is replaced by the exact rule.
