@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.PlanConfig;
 import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.discovery.v1.EndpointSlice;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import java.time.Duration;
@@ -14,13 +15,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * An Event's message quotes what a tenant wrote (here {@code spec.network}, which OVN-Kubernetes' CRD does not
- * constrain): {@code kubectl describe} and log pipelines print it as it is, so it is written escaped; a restarted
- * agent still recognises the Event as what it would say now.
+ * An Event's message quotes what others wrote (here an EndpointSlice's {@code managed-by} label, whose value the
+ * mock server does not validate; {@code spec.network} with control characters is refused by the plan before it
+ * reaches a message): {@code kubectl describe} and log pipelines print it as it is, so it is written escaped; a
+ * restarted agent still recognises the Event as what it would say now.
  */
 @EnableKubernetesMockClient(crud = true)
 class TenantTextInEventsTest {
-  static final String NETWORK = "evil\ntouch /tmp/PWNED #\u001b[8m\u202e";
+  static final String MANAGER = "evil\ntouch /tmp/PWNED #\u001b[8m\u202e";
   static final String SHOWN = "evil\\ntouch /tmp/PWNED #\\x1b[8m\\u202e";
 
   KubernetesClient client;
@@ -35,13 +37,16 @@ class TenantTextInEventsTest {
   }
 
   @Test
-  void aNetworkWithControlCharactersIsEscapedInTheEventAndNotReportedAgainAfterARestart() throws Exception {
-    kernel.createService("web", NETWORK, "10.128.0.5");
+  void controlCharactersOthersWroteAreEscapedInTheEventAndNotReportedAgainAfterARestart() throws Exception {
+    kernel.createService("web", "100", "10.128.0.5");
+    EndpointSlice forged = KubeObjects.slice("web", "web-2", AgentKernel.NODE, "10.128.0.6");
+    forged.getMetadata().getLabels().put("endpointslice.kubernetes.io/managed-by", MANAGER);
+    client.discovery().v1().endpointSlices().resource(forged).create();
     NodeAgent agent = start(new AgentMetrics());
-    await().atMost(EventsTest.WAIT).untilAsserted(() -> assertThat(kernel.events("NetworkNotFound")).hasSize(1));
+    await().atMost(EventsTest.WAIT).untilAsserted(() -> assertThat(kernel.events("EndpointsRefused")).hasSize(1));
 
-    Event event = kernel.events("NetworkNotFound").get(0);
-    assertThat(event.getMessage()).contains("network '" + SHOWN + "'")
+    Event event = kernel.events("EndpointsRefused").get(0);
+    assertThat(event.getMessage()).contains("is managed by '" + SHOWN + "'")
         .doesNotContain("\n", "\u001b", "\u202e");
 
     agent.close();
@@ -49,7 +54,7 @@ class TenantTextInEventsTest {
     start(metrics);
     assertThat(counter(metrics, "egress_service_agent_events_written", "op", "create")).isZero();
     assertThat(counter(metrics, "egress_service_agent_events_written", "op", "patch")).isZero();
-    assertThat(kernel.events("NetworkNotFound")).singleElement().extracting(Event::getMessage)
+    assertThat(kernel.events("EndpointsRefused")).singleElement().extracting(Event::getMessage)
         .isEqualTo(event.getMessage());
   }
 }
