@@ -65,6 +65,13 @@ class MarkRuleModeClusterTest extends SteeringClusterTest {
           client.services().inNamespace(ns).withName(name).delete();
         });
       }
+      // Both nodes hold the younger services' marks before late arrives: late is then refused from the start,
+      // whatever order the informers deliver the objects in (a Service learned after late's could otherwise hand
+      // late a mark for a moment).
+      for (String node : List.of("node-a", "node-b")) {
+        await().atMost(PATIENCE).untilAsserted(() -> assertThat(services(cluster.node(node).agent().metrics()))
+            .isEqualTo(List.of(YOUNGER_NETWORKS, 1)));
+      }
       cleanup.add(() -> {
         cluster.api().deleteEgressService("late");
         client.services().inNamespace(ApiServer.NAMESPACE).withName("late").delete();
