@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.plan.LabelMatcher;
 import io.fabric8.kubernetes.api.model.LabelSelector;
 import io.fabric8.kubernetes.api.model.LabelSelectorRequirement;
 import java.util.ArrayList;
@@ -28,18 +29,18 @@ public final class NodeSelectors {
   }
 
   public static Predicate<Map<String, String>> compile(LabelSelector selector) throws InvalidSelectorException {
-    List<Predicate<Map<String, String>>> terms = new ArrayList<>();
     if (selector == null) {
       return labels -> true;
     }
+    Map<String, String> matchLabels = new TreeMap<>();
     if (selector.getMatchLabels() != null) {
-      for (Map.Entry<String, String> e : new TreeMap<>(selector.getMatchLabels()).entrySet()) {
-        String key = e.getKey();
+      for (Map.Entry<String, String> e : selector.getMatchLabels().entrySet()) {
         String value = e.getValue() == null ? "" : e.getValue();
-        check(key, List.of(value));
-        terms.add(labels -> value.equals(labels.get(key)));
+        check(e.getKey(), List.of(value));
+        matchLabels.put(e.getKey(), value);
       }
     }
+    List<LabelMatcher.Expression> expressions = new ArrayList<>();
     if (selector.getMatchExpressions() != null) {
       for (LabelSelectorRequirement r : selector.getMatchExpressions()) {
         if (r == null) {
@@ -49,31 +50,15 @@ public final class NodeSelectors {
         List<String> values = r.getValues() == null ? List.of() : r.getValues();
         check(key, values);
         String op = r.getOperator() == null ? "" : r.getOperator();
-        Set<String> set = Set.copyOf(values);
-        switch (op) {
-          case "In" -> {
-            requireValues(key, op, values, true);
-            terms.add(labels -> labels.get(key) != null && set.contains(labels.get(key)));
-          }
-          case "NotIn" -> {
-            requireValues(key, op, values, true);
-            terms.add(labels -> labels.get(key) == null || !set.contains(labels.get(key)));
-          }
-          case "Exists" -> {
-            requireValues(key, op, values, false);
-            terms.add(labels -> labels.get(key) != null);
-          }
-          case "DoesNotExist" -> {
-            requireValues(key, op, values, false);
-            terms.add(labels -> labels.get(key) == null);
-          }
-          default -> throw new InvalidSelectorException(
-              "matchExpressions key \"" + key + "\": operator \"" + op + "\" is not In, NotIn, Exists or DoesNotExist");
-        }
+        LabelMatcher.Operator operator = LabelMatcher.Operator.parse(op).orElseThrow(() -> new InvalidSelectorException(
+            "matchExpressions key \"" + key + "\": operator \"" + op + "\" is not In, NotIn, Exists or DoesNotExist"));
+        boolean needsValues = operator == LabelMatcher.Operator.IN || operator == LabelMatcher.Operator.NOT_IN;
+        requireValues(key, op, values, needsValues);
+        expressions.add(new LabelMatcher.Expression(key, operator, Set.copyOf(values)));
       }
     }
-    List<Predicate<Map<String, String>>> all = List.copyOf(terms);
-    return labels -> all.stream().allMatch(t -> t.test(labels));
+    // The namespaces' grants match with the same LabelMatcher: one evaluation of selectors for nodes and namespaces.
+    return new LabelMatcher(matchLabels, expressions)::matches;
   }
 
   private static void check(String key, List<String> values) throws InvalidSelectorException {
