@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.allocator.LabelNames;
 import io.egressservice.plan.EgressServiceInfo;
-import io.egressservice.text.Printable;
 import io.fabric8.kubernetes.api.model.KubernetesResourceList;
 import io.fabric8.kubernetes.api.model.ListOptions;
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
@@ -37,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * "not allocated", as its cluster manager writes it when it stops serving a service). Idempotent: any replica may
  * run it, more than one at once, and again; only keys and fields that are still set are written. Each object is
  * changed alone (JSON merge patches of the keys, a status PUT with conflict retries), so nobody else's labels,
- * annotations or spec are touched.
+ * annotations or spec are touched. Label keys and names go into log lines raw: the log encoders escape them.
  */
 public final class AllocatorLeftovers {
   private static final Logger LOG = LoggerFactory.getLogger(AllocatorLeftovers.class);
@@ -142,10 +141,10 @@ public final class AllocatorLeftovers {
     try {
       client.nodes().withName(node).patch(PatchContext.of(PatchType.JSON_MERGE), root.toString());
       labels.addAndGet(keys.size());
-      LOG.info("uninstall: node {}: removed labels {}", node, printable(String.valueOf(keys)));
+      LOG.info("uninstall: node {}: removed labels {}", node, keys);
     } catch (KubernetesClientException e) {
       if (e.getCode() != 404) {
-        failed("node " + node + " labels " + printable(String.valueOf(keys)) + ": " + describe(e));
+        failed("node " + node + " labels " + keys + ": " + describe(e));
       }
     }
   }
@@ -161,7 +160,7 @@ public final class AllocatorLeftovers {
       annotations.incrementAndGet();
     } catch (KubernetesClientException e) {
       if (e.getCode() != 404) {
-        failed(EgressServiceInfo.ALSO_RECEIVE_ANNOTATION + " of " + printable(ns + "/" + name) + ": " + describe(e));
+        failed(EgressServiceInfo.ALSO_RECEIVE_ANNOTATION + " of " + ns + "/" + name + ": " + describe(e));
       }
     }
   }
@@ -183,7 +182,7 @@ public final class AllocatorLeftovers {
           return;
         }
         if (e.getCode() != 409 || attempt == STATUS_ATTEMPTS) {
-          failed("status.host of " + printable(ns + "/" + name) + ": " + describe(e));
+          failed("status.host of " + ns + "/" + name + ": " + describe(e));
           return;
         }
         copy = client.resources(EgressService.class).inNamespace(ns).withName(name).get();
@@ -193,11 +192,6 @@ public final class AllocatorLeftovers {
         }
       }
     }
-  }
-
-  /** Label keys and EgressService names are tenant-written: escaped wherever they are printed. */
-  private static String printable(String tenantText) {
-    return Printable.escape(tenantText);
   }
 
   private static String describe(KubernetesClientException e) {
