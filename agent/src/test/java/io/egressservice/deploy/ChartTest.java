@@ -35,20 +35,31 @@ class ChartTest {
   /** A preset: the chart's values and the deploy/ components that install the same. */
   record Preset(String name, Map<String, Object> values, List<String> components) {}
 
+  /** OVN-Kubernetes with its own EgressService feature off, as the admin confirms (the only way beside it). */
+  static final Map<String, Object> OVN = Map.of("ovnKubernetes.enabled", true,
+      "ovnKubernetes.egressServiceDisabled", true);
+
   static final List<Preset> PRESETS = List.of(
       new Preset("default", Map.of(), List.of()),
       new Preset("monitoring", Map.of("monitoring.enabled", true), List.of("monitoring")),
-      new Preset("ovn-kubernetes (upstream)", Map.of("ovnKubernetes.enabled", true), List.of("ovn-kubernetes")),
-      new Preset("openshift 4.14+", Map.of("ovnKubernetes.enabled", true, "ovnKubernetes.masqueradePreset", "openshift",
-          "openshift.enabled", true), List.of("ovn-kubernetes-openshift", "openshift")),
-      new Preset("openshift 4.14+ with monitoring", Map.of("ovnKubernetes.enabled", true,
-          "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true),
-          List.of("ovn-kubernetes-openshift", "openshift", "monitoring")),
+      new Preset("ovn-kubernetes (upstream)", OVN, List.of("ovn-kubernetes")),
+      new Preset("openshift, another CNI", Map.of("openshift.enabled", true), List.of("openshift")),
+      new Preset("openshift, another CNI, with monitoring", Map.of("openshift.enabled", true,
+          "monitoring.enabled", true), List.of("openshift", "monitoring")),
       // policy.asHook=false: helm-java's template leaves hooks out, as `helm install` applies them after the rest
       new Preset("networks granted per namespace", Map.of("policy.enabled", true, "policy.asHook", false),
           List.of("tenancy")),
-      new Preset("ovn-kubernetes (upstream), networks granted per namespace", Map.of("ovnKubernetes.enabled", true,
-          "policy.enabled", true, "policy.asHook", false), List.of("ovn-kubernetes", "tenancy")));
+      new Preset("ovn-kubernetes (upstream), networks granted per namespace", with(OVN, "policy.enabled", true,
+          "policy.asHook", false), List.of("ovn-kubernetes", "tenancy")));
+
+  /** {@code values} and more. */
+  static Map<String, Object> with(Map<String, Object> values, Object... more) {
+    Map<String, Object> out = new LinkedHashMap<>(values);
+    for (int i = 0; i < more.length; i += 2) {
+      out.put((String) more[i], more[i + 1]);
+    }
+    return out;
+  }
 
   @Test
   void helmLintStrictPasses() {
@@ -84,8 +95,7 @@ class ChartTest {
     all.add(new Preset("mark mode, kube-rbac-proxy", Map.of("agent.ruleMode", "mark", "monitoring.enabled", true,
         "monitoring.kubeRbacProxy.enabled", true, "monitoring.kubeRbacProxy.scraperTokenSecret", "prometheus-token"),
         List.of()));
-    all.add(new Preset("openshift 4.14+, kube-rbac-proxy", Map.of("ovnKubernetes.enabled", true,
-        "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true,
+    all.add(new Preset("openshift, kube-rbac-proxy", Map.of("openshift.enabled", true, "monitoring.enabled", true,
         "monitoring.kubeRbacProxy.enabled", true, "monitoring.kubeRbacProxy.scraperTokenSecret", "t"), List.of()));
     for (Preset preset : all) {
       ManifestChecks.installation("chart preset " + preset.name(), HelmChart.render(preset.values()));
@@ -261,12 +271,12 @@ class ChartTest {
 
   @Test
   void policyOnOvnKubernetesStillInstallsItsOwnCrdButCrdsInstallFalseDoesNot() {
-    List<JsonNode> ovn = HelmChart.render(Map.of("ovnKubernetes.enabled", true, "policy.enabled", true));
+    List<JsonNode> ovn = HelmChart.render(with(OVN, "policy.enabled", true));
     assertThat(ManifestChecks.ofKind(ovn, "CustomResourceDefinition"))
         .extracting(o -> o.path("metadata").path("name").asText())
         .as("OVN-Kubernetes owns the EgressService CRD, not the policy's")
         .containsExactly("egressservicepolicies.egressservice.io");
-    assertThat(names(ovn, "ValidatingAdmissionPolicy")).containsExactly("egress-service-grants");
+    assertThat(names(ovn, "ValidatingAdmissionPolicy")).contains("egress-service-grants");
     List<JsonNode> noCrds =
         HelmChart.render(Map.of("crds.install", false, "policy.enabled", true, "policy.asHook", false));
     assertThat(ManifestChecks.ofKind(noCrds, "CustomResourceDefinition")).isEmpty();
@@ -284,8 +294,29 @@ class ChartTest {
             assertThat(o.path("apiVersion").asText()).isEqualTo("admissionregistration.k8s.io/v1"));
     assertThat(names(HelmChart.render(Map.of("allocator.admissionPolicies.enabled", false)),
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")).isEmpty();
-    assertThat(names(HelmChart.render(Map.of("ovnKubernetes.enabled", true)),
-        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")).as("no allocator of ours").isEmpty();
+    assertThat(names(HelmChart.render(OVN), "ValidatingAdmissionPolicy"))
+        .as("beside OVN-Kubernetes our allocator writes, so its admission policies hold it")
+        .containsExactlyInAnyOrderElementsOf(allocatorPolicies);
+  }
+
+  /**
+   * Beside OVN-Kubernetes the agent works only while OVN-Kubernetes' own EgressService feature is off (one flag
+   * starts its allocation, its reroutes and its node rules); the preset then runs our allocator and steers, like
+   * any CNI, without the CRD OVN-Kubernetes ships. The admin confirms the feature is off, and OpenShift, which
+   * always turns it on, is refused with the reason.
+   */
+  @Test
+  void ovnKubernetesRunsTheWholeAgentOnlyWhereItsOwnEgressServiceIsOff() {
+    List<JsonNode> ovn = HelmChart.render(OVN);
+    assertThat(ManifestChecks.ofKind(ovn, "Deployment")).as("our allocator: nobody else sets status.host").hasSize(1);
+    assertThat(ManifestChecks.ofKind(ovn, "CustomResourceDefinition")).as("OVN-Kubernetes ships the CRD").isEmpty();
+    assertThat(env(ManifestChecks.daemonSet(ovn))).as("remote endpoints steered: no OVN reroute without the feature")
+        .doesNotContainKey("EGRESS_AGENT_REMOTE_ENDPOINTS")
+        .containsEntry("EGRESS_AGENT_OVN_MASQUERADE_IPS", "169.254.169.3,fd69::3");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("ovnKubernetes.enabled", true)))
+        .hasMessageContaining("ovnKubernetes.egressServiceDisabled=true").hasMessageContaining("--enable-egress-service");
+    assertThatThrownBy(() -> HelmChart.render(with(OVN, "openshift.enabled", true)))
+        .hasMessageContaining("OpenShift's network operator always runs OVN-Kubernetes with --enable-egress-service");
   }
 
   private static List<String> names(List<JsonNode> objects, String... kinds) {
