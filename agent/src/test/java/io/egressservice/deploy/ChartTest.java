@@ -159,6 +159,33 @@ class ChartTest {
     assertThat(monitor.has("role")).isFalse();
   }
 
+  /**
+   * Each alert can be left out by name (a name that is no alert is refused with the list), and report mode leaves
+   * out the alert whose metric it keeps above 0 by design.
+   */
+  @Test
+  void alertsCanBeLeftOutByNameAndReportModeLeavesOutNotSteered() {
+    assertThat(alertNames(Map.of("monitoring.enabled", true)))
+        .contains("EgressServiceEndpointsNotSteered", "EgressServiceHostsFlapping", "EgressServiceAgentMissing");
+    assertThat(alertNames(Map.of("monitoring.enabled", true,
+        "monitoring.prometheusRule.disabledAlerts[0]", "EgressServiceHostsFlapping",
+        "monitoring.prometheusRule.disabledAlerts[1]", "EgressServiceAgentMissing")))
+        .doesNotContain("EgressServiceHostsFlapping", "EgressServiceAgentMissing")
+        .contains("EgressServiceEndpointsNotSteered", "EgressServiceAgentDown");
+    assertThat(alertNames(Map.of("monitoring.enabled", true, "agent.remoteEndpoints", "report")))
+        .doesNotContain("EgressServiceEndpointsNotSteered").contains("EgressServiceHostFailover");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("monitoring.enabled", true,
+        "monitoring.prometheusRule.disabledAlerts[0]", "EgressServiceHostFlapping")))
+        .hasMessageContaining("no alert \"EgressServiceHostFlapping\"").hasMessageContaining("EgressServiceHostsFlapping");
+  }
+
+  private static List<String> alertNames(Map<String, Object> values) {
+    List<String> names = new ArrayList<>();
+    Kustomize.one(HelmChart.render(values), "PrometheusRule").path("spec").path("groups")
+        .forEach(g -> g.path("rules").forEach(r -> names.add(r.path("alert").asText())));
+    return names;
+  }
+
   @Test
   void kubeRbacProxyScrapesOverTlsWithAToken() {
     List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.kubeRbacProxy.enabled", true,
