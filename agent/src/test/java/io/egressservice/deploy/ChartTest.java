@@ -179,6 +179,32 @@ class ChartTest {
         .hasMessageContaining("no alert \"EgressServiceHostFlapping\"").hasMessageContaining("EgressServiceHostsFlapping");
   }
 
+  /** A ServiceMonitor instead of the PodMonitor, scraping the same targets under the same job. */
+  @Test
+  void aServiceMonitorCanReplaceThePodMonitor() {
+    List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.serviceMonitor.enabled", true,
+        "monitoring.labels.release", "kube-prometheus-stack"));
+    assertThat(ManifestChecks.ofKind(objects, "PodMonitor")).isEmpty();
+    JsonNode monitor = Kustomize.one(objects, "ServiceMonitor");
+    JsonNode service = Kustomize.one(objects, "Service");
+    assertThat(monitor.path("metadata").path("labels").path("release").asText()).isEqualTo("kube-prometheus-stack");
+    monitor.path("spec").path("selector").path("matchLabels").fields().forEachRemaining(e ->
+        assertThat(service.path("metadata").path("labels").path(e.getKey()).asText()).isEqualTo(e.getValue().asText()));
+    String jobLabel = monitor.path("spec").path("jobLabel").asText();
+    assertThat(service.path("metadata").path("labels").path(jobLabel).asText()).as("job=\"egress-service-agent\"")
+        .isEqualTo("egress-service-agent");
+    assertThat(monitor.path("spec").path("endpoints").path(0).path("port").asText())
+        .isEqualTo(service.path("spec").path("ports").path(0).path("name").asText());
+    assertThatThrownBy(() -> HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.serviceMonitor.enabled", true,
+        "monitoring.service.enabled", false))).hasMessageContaining("needs monitoring.service.enabled");
+  }
+
+  /** The chart as a subchart: its parent's global values are accepted. */
+  @Test
+  void globalValuesOfAParentChartAreAccepted() {
+    assertThat(HelmChart.render(Map.of("global.imageRegistry", "registry.example"))).isNotEmpty();
+  }
+
   private static List<String> alertNames(Map<String, Object> values) {
     List<String> names = new ArrayList<>();
     Kustomize.one(HelmChart.render(values), "PrometheusRule").path("spec").path("groups")
