@@ -48,15 +48,13 @@ Returns "v4 v6".
 {{- $o := .Values.ovnKubernetes -}}
 {{- if eq $o.masqueradePreset "upstream" -}}
 169.254.169.0/29 fd69::/125
-{{- else if eq $o.masqueradePreset "openshift" -}}
-169.254.0.0/17 fd69::/112
 {{- else if eq $o.masqueradePreset "custom" -}}
 {{- if not (and $o.masqueradeSubnet.v4 $o.masqueradeSubnet.v6) -}}
 {{- fail "ovnKubernetes.masqueradePreset=custom needs both ovnKubernetes.masqueradeSubnet.v4 and .v6 (ovnkube-node's --gateway-v4-masquerade-subnet and --gateway-v6-masquerade-subnet)" -}}
 {{- end -}}
 {{ $o.masqueradeSubnet.v4 }} {{ $o.masqueradeSubnet.v6 }}
 {{- else -}}
-{{- fail (printf "ovnKubernetes.masqueradePreset %q: one of upstream, openshift, custom" $o.masqueradePreset) -}}
+{{- fail (printf "ovnKubernetes.masqueradePreset %q: one of upstream, custom" $o.masqueradePreset) -}}
 {{- end -}}
 {{- end }}
 
@@ -109,7 +107,22 @@ as ovnkube-node requires.
 {{- end }}
 
 {{- define "esa.allocatorEnabled" -}}
-{{- if and .Values.allocator.enabled (not .Values.ovnKubernetes.enabled) -}}true{{- end -}}
+{{- if .Values.allocator.enabled -}}true{{- end -}}
+{{- end }}
+
+{{/*
+The one deployment beside OVN-Kubernetes that works: its own EgressService feature off (one flag for its
+allocation, reroutes and node rules), which the admin confirms; never on OpenShift, which always turns it on.
+*/}}
+{{- define "esa.checkOvnKubernetes" -}}
+{{- if .Values.ovnKubernetes.enabled -}}
+{{- if .Values.openshift.enabled -}}
+{{- fail "ovnKubernetes.enabled with openshift.enabled: OpenShift's network operator always runs OVN-Kubernetes with --enable-egress-service, so OVN-Kubernetes implements EgressServices itself (its node side included) and the agent must not run beside it (docs/deployment-scenarios.md). openshift.enabled alone is for OpenShift with another CNI" -}}
+{{- end -}}
+{{- if not .Values.ovnKubernetes.egressServiceDisabled -}}
+{{- fail "ovnKubernetes.enabled needs ovnKubernetes.egressServiceDisabled=true: the agent works beside OVN-Kubernetes only while OVN-Kubernetes' own EgressService feature is off (no --enable-egress-service; check OVN_EGRESSSERVICE_ENABLE of ovnkube-node and ovnkube-control-plane, docs/install.md). With it on, OVN-Kubernetes implements EgressServices itself: do not install the agent" -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{- define "esa.crdsEnabled" -}}

@@ -65,8 +65,9 @@ public final class RunCommand implements Callable<Integer> {
   Duration resync;
 
   @Option(names = "--metrics-bind-address", defaultValue = "${env:EGRESS_AGENT_METRICS_BIND_ADDRESS:-}",
-      description = "IP address /metrics, /healthz and /readyz listen on (default: every address of the node, as the"
-          + " probes and Prometheus reach the pod's IP; e.g. the node's own address from status.hostIP, or 127.0.0.1).")
+      description = "IP address /metrics, /healthz and /readyz listen on (default: every address of the node; the"
+          + " DaemonSet sets the node's own address from status.hostIP, which the kubelet, Prometheus and the allocator"
+          + " reach; never 127.0.0.1 in a cluster, which blinds all three).")
   String metricsBindAddress;
 
   @Option(names = "--allocator", arity = "1", defaultValue = "${env:EGRESS_AGENT_ALLOCATOR:-true}",

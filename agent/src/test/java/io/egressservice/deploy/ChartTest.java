@@ -35,20 +35,31 @@ class ChartTest {
   /** A preset: the chart's values and the deploy/ components that install the same. */
   record Preset(String name, Map<String, Object> values, List<String> components) {}
 
+  /** OVN-Kubernetes with its own EgressService feature off, as the admin confirms (the only way beside it). */
+  static final Map<String, Object> OVN = Map.of("ovnKubernetes.enabled", true,
+      "ovnKubernetes.egressServiceDisabled", true);
+
   static final List<Preset> PRESETS = List.of(
       new Preset("default", Map.of(), List.of()),
       new Preset("monitoring", Map.of("monitoring.enabled", true), List.of("monitoring")),
-      new Preset("ovn-kubernetes (upstream)", Map.of("ovnKubernetes.enabled", true), List.of("ovn-kubernetes")),
-      new Preset("openshift 4.14+", Map.of("ovnKubernetes.enabled", true, "ovnKubernetes.masqueradePreset", "openshift",
-          "openshift.enabled", true), List.of("ovn-kubernetes-openshift", "openshift")),
-      new Preset("openshift 4.14+ with monitoring", Map.of("ovnKubernetes.enabled", true,
-          "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true),
-          List.of("ovn-kubernetes-openshift", "openshift", "monitoring")),
+      new Preset("ovn-kubernetes (upstream)", OVN, List.of("ovn-kubernetes")),
+      new Preset("openshift, another CNI", Map.of("openshift.enabled", true), List.of("openshift")),
+      new Preset("openshift, another CNI, with monitoring", Map.of("openshift.enabled", true,
+          "monitoring.enabled", true), List.of("openshift", "monitoring")),
       // policy.asHook=false: helm-java's template leaves hooks out, as `helm install` applies them after the rest
       new Preset("networks granted per namespace", Map.of("policy.enabled", true, "policy.asHook", false),
           List.of("tenancy")),
-      new Preset("ovn-kubernetes (upstream), networks granted per namespace", Map.of("ovnKubernetes.enabled", true,
-          "policy.enabled", true, "policy.asHook", false), List.of("ovn-kubernetes", "tenancy")));
+      new Preset("ovn-kubernetes (upstream), networks granted per namespace", with(OVN, "policy.enabled", true,
+          "policy.asHook", false), List.of("ovn-kubernetes", "tenancy")));
+
+  /** {@code values} and more. */
+  static Map<String, Object> with(Map<String, Object> values, Object... more) {
+    Map<String, Object> out = new LinkedHashMap<>(values);
+    for (int i = 0; i < more.length; i += 2) {
+      out.put((String) more[i], more[i + 1]);
+    }
+    return out;
+  }
 
   @Test
   void helmLintStrictPasses() {
@@ -84,8 +95,7 @@ class ChartTest {
     all.add(new Preset("mark mode, kube-rbac-proxy", Map.of("agent.ruleMode", "mark", "monitoring.enabled", true,
         "monitoring.kubeRbacProxy.enabled", true, "monitoring.kubeRbacProxy.scraperTokenSecret", "prometheus-token"),
         List.of()));
-    all.add(new Preset("openshift 4.14+, kube-rbac-proxy", Map.of("ovnKubernetes.enabled", true,
-        "ovnKubernetes.masqueradePreset", "openshift", "openshift.enabled", true, "monitoring.enabled", true,
+    all.add(new Preset("openshift, kube-rbac-proxy", Map.of("openshift.enabled", true, "monitoring.enabled", true,
         "monitoring.kubeRbacProxy.enabled", true, "monitoring.kubeRbacProxy.scraperTokenSecret", "t"), List.of()));
     for (Preset preset : all) {
       ManifestChecks.installation("chart preset " + preset.name(), HelmChart.render(preset.values()));
@@ -98,6 +108,45 @@ class ChartTest {
     }
   }
 
+  /**
+   * The agents' metrics port is where the allocator probes every host for failover: one value moves both, in the
+   * chart ({@code agent.metrics.port}) and in kustomize (install.md's ConfigMap and components/metrics-port), and
+   * the two renderings are the same installation.
+   */
+  @Test
+  void theMetricsPortIsOneValueThatTheAllocatorsProbesFollow() throws Exception {
+    Map<String, Object> values = Map.of("agent.metrics.port", 9500, "monitoring.enabled", true);
+    List<JsonNode> chart = HelmChart.render(values);
+    JsonNode agent = ManifestChecks.containers(ManifestChecks.daemonSet(chart)).get(0);
+    assertThat(agent.path("ports").path(0).path("containerPort").asInt()).isEqualTo(9500);
+    assertThat(env(ManifestChecks.daemonSet(chart))).containsEntry("EGRESS_AGENT_METRICS_PORT", "9500");
+    JsonNode allocator = Kustomize.one(chart, "Deployment");
+    assertThat(env(allocator)).as("the allocator probes the agents' port")
+        .containsEntry("EGRESS_AGENT_HOST_PROBE_PORT", "9500");
+    assertThat(ManifestChecks.containers(allocator).get(0).path("ports").path(0).path("containerPort").asInt())
+        .as("the allocator's own port, on its pod's IP").isEqualTo(9464);
+    assertThat(env(Kustomize.one(HelmChart.render(Map.of()), "Deployment")))
+        .containsEntry("EGRESS_AGENT_HOST_PROBE_PORT", "9464");
+
+    Kustomize.unavailable().ifPresent(reason -> Assumptions.assumeTrue(false, reason));
+    String install = java.nio.file.Files.readString(HelmChart.ROOT.resolve("docs/install.md"));
+    String section = install.substring(install.indexOf("### Another metrics port"));
+    List<JsonNode> kustomize = Kustomize.renderOwn("install-md-metrics-port",
+        yamlBlock(section, "# my-cluster/kustomization.yaml").replace("../egress-service-agent/", "<path>/"),
+        Map.of("metrics-port.yaml", yamlBlock(section, "# my-cluster/metrics-port.yaml")));
+    assertSameObjects("agent.metrics.port=9500 and install.md's kustomization", chart,
+        kustomize.stream().filter(o -> !"Namespace".equals(o.path("kind").asText())).toList());
+  }
+
+  /** The first {@code ```yaml} block of {@code markdown} whose first line is {@code firstLine}. */
+  private static String yamlBlock(String markdown, String firstLine) {
+    java.util.regex.Matcher block = java.util.regex.Pattern
+        .compile("```yaml\n(" + java.util.regex.Pattern.quote(firstLine) + "\n.*?)```", java.util.regex.Pattern.DOTALL)
+        .matcher(markdown);
+    assertThat(block.find()).as("a yaml block starting with %s", firstLine).isTrue();
+    return block.group(1);
+  }
+
   @Test
   void monitorAndRuleLabelsAreSettableForThePrometheusSelectors() {
     List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true,
@@ -108,6 +157,59 @@ class ChartTest {
     assertThat(rule.path("release").asText()).isEqualTo("kube-prometheus-stack");
     assertThat(rule.path("role").asText()).isEqualTo("alert-rules");
     assertThat(monitor.has("role")).isFalse();
+  }
+
+  /**
+   * Each alert can be left out by name (a name that is no alert is refused with the list), and report mode leaves
+   * out the alert whose metric it keeps above 0 by design.
+   */
+  @Test
+  void alertsCanBeLeftOutByNameAndReportModeLeavesOutNotSteered() {
+    assertThat(alertNames(Map.of("monitoring.enabled", true)))
+        .contains("EgressServiceEndpointsNotSteered", "EgressServiceHostsFlapping", "EgressServiceAgentMissing");
+    assertThat(alertNames(Map.of("monitoring.enabled", true,
+        "monitoring.prometheusRule.disabledAlerts[0]", "EgressServiceHostsFlapping",
+        "monitoring.prometheusRule.disabledAlerts[1]", "EgressServiceAgentMissing")))
+        .doesNotContain("EgressServiceHostsFlapping", "EgressServiceAgentMissing")
+        .contains("EgressServiceEndpointsNotSteered", "EgressServiceAgentDown");
+    assertThat(alertNames(Map.of("monitoring.enabled", true, "agent.remoteEndpoints", "report")))
+        .doesNotContain("EgressServiceEndpointsNotSteered").contains("EgressServiceHostFailover");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("monitoring.enabled", true,
+        "monitoring.prometheusRule.disabledAlerts[0]", "EgressServiceHostFlapping")))
+        .hasMessageContaining("no alert \"EgressServiceHostFlapping\"").hasMessageContaining("EgressServiceHostsFlapping");
+  }
+
+  /** A ServiceMonitor instead of the PodMonitor, scraping the same targets under the same job. */
+  @Test
+  void aServiceMonitorCanReplaceThePodMonitor() {
+    List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.serviceMonitor.enabled", true,
+        "monitoring.labels.release", "kube-prometheus-stack"));
+    assertThat(ManifestChecks.ofKind(objects, "PodMonitor")).isEmpty();
+    JsonNode monitor = Kustomize.one(objects, "ServiceMonitor");
+    JsonNode service = Kustomize.one(objects, "Service");
+    assertThat(monitor.path("metadata").path("labels").path("release").asText()).isEqualTo("kube-prometheus-stack");
+    monitor.path("spec").path("selector").path("matchLabels").fields().forEachRemaining(e ->
+        assertThat(service.path("metadata").path("labels").path(e.getKey()).asText()).isEqualTo(e.getValue().asText()));
+    String jobLabel = monitor.path("spec").path("jobLabel").asText();
+    assertThat(service.path("metadata").path("labels").path(jobLabel).asText()).as("job=\"egress-service-agent\"")
+        .isEqualTo("egress-service-agent");
+    assertThat(monitor.path("spec").path("endpoints").path(0).path("port").asText())
+        .isEqualTo(service.path("spec").path("ports").path(0).path("name").asText());
+    assertThatThrownBy(() -> HelmChart.render(Map.of("monitoring.enabled", true, "monitoring.serviceMonitor.enabled", true,
+        "monitoring.service.enabled", false))).hasMessageContaining("needs monitoring.service.enabled");
+  }
+
+  /** The chart as a subchart: its parent's global values are accepted. */
+  @Test
+  void globalValuesOfAParentChartAreAccepted() {
+    assertThat(HelmChart.render(Map.of("global.imageRegistry", "registry.example"))).isNotEmpty();
+  }
+
+  private static List<String> alertNames(Map<String, Object> values) {
+    List<String> names = new ArrayList<>();
+    Kustomize.one(HelmChart.render(values), "PrometheusRule").path("spec").path("groups")
+        .forEach(g -> g.path("rules").forEach(r -> names.add(r.path("alert").asText())));
+    return names;
   }
 
   @Test
@@ -222,12 +324,12 @@ class ChartTest {
 
   @Test
   void policyOnOvnKubernetesStillInstallsItsOwnCrdButCrdsInstallFalseDoesNot() {
-    List<JsonNode> ovn = HelmChart.render(Map.of("ovnKubernetes.enabled", true, "policy.enabled", true));
+    List<JsonNode> ovn = HelmChart.render(with(OVN, "policy.enabled", true));
     assertThat(ManifestChecks.ofKind(ovn, "CustomResourceDefinition"))
         .extracting(o -> o.path("metadata").path("name").asText())
         .as("OVN-Kubernetes owns the EgressService CRD, not the policy's")
         .containsExactly("egressservicepolicies.egressservice.io");
-    assertThat(names(ovn, "ValidatingAdmissionPolicy")).containsExactly("egress-service-grants");
+    assertThat(names(ovn, "ValidatingAdmissionPolicy")).contains("egress-service-grants");
     List<JsonNode> noCrds =
         HelmChart.render(Map.of("crds.install", false, "policy.enabled", true, "policy.asHook", false));
     assertThat(ManifestChecks.ofKind(noCrds, "CustomResourceDefinition")).isEmpty();
@@ -245,8 +347,29 @@ class ChartTest {
             assertThat(o.path("apiVersion").asText()).isEqualTo("admissionregistration.k8s.io/v1"));
     assertThat(names(HelmChart.render(Map.of("allocator.admissionPolicies.enabled", false)),
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")).isEmpty();
-    assertThat(names(HelmChart.render(Map.of("ovnKubernetes.enabled", true)),
-        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")).as("no allocator of ours").isEmpty();
+    assertThat(names(HelmChart.render(OVN), "ValidatingAdmissionPolicy"))
+        .as("beside OVN-Kubernetes our allocator writes, so its admission policies hold it")
+        .containsExactlyInAnyOrderElementsOf(allocatorPolicies);
+  }
+
+  /**
+   * Beside OVN-Kubernetes the agent works only while OVN-Kubernetes' own EgressService feature is off (one flag
+   * starts its allocation, its reroutes and its node rules); the preset then runs our allocator and steers, like
+   * any CNI, without the CRD OVN-Kubernetes ships. The admin confirms the feature is off, and OpenShift, which
+   * always turns it on, is refused with the reason.
+   */
+  @Test
+  void ovnKubernetesRunsTheWholeAgentOnlyWhereItsOwnEgressServiceIsOff() {
+    List<JsonNode> ovn = HelmChart.render(OVN);
+    assertThat(ManifestChecks.ofKind(ovn, "Deployment")).as("our allocator: nobody else sets status.host").hasSize(1);
+    assertThat(ManifestChecks.ofKind(ovn, "CustomResourceDefinition")).as("OVN-Kubernetes ships the CRD").isEmpty();
+    assertThat(env(ManifestChecks.daemonSet(ovn))).as("remote endpoints steered: no OVN reroute without the feature")
+        .doesNotContainKey("EGRESS_AGENT_REMOTE_ENDPOINTS")
+        .containsEntry("EGRESS_AGENT_OVN_MASQUERADE_IPS", "169.254.169.3,fd69::3");
+    assertThatThrownBy(() -> HelmChart.render(Map.of("ovnKubernetes.enabled", true)))
+        .hasMessageContaining("ovnKubernetes.egressServiceDisabled=true").hasMessageContaining("--enable-egress-service");
+    assertThatThrownBy(() -> HelmChart.render(with(OVN, "openshift.enabled", true)))
+        .hasMessageContaining("OpenShift's network operator always runs OVN-Kubernetes with --enable-egress-service");
   }
 
   private static List<String> names(List<JsonNode> objects, String... kinds) {

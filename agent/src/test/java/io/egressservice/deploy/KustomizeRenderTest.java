@@ -63,18 +63,21 @@ class KustomizeRenderTest {
   }
 
   @Test
-  void ovnKubernetesDropsTheCrdAndTheAllocatorAndKeepsTheNodeAgent() throws Exception {
+  void ovnKubernetesDropsOnlyTheCrdAndKeepsTheAllocatorAndSteering() throws Exception {
     List<JsonNode> objects = render("ovn-kubernetes");
     assertThat(Kustomize.summary(objects))
-        .as("OVN-Kubernetes' network operator owns the CRD, its cluster manager allocates")
-        .noneMatch(id -> id.startsWith("CustomResourceDefinition/") || id.contains("egress-service-allocator"))
+        .as("OVN-Kubernetes' installation ships the CRD; with its EgressService feature off nobody else allocates")
+        .noneMatch(id -> id.startsWith("CustomResourceDefinition/"))
         .contains("DaemonSet/egress-service-agent/egress-service-agent", "ClusterRole/egress-service-agent",
-            "ServiceAccount/egress-service-agent/egress-service-agent");
+            "ServiceAccount/egress-service-agent/egress-service-agent",
+            "Deployment/egress-service-agent/egress-service-allocator",
+            "ServiceAccount/egress-service-agent/egress-service-allocator");
     JsonNode agent = containers(Kustomize.one(objects, "DaemonSet")).get(0);
     Map<String, String> env = new TreeMap<>();
     agent.path("env").forEach(e -> env.put(e.path("name").asText(), e.path("value").asText()));
     assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).as("upstream OVN-Kubernetes' masquerade subnets")
         .isEqualTo("169.254.169.0/29,fd69::/125");
+    assertThat(env).as("remote endpoints steered").doesNotContainKey("EGRESS_AGENT_REMOTE_ENDPOINTS");
     assertThat(args(objects, "DaemonSet")).contains("--allocator=false");
   }
 
@@ -137,12 +140,21 @@ class KustomizeRenderTest {
     assertThat(pod.path("serviceAccountName").asText()).isEqualTo("egress-service-agent");
   }
 
+  /** openshift is for OpenShift with another CNI, never with ovn-kubernetes: each with everything else. */
   @Test
-  void allComponentsTogether() throws Exception {
-    List<JsonNode> objects = render("ovn-kubernetes", "monitoring", "openshift");
-    Map<String, Long> kinds = objects.stream()
+  void theComponentsThatGoTogether() throws Exception {
+    Map<String, Long> openshift = kinds(render("openshift", "monitoring", "tenancy"));
+    assertThat(openshift).containsEntry("DaemonSet", 1L).containsEntry("Deployment", 1L)
+        .containsEntry("SecurityContextConstraints", 1L).containsEntry("PrometheusRule", 1L)
+        .containsEntry("CustomResourceDefinition", 2L);
+    Map<String, Long> ovn = kinds(render("ovn-kubernetes", "monitoring", "tenancy"));
+    assertThat(ovn).containsEntry("DaemonSet", 1L).containsEntry("Deployment", 1L)
+        .containsEntry("PrometheusRule", 1L).containsEntry("CustomResourceDefinition", 1L)
+        .doesNotContainKey("SecurityContextConstraints");
+  }
+
+  private static Map<String, Long> kinds(List<JsonNode> objects) {
+    return objects.stream()
         .collect(Collectors.groupingBy(o -> o.path("kind").asText(), TreeMap::new, Collectors.counting()));
-    assertThat(kinds).containsEntry("DaemonSet", 1L).containsEntry("SecurityContextConstraints", 1L)
-        .containsEntry("PrometheusRule", 1L).doesNotContainKeys("Deployment", "CustomResourceDefinition");
   }
 }

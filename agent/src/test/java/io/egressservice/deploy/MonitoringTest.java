@@ -55,7 +55,11 @@ class MonitoringTest {
 
   /** Every sample name the node agent's and the allocator's processes expose, from their real registries. */
   static Set<String> exposedNames() {
-    PrometheusRegistry node = new AgentMetrics().registry();
+    AgentMetrics agent = new AgentMetrics();
+    // read from the kernel's counters on scrape, registered by run (RunCommand) with its dataplane
+    agent.noHostDrops(Map::of);
+    agent.guardDrops(Map::of);
+    PrometheusRegistry node = agent.registry();
     RuntimeMetrics.register(node, BuildInfo.current());
     PrometheusRegistry allocator = new AllocatorMetrics().registry();
     RuntimeMetrics.register(allocator, BuildInfo.current());

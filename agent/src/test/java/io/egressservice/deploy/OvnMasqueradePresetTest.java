@@ -19,14 +19,13 @@ import org.junit.jupiter.api.Test;
  * an in-cluster prefix ({@code EGRESS_AGENT_EXCLUDE_CIDR}) and the host's ETP=Local masquerade IP
  * ({@code EGRESS_AGENT_OVN_MASQUERADE_IPS}), which OVN-Kubernetes derives as the subnet's network address + 3
  * (go-controller/pkg/config: +1 OVN, +2 host, +3 host ETP=Local). Every preset, of the chart and of deploy/'s
- * components, sets both from the same subnet: a mix (OpenShift's subnet excluded, upstream's IP set) leaves the
- * reply rule matching nothing.
+ * components, sets both from the same subnet: a mix (one subnet excluded, another's IP set) leaves the reply rule
+ * matching nothing.
  */
 class OvnMasqueradePresetTest {
-  /** The presets: upstream OVN-Kubernetes, and OpenShift from 4.14 on. */
+  /** The preset: upstream OVN-Kubernetes' defaults (OpenShift has none: the agent cannot run beside it). */
   static final Map<String, List<String>> SUBNETS = Map.of(
-      "upstream", List.of("169.254.169.0/29", "fd69::/125"),
-      "openshift", List.of("169.254.0.0/17", "fd69::/112"));
+      "upstream", List.of("169.254.169.0/29", "fd69::/125"));
 
   /** The network address + 3, by address arithmetic (what OVN-Kubernetes' config does). */
   static InetAddress etpLocalIp(String cidr) throws Exception {
@@ -71,7 +70,7 @@ class OvnMasqueradePresetTest {
   @Test
   void chartPresetsSetTheEtpLocalIpsOfTheSubnetsTheyExclude() throws Exception {
     for (Map.Entry<String, List<String>> preset : SUBNETS.entrySet()) {
-      Map<String, String> env = ovnEnv(HelmChart.render(Map.of("ovnKubernetes.enabled", true,
+      Map<String, String> env = ovnEnv(HelmChart.render(ChartTest.with(ChartTest.OVN,
           "ovnKubernetes.masqueradePreset", preset.getKey())));
       System.out.println("chart preset " + preset.getKey() + ": " + env);
       assertCoherent("chart preset " + preset.getKey(), env, preset.getValue());
@@ -84,9 +83,6 @@ class OvnMasqueradePresetTest {
     Map<String, String> upstream = ovnEnv(Kustomize.render("ovn-kubernetes"));
     System.out.println("deploy/components/ovn-kubernetes: " + upstream);
     assertCoherent("deploy/components/ovn-kubernetes", upstream, SUBNETS.get("upstream"));
-    Map<String, String> openshift = ovnEnv(Kustomize.render("ovn-kubernetes-openshift"));
-    System.out.println("deploy/components/ovn-kubernetes-openshift: " + openshift);
-    assertCoherent("deploy/components/ovn-kubernetes-openshift", openshift, SUBNETS.get("openshift"));
   }
 
   @Test
@@ -97,7 +93,7 @@ class OvnMasqueradePresetTest {
         List.of("10.255.0.0/16", "fd00:0:0:ff::/64"),
         List.of("169.254.0.248/29", "fd69::fff8/125"));
     for (List<String> subnets : custom) {
-      Map<String, String> env = ovnEnv(HelmChart.render(Map.of("ovnKubernetes.enabled", true,
+      Map<String, String> env = ovnEnv(HelmChart.render(ChartTest.with(ChartTest.OVN,
           "ovnKubernetes.masqueradePreset", "custom", "ovnKubernetes.masqueradeSubnet.v4", subnets.get(0),
           "ovnKubernetes.masqueradeSubnet.v6", subnets.get(1), "agent.excludeCIDRs[0]", "192.0.2.0/24")));
       assertCoherent("custom " + subnets, env, subnets);
@@ -114,13 +110,13 @@ class OvnMasqueradePresetTest {
         "fd69::4/125", "not its network address");
     refused.forEach((subnet, why) -> {
       boolean v6 = subnet.contains(":");
-      assertThatThrownBy(() -> HelmChart.render(Map.of("ovnKubernetes.enabled", true,
+      assertThatThrownBy(() -> HelmChart.render(ChartTest.with(ChartTest.OVN,
           "ovnKubernetes.masqueradePreset", "custom",
           "ovnKubernetes.masqueradeSubnet.v4", v6 ? "169.254.169.0/29" : subnet,
           "ovnKubernetes.masqueradeSubnet.v6", v6 ? subnet : "fd69::/125")))
           .as(subnet).hasMessageContaining(subnet).hasMessageContaining(why);
     });
-    assertThatThrownBy(() -> HelmChart.render(Map.of("ovnKubernetes.enabled", true,
+    assertThatThrownBy(() -> HelmChart.render(ChartTest.with(ChartTest.OVN,
         "ovnKubernetes.masqueradePreset", "custom", "ovnKubernetes.masqueradeSubnet.v4", "169.254.169.0/29")))
         .hasMessageContaining("needs both");
   }

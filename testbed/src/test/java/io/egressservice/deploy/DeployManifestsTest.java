@@ -307,7 +307,7 @@ class DeployManifestsTest {
     assertThat(patched.getName()).isEqualTo(container().getName());
     Map<String, String> env = patched.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, EnvVar::getValue));
     assertThat(env).as("the base DaemonSet already runs --allocator=false").doesNotContainKey("EGRESS_AGENT_ALLOCATOR");
-    assertThat(env).containsEntry("EGRESS_AGENT_REMOTE_ENDPOINTS", "report"); // OVN reroutes them itself
+    assertThat(env).doesNotContainKey("EGRESS_AGENT_REMOTE_ENDPOINTS"); // steered: no OVN reroute with its feature off
     assertThat(env.get("EGRESS_AGENT_EXCLUDE_CIDR")).contains("169.254.169.0/29"); // OvnMasqueradePresetTest: coherent
   }
 
