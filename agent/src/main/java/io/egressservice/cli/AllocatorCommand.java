@@ -65,10 +65,12 @@ public final class AllocatorCommand implements Callable<Integer> {
         .withProbes(process.probeKey.apply(process.hostProbes.toProbes()));
     Optional<Owner> owner = uninstall.owner(Owner.Kind.DEPLOYMENT);
     config = policy.applyTo(config);
-    KubernetesClient client = KubeClients.create(process.kubeconfig);
+    io.egressservice.informers.SilentWatches watches = process.apiWatch.silentWatches();
+    KubernetesClient client = KubeClients.create(process.kubeconfig, watches);
     Optional<OwnerWatch> ownerWatch = owner.map(o -> OwnerWatch.start(client, o));
     AllocatorMetrics metrics = new AllocatorMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
+    io.egressservice.metrics.ApiWatchMetrics.register(metrics.registry(), watches);
     AllocatorRunner runner = AllocatorRunner.start(client, process.leaseNamespace, process.podName, config, metrics);
     runner.allocator().addListener(new FailoverRecorder(metrics.registry()));
     HealthServer health;

@@ -35,4 +35,6 @@ public final class AllocatorProcessOptions {
   @Mixin ProbeKeyOptions probeKey;
 
   @Mixin LeaseOptions lease;
+
+  @Mixin ApiWatchOptions apiWatch;
 }

@@ -2,6 +2,7 @@ package io.egressservice.cli;
 
 import io.egressservice.controller.AgentSerialization;
 import io.egressservice.informers.ResponseBodyDeadline;
+import io.egressservice.informers.SilentWatches;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -29,11 +30,23 @@ final class KubeClients {
    * for a response's body (see ResponseBodyDeadline).
    */
   static KubernetesClient create(Path kubeconfig) {
+    return create(kubeconfig, builder());
+  }
+
+  /**
+   * As {@link #create(Path)}, for a long-running process: every watch that stays silent is re-opened on a new
+   * connection, and a 410 on a watch's handshake lists again (see SilentWatches).
+   */
+  static KubernetesClient create(Path kubeconfig, SilentWatches watches) {
+    return create(kubeconfig, watches.installOn(builder()));
+  }
+
+  private static KubernetesClient create(Path kubeconfig, KubernetesClientBuilder builder) {
     if (kubeconfig == null) {
-      return builder().build();
+      return builder.build();
     }
     try {
-      return builder().withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
+      return builder.withConfig(Config.fromKubeconfig(Files.readString(kubeconfig))).build();
     } catch (IOException | RuntimeException e) {
       throw new Main.UserError("cannot use --kubeconfig " + kubeconfig + ": "
           + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()) + " (is it a kubeconfig file?)");

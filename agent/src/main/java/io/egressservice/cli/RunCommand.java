@@ -117,8 +117,9 @@ public final class RunCommand implements Callable<Integer> {
     Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
     requirePrivileges(dataplane);
     KubernetesClient client;
+    io.egressservice.informers.SilentWatches watches = process.apiWatch.silentWatches();
     try {
-      client = KubeClients.create(process.kubeconfig);
+      client = KubeClients.create(process.kubeconfig, watches);
     } catch (RuntimeException e) {
       dataplane.close();
       throw e;
@@ -126,6 +127,7 @@ public final class RunCommand implements Callable<Integer> {
     Optional<OwnerWatch> ownerWatch = owner.map(o -> OwnerWatch.start(client, o));
     AgentMetrics metrics = new AgentMetrics();
     RuntimeMetrics.register(metrics.registry(), BuildInfo.current());
+    io.egressservice.metrics.ApiWatchMetrics.register(metrics.registry(), watches);
     metrics.noHostDrops(dataplane::noHostDroppedPackets);
     metrics.guardDrops(dataplane::guardDroppedPackets);
     // One set of informers for the node agent and the allocator: one watch per kind, one cache. Their

@@ -7,8 +7,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import io.egressservice.buildinfo.BuildInfo;
+import io.egressservice.informers.SilentWatches;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.metrics.AllocatorMetrics;
+import io.egressservice.metrics.ApiWatchMetrics;
 import io.egressservice.metrics.RuntimeMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
@@ -63,6 +65,11 @@ class MonitoringTest {
     RuntimeMetrics.register(node, BuildInfo.current());
     PrometheusRegistry allocator = new AllocatorMetrics().registry();
     RuntimeMetrics.register(allocator, BuildInfo.current());
+    try (SilentWatches watches = new SilentWatches(SilentWatches.DEFAULT_IDLE)) {
+      // both processes register them next to their own metrics (run and allocator)
+      ApiWatchMetrics.register(node, watches);
+      ApiWatchMetrics.register(allocator, watches);
+    }
     Set<String> names = new TreeSet<>();
     for (PrometheusRegistry registry : List.of(node, allocator)) {
       for (MetricSnapshot s : registry.scrape()) {
