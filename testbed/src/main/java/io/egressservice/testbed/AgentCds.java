@@ -53,11 +53,30 @@ public final class AgentCds {
         .orElse(List.of());
   }
 
-  /** One dump per archive name and JVM at a time; an earlier JVM's archive is reused. */
+  /**
+   * One dump per archive name and JVM at a time; an earlier JVM's archive is reused, and a dump that failed (a JVM
+   * without CDS) is not tried again: it leaves {@code <archive>.failed} behind.
+   */
   private static synchronized Optional<Path> dumped(Path archive, List<String> jars) {
     if (Files.isRegularFile(archive)) {
       return Optional.of(archive);
     }
+    Path failed = archive.resolveSibling(archive.getFileName() + ".failed");
+    if (Files.exists(failed)) {
+      return Optional.empty();
+    }
+    Optional<Path> made = dump(archive, jars);
+    if (made.isEmpty()) {
+      try {
+        Files.writeString(failed, "java -Xshare:dump from " + CLASS_LIST + " failed: the agents start without it\n");
+      } catch (IOException e) {
+        // then the next start tries again
+      }
+    }
+    return made;
+  }
+
+  private static Optional<Path> dump(Path archive, List<String> jars) {
     Path partial = archive.resolveSibling(archive.getFileName() + "." + ProcessHandle.current().pid() + ".partial");
     try {
       Files.createDirectories(archive.getParent());
