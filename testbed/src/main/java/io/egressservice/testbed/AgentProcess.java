@@ -60,7 +60,9 @@ public final class AgentProcess {
 
   /** The command line the agent runs with (after {@code java}). */
   List<String> command() {
-    List<String> cmd = new ArrayList<>(List.of(javaBinary(), "-cp", classPath(),
+    List<String> cmd = new ArrayList<>(List.of(javaBinary()));
+    cmd.addAll(AgentCds.jvmOptions());
+    cmd.addAll(List.of("-cp", AgentCds.agentClassPath(),
         "io.egressservice.cli.Main", "run", "--node-name", node, "--netns", netns, "--kubeconfig",
         kubeconfig.toString(), "--metrics-port", Integer.toString(metricsPort)));
     cmd.addAll(extraArgs);
@@ -248,17 +250,6 @@ public final class AgentProcess {
     } catch (IOException e) {
       return "(no log: " + e.getMessage() + ")";
     }
-  }
-
-  /** This JVM's class path, absolute (the full jar when the demo runs, the test class path in tests). */
-  private static String classPath() {
-    List<String> entries = new ArrayList<>();
-    for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
-      if (!e.isEmpty()) {
-        entries.add(Path.of(e).toAbsolutePath().toString());
-      }
-    }
-    return String.join(java.io.File.pathSeparator, entries);
   }
 
   private static String javaBinary() {

@@ -18,7 +18,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -33,8 +32,9 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * with two uplinks, node-b with one; the real agent on every node, allocator on). Service {@code web} has endpoints
  * pod-a1, pod-b1 and pod-c1, {@code sourceIPBy: LoadBalancerIP}, {@code network: "100"} and a nodeSelector that
  * makes node-a its host: every endpoint, wherever it runs, must reach the external host through node-a's second
- * uplink (ext-a2) with the LB IP, in both families, over UDP and TCP. pod-b2 never opted in. One cluster per class;
- * {@link SourceRuleModeClusterTest} and {@link MarkRuleModeClusterTest} run it in each rule mode.
+ * uplink (ext-a2) with the LB IP, in both families, over UDP and TCP. pod-b2 never opted in.
+ * {@link SourceRuleModeClusterTest} and {@link MarkRuleModeClusterTest} run it in each rule mode, on the cluster
+ * they share with {@link SteeringGuardClusterTest} (this class runs first, and leaves no service behind).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -46,20 +46,14 @@ abstract class SteeringClusterTest {
   /** Each node's kernel state with the agents running and no EgressService (see {@link KernelState}). */
   Map<String, String> pristine;
 
-  abstract String ruleMode();
+  /** The running cluster of the enclosing class, without any EgressService. */
+  abstract SteeringCluster shared();
 
   @BeforeAll
-  void startCluster() {
-    steering = SteeringCluster.start(ruleMode());
+  void takeTheCluster() {
+    steering = shared();
     cluster = steering.cluster();
     pristine = kernelStates();
-  }
-
-  @AfterAll
-  void stopCluster() {
-    if (steering != null) {
-      steering.close();
-    }
   }
 
   @AfterEach

@@ -20,7 +20,6 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -34,7 +33,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * leaves by ext-a2); pod-b1 and pod-c1 are steered there by their nodes; pod-b2 never opted in. Forged VXLAN-GPE
  * ({@link Forgery}: the attacker's own device, the agent's encapsulation) and spoofed sources must not leave with the
  * LB IP, must not reach pods or the node's own services, and each refusal is counted in the guard table; a steered
- * pod still leaves with the LB IP over UDP, TCP and IPv6.
+ * pod still leaves with the LB IP over UDP, TCP and IPv6. {@link MarkRuleModeClusterTest} and
+ * {@link SourceRuleModeClusterTest} run it in each rule mode, after {@link SteeringClusterTest} on the same cluster.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -47,22 +47,16 @@ abstract class SteeringGuardClusterTest {
   SteeringCluster steering;
   Cluster cluster;
 
-  abstract String ruleMode();
+  /** The running cluster of the enclosing class, without any EgressService. */
+  abstract SteeringCluster shared();
 
   @BeforeAll
-  void startCluster() {
-    steering = SteeringCluster.start(ruleMode());
+  void takeTheClusterAndCreateWeb() {
+    steering = shared();
     cluster = steering.cluster();
     steering.createWebOn("node-a");
     for (IpFamily f : IpFamily.values()) {
       expect("udp", "pod-b1", Addresses.external(f), new Seen("ext-a2", "udp", LB_IPS.get(f.ordinal())));
-    }
-  }
-
-  @AfterAll
-  void stopCluster() {
-    if (steering != null) {
-      steering.close();
     }
   }
 
