@@ -43,8 +43,15 @@ if [ -n "${RELEASE_IMAGE:-}" ]; then
   step "image: $RELEASE_IMAGE (RELEASE_IMAGE, not rebuilt)"
   cp "$RELEASE_IMAGE" "$WORK/image.oci.tar"
 else
+  # The jars name their commit (--version): built from another commit, they are built again, even where their
+  # sources did not change (build-image.sh reuses jars newer than their sources).
+  built=$(sed -n 's/^commit=//p' agent/target/classes/io/egressservice/buildinfo/build-info.properties 2>/dev/null || true)
+  if [ "$built" != "$(git rev-parse --short=12 HEAD)" ]; then
+    rm -f target/egress-service-agent-image.jar
+  fi
+  [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "release: WARNING: the work tree has uncommitted changes"
   step "image: scripts/build-image.sh"
-  REQUIRE_IMAGE_BUILD=1 scripts/build-image.sh "$WORK/image.oci.tar" | sed 's/^/  /' \
+  REQUIRE_IMAGE_BUILD=1 scripts/build-image.sh "$WORK/image.oci.tar" | sed -u 's/^/  /' \
     || fail "scripts/build-image.sh failed"
 fi
 read -r arch digest < <(python3 - "$WORK/image.oci.tar" <<'PY'
@@ -57,6 +64,7 @@ with tarfile.open(sys.argv[1]) as t:
     print(config["architecture"], digest)
 PY
 )
+[ -n "${digest:-}" ] || fail "$WORK/image.oci.tar: no image manifest in its index.json"
 image=egress-service-agent-$version-linux-$arch
 cp "$WORK/image.oci.tar" "$OUT/$image.oci.tar"
 echo "$digest" > "$OUT/$image.oci.tar.digest"
@@ -80,7 +88,7 @@ mvn -B -q ${MVN_ARGS:-} -pl agent -am test-compile dependency:build-classpath@re
 classpath="agent/target/test-classes:agent/target/classes:netlink/target/classes:api/target/classes"
 classpath="$classpath:$(cat agent/target/release-classpath.txt)"
 java -cp "$classpath" io.egressservice.deploy.ReleaseArtifacts "$OUT" "$OUT/$image.sbom.cdx.json" 2>&1 \
-  | sed '/^SLF4J/d; s/^/  /' || fail "ReleaseArtifacts failed"
+  | sed -u '/^SLF4J/d; /UnknownKeywordFactory/d; s/^/  /' || fail "ReleaseArtifacts failed"
 
 step "CRDs: crds/"
 cp crds/*.yaml "$OUT/"

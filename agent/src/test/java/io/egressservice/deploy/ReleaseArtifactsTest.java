@@ -30,6 +30,16 @@ import org.junit.jupiter.api.io.TempDir;
 class ReleaseArtifactsTest {
   private static final Path ROOT = Path.of("").toAbsolutePath();
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** The image archive of the SBOM tests that need only the described jar: made once (a python run each). */
+  @TempDir static Path shared;
+  private static Path describedImage;
+
+  private static synchronized Path describedImage() throws Exception {
+    if (describedImage == null) {
+      describedImage = imageArchive(shared, List.of("jackson-core-2.17.2.jar"));
+    }
+    return describedImage;
+  }
 
   @Test
   void theChartPackageHoldsTheWholeChartAndRendersEveryPresetAsTheDirectoryDoes(@TempDir Path out) throws Exception {
@@ -76,7 +86,7 @@ class ReleaseArtifactsTest {
   @Test
   void theImageSbomListsTheJarsTheRuntimeAndTheDebianPackagesAsOneValidCycloneDxDocument(@TempDir Path dir)
       throws Exception {
-    Path archive = imageArchive(dir, List.of("jackson-core-2.17.2.jar"));
+    Path archive = describedImage();
     Process merge = python(dir, "scripts/release/image-sbom-merge.py", archive.toString(),
         "--jdk-package", "openjdk-17-jdk-headless=17.0.15+6-1~deb12u1",
         "--repository", "ghcr.io/egress-service-agent/egress-service-agent");
@@ -122,7 +132,7 @@ class ReleaseArtifactsTest {
 
   @Test
   void aJdkPackageOfAnotherJavaVersionThanTheImagesRuntimeFailsTheMerge(@TempDir Path dir) throws Exception {
-    Path archive = imageArchive(dir, List.of("jackson-core-2.17.2.jar"));
+    Path archive = describedImage();
     Process merge = python(dir, "scripts/release/image-sbom-merge.py", archive.toString(),
         "--jdk-package", "openjdk-17-jdk-headless=17.0.14+7-1~deb12u1");
     merge.getInputStream().readAllBytes();
