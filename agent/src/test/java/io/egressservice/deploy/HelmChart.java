@@ -36,7 +36,12 @@ final class HelmChart {
   }
 
   static String renderText(Map<String, Object> values) {
-    TemplateCommand t = new Helm(CHART).template().withName("egress-service-agent").withNamespace(NAMESPACE);
+    return renderText(CHART, values);
+  }
+
+  /** {@code helm template} of {@code chart}: the chart's directory or a packaged chart (.tgz). */
+  static String renderText(Path chart, Map<String, Object> values) {
+    TemplateCommand t = new Helm(chart).template().withName("egress-service-agent").withNamespace(NAMESPACE);
     values.forEach(t::set);
     return t.call();
   }

@@ -44,6 +44,11 @@ final class Kustomize {
 
   /** The objects of deploy/ with {@code components} (names under deploy/components). */
   static List<JsonNode> render(String... components) throws IOException, InterruptedException {
+    return parse(renderText(components));
+  }
+
+  /** {@link #render}'s YAML text, as {@code kubectl kustomize} prints it (the release's install manifests). */
+  static String renderText(String... components) throws IOException, InterruptedException {
     Path dir = ROOT.resolve("target/kustomize-test/" + (components.length == 0 ? "base" : String.join("+", components)));
     Files.createDirectories(dir);
     Path up = dir.relativize(ROOT);
@@ -55,7 +60,7 @@ final class Kustomize {
         k.append("  - ").append(up.resolve("deploy/components").resolve(c)).append('\n');
       }
     }
-    return renderIn(dir, k.toString());
+    return renderTextIn(dir, k.toString());
   }
 
   /**
@@ -78,12 +83,20 @@ final class Kustomize {
   }
 
   private static List<JsonNode> renderIn(Path dir, String kustomization) throws IOException, InterruptedException {
+    return parse(renderTextIn(dir, kustomization));
+  }
+
+  private static String renderTextIn(Path dir, String kustomization) throws IOException, InterruptedException {
     Files.writeString(dir.resolve("kustomization.yaml"), kustomization);
     Path stderr = dir.resolve("stderr.txt");
     Process p = new ProcessBuilder("kubectl", "kustomize", dir.toString()).redirectError(stderr.toFile()).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("kubectl kustomize finished").isTrue();
     assertThat(p.exitValue()).as("kubectl kustomize %s: %s", dir, Files.readString(stderr)).isZero();
+    return out;
+  }
+
+  private static List<JsonNode> parse(String out) throws IOException {
     List<JsonNode> docs = new ArrayList<>();
     try (var parser = YAML.getFactory().createParser(out)) {
       for (var it = YAML.readValues(parser, JsonNode.class); it.hasNext(); ) {
