@@ -98,6 +98,45 @@ class ChartTest {
     }
   }
 
+  /**
+   * The agents' metrics port is where the allocator probes every host for failover: one value moves both, in the
+   * chart ({@code agent.metrics.port}) and in kustomize (install.md's ConfigMap and components/metrics-port), and
+   * the two renderings are the same installation.
+   */
+  @Test
+  void theMetricsPortIsOneValueThatTheAllocatorsProbesFollow() throws Exception {
+    Map<String, Object> values = Map.of("agent.metrics.port", 9500, "monitoring.enabled", true);
+    List<JsonNode> chart = HelmChart.render(values);
+    JsonNode agent = ManifestChecks.containers(ManifestChecks.daemonSet(chart)).get(0);
+    assertThat(agent.path("ports").path(0).path("containerPort").asInt()).isEqualTo(9500);
+    assertThat(env(ManifestChecks.daemonSet(chart))).containsEntry("EGRESS_AGENT_METRICS_PORT", "9500");
+    JsonNode allocator = Kustomize.one(chart, "Deployment");
+    assertThat(env(allocator)).as("the allocator probes the agents' port")
+        .containsEntry("EGRESS_AGENT_HOST_PROBE_PORT", "9500");
+    assertThat(ManifestChecks.containers(allocator).get(0).path("ports").path(0).path("containerPort").asInt())
+        .as("the allocator's own port, on its pod's IP").isEqualTo(9464);
+    assertThat(env(Kustomize.one(HelmChart.render(Map.of()), "Deployment")))
+        .containsEntry("EGRESS_AGENT_HOST_PROBE_PORT", "9464");
+
+    Kustomize.unavailable().ifPresent(reason -> Assumptions.assumeTrue(false, reason));
+    String install = java.nio.file.Files.readString(HelmChart.ROOT.resolve("docs/install.md"));
+    String section = install.substring(install.indexOf("### Another metrics port"));
+    List<JsonNode> kustomize = Kustomize.renderOwn("install-md-metrics-port",
+        yamlBlock(section, "# my-cluster/kustomization.yaml").replace("../egress-service-agent/", "<path>/"),
+        Map.of("metrics-port.yaml", yamlBlock(section, "# my-cluster/metrics-port.yaml")));
+    assertSameObjects("agent.metrics.port=9500 and install.md's kustomization", chart,
+        kustomize.stream().filter(o -> !"Namespace".equals(o.path("kind").asText())).toList());
+  }
+
+  /** The first {@code ```yaml} block of {@code markdown} whose first line is {@code firstLine}. */
+  private static String yamlBlock(String markdown, String firstLine) {
+    java.util.regex.Matcher block = java.util.regex.Pattern
+        .compile("```yaml\n(" + java.util.regex.Pattern.quote(firstLine) + "\n.*?)```", java.util.regex.Pattern.DOTALL)
+        .matcher(markdown);
+    assertThat(block.find()).as("a yaml block starting with %s", firstLine).isTrue();
+    return block.group(1);
+  }
+
   @Test
   void monitorAndRuleLabelsAreSettableForThePrometheusSelectors() {
     List<JsonNode> objects = HelmChart.render(Map.of("monitoring.enabled", true,

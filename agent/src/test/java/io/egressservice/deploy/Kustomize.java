@@ -63,8 +63,17 @@ final class Kustomize {
    * the repository's root), rendered under target/kustomize-test/{@code name}.
    */
   static List<JsonNode> renderOwn(String name, String kustomization) throws IOException, InterruptedException {
+    return renderOwn(name, kustomization, java.util.Map.of());
+  }
+
+  /** {@link #renderOwn(String, String)} with {@code files} (name to text) beside the kustomization. */
+  static List<JsonNode> renderOwn(String name, String kustomization, java.util.Map<String, String> files)
+      throws IOException, InterruptedException {
     Path dir = ROOT.resolve("target/kustomize-test/" + name);
     Files.createDirectories(dir);
+    for (var file : files.entrySet()) {
+      Files.writeString(dir.resolve(file.getKey()), file.getValue());
+    }
     return renderIn(dir, kustomization.replace("<path>", dir.relativize(ROOT).toString()));
   }
 
