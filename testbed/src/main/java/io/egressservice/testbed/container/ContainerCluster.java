@@ -59,8 +59,8 @@ public final class ContainerCluster implements AutoCloseable {
   private final Path dir;
   private final Path serviceAccount;
   private final Map<String, Path> secrets = new LinkedHashMap<>();
-  private final Map<String, Kubelet> agents = new LinkedHashMap<>();
-  private final List<Kubelet> allocators = new ArrayList<>();
+  private final Map<String, Kubelet> agents = java.util.Collections.synchronizedMap(new LinkedHashMap<>());
+  private final List<Kubelet> allocators = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final List<String> allocatorNetns = new ArrayList<>();
   private ObjectNode daemonSet;
   private Optional<ObjectNode> deployment;
@@ -172,6 +172,39 @@ public final class ContainerCluster implements AutoCloseable {
     awaitReady(started);
   }
 
+  /**
+   * What in {@code rendered}'s DaemonSet and Deployment pod templates this testbed's control plane and kubelet could
+   * not run (a fieldRef they do not fill, a Secret volume whose Secret is neither rendered nor in {@code
+   * installedSecrets}, a probe on a port the container does not name, a hostPort): empty when every pod can run.
+   */
+  public static List<String> unrunnable(List<JsonNode> rendered, Set<String> installedSecrets) {
+    Map<String, Path> secrets = new LinkedHashMap<>();
+    installedSecrets.forEach(n -> secrets.put(n, Path.of("/nonexistent")));
+    rendered.stream().filter(o -> o.path("kind").asText().equals("Secret"))
+        .forEach(o -> secrets.put(o.path("metadata").path("name").asText(), Path.of("/nonexistent")));
+    List<String> problems = new ArrayList<>();
+    for (String kind : List.of("DaemonSet", "Deployment")) {
+      for (JsonNode w : rendered) {
+        if (!w.path("kind").asText().equals(kind)) {
+          continue;
+        }
+        JsonNode template = w.path("spec").path("template");
+        try {
+          PodSpecs.pod(template, new PodSpecs.Placement("pod", "ns", "uid", "node", "192.0.2.1", "192.0.2.1",
+              "192.0.2.2", ApiFront.PORT, Path.of("/nonexistent"), secrets));
+          for (JsonNode c : template.path("spec").path("containers")) {
+            for (String probe : List.of("startupProbe", "livenessProbe", "readinessProbe")) {
+              Kubelet.Probe.of(probe, c);
+            }
+          }
+        } catch (IllegalArgumentException e) {
+          problems.add(kind + " " + w.path("metadata").path("name").asText() + ": " + e.getMessage());
+        }
+      }
+    }
+    return problems;
+  }
+
   // ---- the surface a test uses ------------------------------------------------------------------------
 
   /** The namespace cluster underneath: nodes, pods, traffic, the API's own client. */
@@ -210,6 +243,8 @@ public final class ContainerCluster implements AutoCloseable {
     deployment = one(rendered, "Deployment");
     replace(daemonSet);
     deployment.ifPresent(this::replace);
+    // the DaemonSet's and the Deployment's controllers roll their pods independently, at the same time
+    CompletableFuture<Map<String, Duration>> allocatorStops = CompletableFuture.supplyAsync(this::rollAllocators, POOL);
     Map<String, Duration> stops = new LinkedHashMap<>();
     for (Cluster.Node n : cluster.nodes()) {
       Kubelet old = agents.remove(n.name());
@@ -221,6 +256,16 @@ public final class ContainerCluster implements AutoCloseable {
         k.awaitReady(READY);
       }
     }
+    try {
+      stops.putAll(allocatorStops.join());
+    } catch (java.util.concurrent.CompletionException e) {
+      throw unwrap(e);
+    }
+    return stops;
+  }
+
+  private Map<String, Duration> rollAllocators() {
+    Map<String, Duration> stops = new LinkedHashMap<>();
     for (int r = 0; r < allocators.size() && deployment.isPresent(); r++) {
       Kubelet old = allocators.get(r);
       stops.put(old.pod(), old.stop());
@@ -398,7 +443,7 @@ public final class ContainerCluster implements AutoCloseable {
   }
 
   /** Tells the cluster's watchdog the containers' pids (they are killed if this JVM dies). */
-  private void writePids() {
+  private synchronized void writePids() {
     StringBuilder pids = new StringBuilder();
     List<Kubelet> all = new ArrayList<>(agents.values());
     all.addAll(allocators);
