@@ -141,7 +141,7 @@ public final class ContainerCluster implements AutoCloseable {
     if (deployment.isPresent()) {
       ObjectNode d = deployment.get();
       for (int r = 1; r <= d.path("spec").path("replicas").asInt(1); r++) {
-        allocatorNetns.add(allocatorNetwork(r));
+        allocatorNetwork(r);
         int replica = r;
         allocating.add(CompletableFuture.supplyAsync(() -> allocator(d, replica), POOL));
       }
@@ -409,6 +409,7 @@ public final class ContainerCluster implements AutoCloseable {
     String name = cluster.namespacePrefix() + "alloc" + r;
     appendLine(cluster.dir().resolve("netns"), name); // the watchdog's list: deleted even if this JVM dies
     ip("netns", "add", name);
+    allocatorNetns.add(name); // from here on, close() deletes it
     cluster.netns("lan").ip("link add alloc" + r + " type veth peer name eth0 netns " + name,
         "link set alloc" + r + " master br0", "link set alloc" + r + " up");
     ip("-n", name, "-batch", "-", "link set lo up\naddr add " + allocatorIp(r) + "/24 dev eth0\nlink set eth0 up\n");
