@@ -185,7 +185,13 @@ public final class Kubelet implements AutoCloseable {
 
   private void remove() {
     prober.interrupt();
-    podman.tryRun(Optional.empty(), Duration.ofSeconds(60), List.of("pod", "rm", "-f", pod));
+    // podman can lose a race with its own concurrent commands and leave an empty pod behind: removal is tried again
+    for (int attempt = 0; attempt < 3; attempt++) {
+      podman.tryRun(Optional.empty(), Duration.ofSeconds(60), List.of("pod", "rm", "-f", pod));
+      if (podman.tryRun(Optional.empty(), Duration.ofSeconds(30), List.of("pod", "exists", pod)).exitCode() != 0) {
+        break;
+      }
+    }
     node.close();
   }
 
