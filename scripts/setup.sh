@@ -22,9 +22,22 @@ optional_promtool() {
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
 }
+# podman, runc and catatonit (the pause process of a pod's infra container) run the agent's image from the rendered
+# chart in the container-mode cluster tests (ContainerModeClusterTest), which skip without them: installed when
+# possible, never a reason to fail.
+optional_podman() {
+  command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && command -v catatonit >/dev/null 2>&1 \
+    && return 0
+  [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1 || return 0
+  echo "setup: installing podman, runc and catatonit (for the container-mode cluster tests)"
+  { [ -n "${updated:-}" ] || apt-get update -qq; } && updated=1 \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc catatonit >/dev/null \
+    || echo "setup: could not install podman; ContainerModeClusterTest skips" >&2
+}
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present (${packages[*]})"
   optional_promtool
+  optional_podman
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -36,3 +49,4 @@ apt-get update -qq
 updated=1
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 optional_promtool
+optional_podman
