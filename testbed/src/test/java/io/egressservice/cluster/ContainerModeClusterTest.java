@@ -55,6 +55,9 @@ class ContainerModeClusterTest {
 
   @BeforeAll
   void start() {
+    Assumptions.assumeTrue(Boolean.getBoolean("testbed.containerMode"), "container mode runs with"
+        + " `mvn -B -Pcontainer-mode verify` (the image build and five pod lifecycles take minutes: outside the"
+        + " 15-minute suite)");
     Podman.unavailable().ifPresent(reason -> Assumptions.assumeTrue(false, reason));
     var image = ImageArchive.ensure();
     Assumptions.assumeTrue(image.isPresent(), ImageArchive.why());
