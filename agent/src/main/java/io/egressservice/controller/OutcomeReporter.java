@@ -1,5 +1,6 @@
 package io.egressservice.controller;
 
+import io.egressservice.logging.LogKeys;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.ServiceOutcome;
@@ -10,6 +11,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Turns the plan's outcomes into Events, only when an outcome on this node changes (never one per
@@ -21,8 +24,15 @@ import java.util.stream.Collectors;
  * <p>Cluster-wide reasons (no Service, not allocated, handled by another node) are not this node's to
  * report: every node would say the same; the allocator reports those. This node says only that it
  * stopped ({@code EgressRemoved}) after it had said it was configured.
+ *
+ * <p>Each Event is logged as it is handed on (a Warning at warn, else info), with the service's {@code namespace} and
+ * {@code service} and this {@code node} as keys ({@link LogKeys}): what the Event says is in the log even where
+ * Events are not kept, and a log pipeline finds one service's story by its keys.
  */
 final class OutcomeReporter {
+  /** Under the agent's name, like the reconcile log: what an operator greps the agent's lines for. */
+  private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
+
   static final String CONFIGURED = "EgressConfigured";
   static final String REMOVED = "EgressRemoved";
   static final String NETWORK_NOT_FOUND = "NetworkNotFound";
@@ -138,6 +148,7 @@ final class OutcomeReporter {
       }
       if (!wanted.sameAs(previous)) {
         recorder.record(ch, wanted);
+        log(wanted);
         said.put(ch, wanted);
       } else {
         said.put(ch, previous);
@@ -150,6 +161,11 @@ final class OutcomeReporter {
     return a.configured() == b.configured() && a.reason().equals(b.reason())
         && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints())
         && a.steeredEndpoints().equals(b.steeredEndpoints());
+  }
+
+  private void log(EventRecord e) {
+    LogKeys.service(e.type().equals("Warning") ? LOG.atWarn() : LOG.atInfo(), e.object().namespace(), e.object().name())
+        .addKeyValue(LogKeys.NODE, node).log("{} {}: {}", e.reason(), e.object(), e.message());
   }
 
   /** What {@code ch} should say now; null: nothing (a later change is then news again). */
