@@ -62,6 +62,16 @@ class RefusalEventsTest {
   }
 
   @Test
+  void anInvalidLbIpIsNamedAsInvalidNotAsMissing() {
+    assertThat(eventsFor("5.5.5.500", "")).singleElement().satisfies(e -> {
+      assertThat(e.type()).isEqualTo("Warning");
+      assertThat(e.reason()).isEqualTo("LoadBalancerIPRefused");
+      assertThat(e.message()).isEqualTo("on node node-a: LoadBalancer ingress IP '5.5.5.500' is not a valid IP address:"
+          + " not an egress source");
+    });
+  }
+
+  @Test
   void aReservedNetworkIsAWarningEventOnTheHost() {
     assertThat(eventsFor("5.5.5.5", "main")).singleElement().satisfies(e -> {
       assertThat(e.type()).isEqualTo("Warning");
