@@ -105,7 +105,12 @@ public record Explanation(String node, KernelVerdict kernel, ApiClaims api, bool
   private String notOptedInWhy() {
     Optional<ApiClaims.Claim> claim = api.egressClaim();
     if (claim.isEmpty()) {
-      return apiAsked && api.claims().isEmpty() ? " (no Service lists it as an endpoint)" : "";
+      if (!apiAsked || apiError.isPresent()) {
+        return "";
+      }
+      return api.claims().isEmpty() ? ": it did not opt in (no Service lists it as an endpoint)"
+          : ": it did not opt in (Service " + api.claims().stream().map(ApiClaims.Claim::service)
+              .collect(java.util.stream.Collectors.joining(", ")) + " that lists it has no EgressService)";
     }
     return ": EgressService " + claim.get().service() + " (" + claim.get().describe() + ") claims it, but"
         + (claim.get().refusals().isEmpty() ? " no agent acted for it on this node yet" : refusalsText());
