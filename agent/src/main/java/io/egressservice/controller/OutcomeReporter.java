@@ -42,12 +42,16 @@ final class OutcomeReporter {
   static final String NOT_ON_HOST = "EndpointsNotOnHost";
   static final String STEERED = "EndpointsSteered";
   static final String STEERING_UNAVAILABLE = "SteeringUnavailable";
+  /** Configured, but the pod network of a family its endpoints use is unknown (in-cluster traffic is not exempted). */
+  static final String POD_NETWORK_UNKNOWN = "PodNetworkUnknown";
+  /** The warnings this node gave about a configured service no longer hold. */
+  static final String WARNING_RESOLVED = "WarningResolved";
   /** Mark mode: the node's marks ran out for the service (oldest first, or its namespace's limit): nothing applied. */
   static final String MARK_UNAVAILABLE = "MarkUnavailable";
 
   /** What the node says something about, one Event at a time. */
   enum Channel {
-    OUTCOME, REFUSED_ENDPOINTS, REMOTE_ENDPOINTS;
+    OUTCOME, REFUSED_ENDPOINTS, REMOTE_ENDPOINTS, WARNINGS;
 
     static Optional<Channel> of(String reason) {
       return switch (reason) {
@@ -56,6 +60,7 @@ final class OutcomeReporter {
           Optional.of(OUTCOME);
         case REFUSED -> Optional.of(REFUSED_ENDPOINTS);
         case NOT_ON_HOST -> Optional.of(REMOTE_ENDPOINTS);
+        case POD_NETWORK_UNKNOWN, WARNING_RESOLVED -> Optional.of(WARNINGS);
         default -> Optional.empty();
       };
     }
@@ -160,7 +165,7 @@ final class OutcomeReporter {
   private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {
     return a.configured() == b.configured() && a.reason().equals(b.reason())
         && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints())
-        && a.steeredEndpoints().equals(b.steeredEndpoints());
+        && a.steeredEndpoints().equals(b.steeredEndpoints()) && a.warnings().equals(b.warnings());
   }
 
   private void log(EventRecord e) {
@@ -212,6 +217,17 @@ final class OutcomeReporter {
                 + " and not steered here; their egress uses the service's SNAT and network only if the pod network"
                 + " brings it here: " + summarize(remote))
             : null;
+      }
+      case WARNINGS -> {
+        if (o.configured() && !o.warnings().isEmpty()) {
+          yield new EventRecord(es, "Warning", POD_NETWORK_UNKNOWN, "on node " + node + ": "
+              + String.join("; ", o.warnings()));
+        }
+        // a Normal Event after the Warning, so that explain and status no longer show it as in force
+        yield previous != null && previous.type().equals("Warning")
+            ? new EventRecord(es, "Normal", WARNING_RESOLVED, "on node " + node + ": resolved: "
+                + previous.message().substring(Math.min(previous.message().length(), ("on node " + node + ": ").length())))
+            : previous != null && previous.reason().equals(WARNING_RESOLVED) ? previous : null;
       }
     };
   }
