@@ -33,10 +33,13 @@ class LauncherTest {
   private static final String IMAGE_JAR = "/opt/egress-service-agent/egress-service-agent.jar";
 
   @TempDir Path dir;
+  /** The launcher with the recorder as java, compiled once for the class. */
+  @TempDir static Path shared;
+  private static Path recordingLauncher;
 
   @Test
   void withTheDaemonSetsEnvironmentEveryStderrLineIsJson() throws Exception {
-    Path launcher = build(Path.of(System.getProperty("java.home"), "bin", "java").toString(), true);
+    Path launcher = build(dir, Path.of(System.getProperty("java.home"), "bin", "java").toString(), true);
     Map<String, String> env = literalEnv(daemonSetContainer());
     assertThat(env).as("the JVM's options are set for the launcher, not for the JVM to pick up")
         .containsKey("EGRESS_AGENT_JVM_OPTIONS").doesNotContainKeys("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS");
@@ -56,7 +59,7 @@ class LauncherTest {
 
   @Test
   void jvmOptionsGoBeforeTheEntrypointsOwnFlagsAndTheArgumentsAfterTheJar() throws Exception {
-    Path launcher = build(recorder().toString(), false);
+    Path launcher = recordingLauncher();
 
     Result r = run(launcher, Map.of("EGRESS_AGENT_JVM_OPTIONS", " -Xss512k\t-Dx=1\n -XX:-ExitOnOutOfMemoryError "),
         "status", "--netns", "a b");
@@ -69,7 +72,7 @@ class LauncherTest {
 
   @Test
   void withoutJvmOptionsTheEntrypointRunsAsItIs() throws Exception {
-    Path launcher = build(recorder().toString(), false);
+    Path launcher = recordingLauncher();
 
     Result r = run(launcher, Map.of(), "--version");
 
@@ -80,7 +83,7 @@ class LauncherTest {
 
   @Test
   void aQuotedJvmOptionIsRefusedWithTheVariablesName() throws Exception {
-    Path launcher = build(recorder().toString(), false);
+    Path launcher = recordingLauncher();
 
     Result r = run(launcher, Map.of("EGRESS_AGENT_JVM_OPTIONS", "-Dname='a b'"), "status");
 
@@ -89,8 +92,15 @@ class LauncherTest {
     assertThat(r.err()).contains("EGRESS_AGENT_JVM_OPTIONS has a quote");
   }
 
+  private static synchronized Path recordingLauncher() throws Exception {
+    if (recordingLauncher == null) {
+      recordingLauncher = build(shared, recorder(shared).toString(), false);
+    }
+    return recordingLauncher;
+  }
+
   /** The launcher, with java at {@code java} and (for a real JVM) the jar replaced by this build's classpath. */
-  private Path build(String java, boolean classpath) throws Exception {
+  private static Path build(Path dir, String java, boolean classpath) throws Exception {
     assumeThat(Path.of("/usr/bin/cc")).as("a C compiler (scripts/setup.sh installs gcc)").exists();
     String source = Files.readString(ROOT.resolve("agent/src/main/image/launcher.c"));
     assertThat(source).contains("\"" + IMAGE_JAVA + "\"", "\"-jar\"", "\"" + IMAGE_JAR + "\"");
@@ -108,7 +118,7 @@ class LauncherTest {
   }
 
   /** A stand-in for java that prints its arguments, one a line, and whether JAVA_TOOL_OPTIONS is set. */
-  private Path recorder() throws IOException {
+  private static Path recorder(Path dir) throws IOException {
     Path script = dir.resolve("java");
     Files.writeString(script, "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"
         + "echo \"JAVA_TOOL_OPTIONS=${JAVA_TOOL_OPTIONS-unset}\"\n");
