@@ -86,23 +86,26 @@ LABEL org.opencontainers.image.title="egress-service-agent" \
       org.opencontainers.image.vendor="egress-service-agent" \
       org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
 
-# /usr/local/bin/egress-service-agent is a small binary (agent/src/main/image/launcher.c) that execs ENTRYPOINT with
-# its arguments appended: `kubectl exec POD -- egress-service-agent status` runs the same JVM, flags and jar.
+# /usr/local/bin/egress-service-agent (agent/src/main/image/launcher.c) is the entrypoint and the command on PATH: it
+# execs the JVM, -jar the agent, with the arguments it was given appended, so `kubectl exec POD -- egress-service-agent
+# status` runs the same JVM, flags and jar as the container's own process.
 ENV PATH=/usr/local/bin:/opt/egress-service-agent/jre/bin
 
 # Not root by default: the allocator (deploy/allocator.yaml) runs as this uid, with no capability. The node
 # agent runs as root (uid 0) with only CAP_NET_ADMIN, both set by the DaemonSet (deploy/daemonset.yaml).
 # JNA needs a writable jna.tmpdir; the DaemonSet mounts an emptyDir at /tmp and sets
-# JAVA_TOOL_OPTIONS="-XX:+ExitOnOutOfMemoryError -XX:MaxRAMPercentage=70 -Xms16m -Xmn12m -XX:MinHeapFreeRatio=25
+# EGRESS_AGENT_JVM_OPTIONS="-XX:+ExitOnOutOfMemoryError -XX:MaxRAMPercentage=70 -Xms16m -Xmn12m -XX:MinHeapFreeRatio=25
 #   -XX:MaxHeapFreeRatio=40 -XX:-ShrinkHeapInSteps -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 #   -XX:ReservedCodeCacheSize=32m
 #   -XX:TrimNativeHeapInterval=10000 -Xss512k -Dsun.reflect.inflationThreshold=2147483647 -Djna.tmpdir=/tmp"
 # and MALLOC_ARENA_MAX=2 (bench/README.md, "Memory"): the heap ceiling is 70 % of the container's memory limit.
-# TrimNativeHeapInterval needs a JDK 17.0.9 or later.
-# The entrypoint itself says -XX:+ExitOnOutOfMemoryError, so that a JAVA_TOOL_OPTIONS of one's own cannot lose it:
-# out of heap, the process exits (status 3) and is restarted, instead of staying up with a dead thread.
+# TrimNativeHeapInterval needs a JDK 17.0.9 or later. The launcher puts those words on java's command line: in
+# JAVA_TOOL_OPTIONS (which works too) the JVM would first print "Picked up JAVA_TOOL_OPTIONS: ..." on stderr, a line
+# that is not JSON under EGRESS_AGENT_LOG_FORMAT=json.
+# The launcher itself passes -XX:+ExitOnOutOfMemoryError after those options, so that options of one's own cannot
+# lose it: out of heap, the process exits (status 3) and is restarted, instead of staying up with a dead thread.
 # This stage is the one definition of the image's config: scripts/build-image.sh reads its ENTRYPOINT, ENV, USER and
-# LABEL (scripts/image/dockerfile-config.py), the launcher repeats the entrypoint (io.egressservice.deploy.
-# ImageEntrypointTest compares them).
+# LABEL (scripts/image/dockerfile-config.py); the JVM's own command line is in the launcher
+# (io.egressservice.deploy.ImageEntrypointTest checks both).
 USER 65532:65532
-ENTRYPOINT ["/opt/egress-service-agent/jre/bin/java", "-XX:+ExitOnOutOfMemoryError", "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa", "-jar", "/opt/egress-service-agent/egress-service-agent.jar"]
+ENTRYPOINT ["/usr/local/bin/egress-service-agent"]

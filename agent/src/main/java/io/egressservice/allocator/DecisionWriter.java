@@ -1,5 +1,6 @@
 package io.egressservice.allocator;
 
+import io.egressservice.logging.LogKeys;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.plan.EgressServiceInfo;
 import io.egressservice.plan.ObjectRef;
@@ -97,7 +98,8 @@ final class DecisionWriter {
         move = plannedMoves.flatMap(m -> m.written(es, oldHost, d.host())).orElse("");
         HostMoves.reason(state, d.host(), nodeByName).ifPresent(reason -> {
           metrics.hostMoved(reason);
-          LOG.info("{}: {} host moved from {} to {} ({})", identity, d.ref(), state.statusHost(), d.host(), reason);
+          LogKeys.service(LOG.atInfo(), d.ref().namespace(), d.ref().name()).addKeyValue(LogKeys.NODE, d.host())
+              .log("{}: {} host moved from {} to {} ({})", identity, d.ref(), state.statusHost(), d.host(), reason);
         });
         long epoch = Instant.now().getEpochSecond();
         lastHostChangeEpochSeconds.put(d.ref(), epoch);
@@ -122,8 +124,9 @@ final class DecisionWriter {
       boolean report = before == null || !Objects.equals(before.uid(), now.uid())
           ? !statusOk || d.reason() == Reason.MALFORMED : !before.equals(now);
       if (report) {
-        LOG.info("{}: {} host \"{}\" ({}): {}{}", identity, d.ref(), d.host(), d.reason().eventReason(), move,
-            d.message());
+        LogKeys.service(LOG.atInfo(), d.ref().namespace(), d.ref().name()).addKeyValue(LogKeys.NODE, d.host())
+            .log("{}: {} host \"{}\" ({}): {}{}", identity, d.ref(), d.host(), d.reason().eventReason(), move,
+                d.message());
         writes.event(es, d.reason().allocated() ? "Normal" : "Warning", d.reason().eventReason(), move + d.message());
         d.labelProblem().ifPresent(p -> writes.event(es, "Warning", Reason.LABEL_NOT_SET,
             "node " + d.host() + " is the host but cannot carry the host label: " + p));

@@ -2,6 +2,7 @@ package io.egressservice.allocator;
 
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.logging.LogKeys;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.ProbeMetrics;
 import io.egressservice.plan.EgressServiceInfo;
@@ -127,13 +128,15 @@ final class HostWatch {
     judged.ifPresent(s -> judgeSelf(s, now));
     if (changed) {
       if (unreachable) {
-        LOG.warn("{}: node {} is unreachable ({}): drained, its services move", identity, node,
+        LOG.atWarn().addKeyValue(LogKeys.NODE, node).log("{}: node {} is unreachable ({}): drained, its services move",
+            identity, node,
             result == ProbeResult.NO_ANSWER ? "its agent's health port does not answer"
                 : result == ProbeResult.UNPROVEN ? "no proven answer of its agent for "
                 + config.probes().health().agentDownGrace().toSeconds() + " s"
                 : "its agent has not been healthy for " + config.probes().health().agentDownGrace().toSeconds() + " s");
       } else {
-        LOG.info("{}: node {} answers its health probes again: it may host services", identity, node);
+        LOG.atInfo().addKeyValue(LogKeys.NODE, node)
+            .log("{}: node {} answers its health probes again: it may host services", identity, node);
       }
       verdictChanged.run();
     }

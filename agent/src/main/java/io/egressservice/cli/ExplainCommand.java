@@ -15,7 +15,6 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.nft.NftClient;
 import io.egressservice.nft.NftException;
-import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -64,6 +63,12 @@ public final class ExplainCommand implements Callable<Integer> {
       description = "The API to ask (default: in cluster, the pod's service account; else ~/.kube/config if present).")
   Path kubeconfig;
 
+  @Option(names = "--pod-ip", paramLabel = "IP", split = ",",
+      description = {"The addresses of NAMESPACE/POD, as its status.podIPs says: the pod is explained by them and"
+          + " named as given, without reading it from the API (the agent's account may not read pods; the kubectl"
+          + " plugin reads them with yours and passes them)."})
+  List<String> podIps = List.of();
+
   @Option(names = "--no-api", description = "Ask only the kernel.")
   boolean noApi;
 
@@ -82,7 +87,10 @@ public final class ExplainCommand implements Callable<Integer> {
     Optional<IpPrefix> dest = Optional.ofNullable(to).map(t -> parse(t, "--to"));
     boolean askApi = !noApi && (KubeClients.givenOrInCluster(kubeconfig)
         || Files.isReadable(Path.of(System.getProperty("user.home"), ".kube", "config")));
-    if (byName && !askApi) {
+    if (!podIps.isEmpty() && !byName) {
+      throw new Main.UserError("--pod-ip is for a pod given by name (NAMESPACE/POD), not " + target);
+    }
+    if (byName && !askApi && podIps.isEmpty()) {
       throw new Main.UserError("a pod by name (" + target + ") needs the API: give --kubeconfig, or its address");
     }
     KubernetesClient client = askApi ? KubeClients.create(kubeconfig) : null;
@@ -101,6 +109,10 @@ public final class ExplainCommand implements Callable<Integer> {
         } catch (ExplainException | io.fabric8.kubernetes.client.KubernetesClientException e) {
           apiError = Optional.of(e.getMessage());
         }
+      }
+      if (byName && claims.pod().filter(target::equals).isEmpty()) {
+        // a pod no EndpointSlice names (it did not opt in): named as the user named it
+        claims = claims.forPod(target, Optional.ofNullable(node).filter(n -> !n.isBlank()));
       }
       KernelVerdict verdict = kernel(source, destination);
       String nodeName = Optional.ofNullable(node).filter(n -> !n.isBlank()).or(claims::podNode).orElse("this node");
@@ -138,8 +150,8 @@ public final class ExplainCommand implements Callable<Integer> {
     if (parts.length != 2 || parts[0].isEmpty() || parts[1].isEmpty()) {
       throw new Main.UserError("'" + target + "' is neither an address nor NAMESPACE/POD");
     }
-    Pod pod = api.pod(parts[0], parts[1]);
-    List<IpPrefix> ips = ApiInspector.addresses(pod).stream().map(a -> parse(a, "the pod's address")).toList();
+    List<String> addresses = podIps.isEmpty() ? ApiInspector.addresses(api.pod(parts[0], parts[1])) : podIps;
+    List<IpPrefix> ips = addresses.stream().map(a -> parse(a, "the pod's address")).toList();
     if (ips.isEmpty()) {
       throw new Main.UserError("pod " + target + " has no address yet (status.podIPs is empty)");
     }

@@ -128,6 +128,8 @@ public final class PlanJson {
       so.steeredEndpoints().forEach(e -> steered.add(e.source().toString()));
       ArrayNode steeredIn = o.putArray("steeredIn");
       so.steeredIn().forEach(steeredIn::add);
+      ArrayNode warnings = o.putArray("warnings");
+      so.warnings().forEach(warnings::add);
     }
     ArrayNode steering = root.putArray("steering");
     for (SteeredEndpoint e : s.steering().endpoints()) {

@@ -51,6 +51,9 @@ public final class PlanText {
       for (ServiceOutcome.SkippedEndpoint e : o.skippedEndpoints()) {
         comment(sb, "#   skipped " + e.address() + ": " + e.reason());
       }
+      for (String w : o.warnings()) {
+        comment(sb, "#   warning: " + w);
+      }
       if (!o.remoteEndpoints().isEmpty()) {
         comment(sb, "#   not on this node (their egress uses these rules only if the pod network steers it here): "
             + String.join(", ", o.remoteEndpoints()));

@@ -1,5 +1,6 @@
 package io.egressservice.controller;
 
+import io.egressservice.logging.LogKeys;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.ObjectRef;
 import io.egressservice.plan.ServiceOutcome;
@@ -10,6 +11,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Turns the plan's outcomes into Events, only when an outcome on this node changes (never one per
@@ -21,8 +24,15 @@ import java.util.stream.Collectors;
  * <p>Cluster-wide reasons (no Service, not allocated, handled by another node) are not this node's to
  * report: every node would say the same; the allocator reports those. This node says only that it
  * stopped ({@code EgressRemoved}) after it had said it was configured.
+ *
+ * <p>Each Event is logged as it is handed on (a Warning at warn, else info), with the service's {@code namespace} and
+ * {@code service} and this {@code node} as keys ({@link LogKeys}): what the Event says is in the log even where
+ * Events are not kept, and a log pipeline finds one service's story by its keys.
  */
 final class OutcomeReporter {
+  /** Under the agent's name, like the reconcile log: what an operator greps the agent's lines for. */
+  private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
+
   static final String CONFIGURED = "EgressConfigured";
   static final String REMOVED = "EgressRemoved";
   static final String NETWORK_NOT_FOUND = "NetworkNotFound";
@@ -32,12 +42,16 @@ final class OutcomeReporter {
   static final String NOT_ON_HOST = "EndpointsNotOnHost";
   static final String STEERED = "EndpointsSteered";
   static final String STEERING_UNAVAILABLE = "SteeringUnavailable";
+  /** Configured, but the pod network of a family its endpoints use is unknown (in-cluster traffic is not exempted). */
+  static final String POD_NETWORK_UNKNOWN = "PodNetworkUnknown";
+  /** The warnings this node gave about a configured service no longer hold. */
+  static final String WARNING_RESOLVED = "WarningResolved";
   /** Mark mode: the node's marks ran out for the service (oldest first, or its namespace's limit): nothing applied. */
   static final String MARK_UNAVAILABLE = "MarkUnavailable";
 
   /** What the node says something about, one Event at a time. */
   enum Channel {
-    OUTCOME, REFUSED_ENDPOINTS, REMOTE_ENDPOINTS;
+    OUTCOME, REFUSED_ENDPOINTS, REMOTE_ENDPOINTS, WARNINGS;
 
     static Optional<Channel> of(String reason) {
       return switch (reason) {
@@ -46,6 +60,7 @@ final class OutcomeReporter {
           Optional.of(OUTCOME);
         case REFUSED -> Optional.of(REFUSED_ENDPOINTS);
         case NOT_ON_HOST -> Optional.of(REMOTE_ENDPOINTS);
+        case POD_NETWORK_UNKNOWN, WARNING_RESOLVED -> Optional.of(WARNINGS);
         default -> Optional.empty();
       };
     }
@@ -138,6 +153,7 @@ final class OutcomeReporter {
       }
       if (!wanted.sameAs(previous)) {
         recorder.record(ch, wanted);
+        log(wanted);
         said.put(ch, wanted);
       } else {
         said.put(ch, previous);
@@ -149,7 +165,12 @@ final class OutcomeReporter {
   private static boolean sameOutcome(ServiceOutcome a, ServiceOutcome b) {
     return a.configured() == b.configured() && a.reason().equals(b.reason())
         && a.skippedEndpoints().equals(b.skippedEndpoints()) && a.remoteEndpoints().equals(b.remoteEndpoints())
-        && a.steeredEndpoints().equals(b.steeredEndpoints());
+        && a.steeredEndpoints().equals(b.steeredEndpoints()) && a.warnings().equals(b.warnings());
+  }
+
+  private void log(EventRecord e) {
+    LogKeys.service(e.type().equals("Warning") ? LOG.atWarn() : LOG.atInfo(), e.object().namespace(), e.object().name())
+        .addKeyValue(LogKeys.NODE, node).log("{} {}: {}", e.reason(), e.object(), e.message());
   }
 
   /** What {@code ch} should say now; null: nothing (a later change is then news again). */
@@ -196,6 +217,17 @@ final class OutcomeReporter {
                 + " and not steered here; their egress uses the service's SNAT and network only if the pod network"
                 + " brings it here: " + summarize(remote))
             : null;
+      }
+      case WARNINGS -> {
+        if (o.configured() && !o.warnings().isEmpty()) {
+          yield new EventRecord(es, "Warning", POD_NETWORK_UNKNOWN, "on node " + node + ": "
+              + String.join("; ", o.warnings()));
+        }
+        // a Normal Event after the Warning, so that explain and status no longer show it as in force
+        yield previous != null && previous.type().equals("Warning")
+            ? new EventRecord(es, "Normal", WARNING_RESOLVED, "on node " + node + ": resolved: "
+                + previous.message().substring(Math.min(previous.message().length(), ("on node " + node + ": ").length())))
+            : previous != null && previous.reason().equals(WARNING_RESOLVED) ? previous : null;
       }
     };
   }

@@ -25,6 +25,11 @@ public record ApiClaims(Optional<String> pod, Optional<String> podNode, List<Cla
     nodesByAddress = Map.copyOf(nodesByAddress);
   }
 
+  /** These claims about the pod {@code namespace/name} on {@code node}, where the API named no pod (or another). */
+  public ApiClaims forPod(String namespaceName, Optional<String> node) {
+    return new ApiClaims(Optional.of(namespaceName), podNode.or(() -> node), claims, nodesByAddress);
+  }
+
   /** The first claim that has an EgressService: the one whose rules can act on the address. */
   public Optional<Claim> egressClaim() {
     return claims.stream().filter(c -> c.egressService()).findFirst();

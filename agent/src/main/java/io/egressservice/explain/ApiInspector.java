@@ -49,7 +49,8 @@ public final class ApiInspector {
       }
       // no read of pods (the agent's account): the addresses an EndpointSlice gives the pod by its targetRef
       return fromSlices(namespace, name).orElseThrow(() -> new ExplainException("this account may not read pods, and"
-          + " no EndpointSlice in " + namespace + " names pod " + name + ": give its address instead"));
+          + " no EndpointSlice in " + namespace + " names pod " + name + ": give its address instead (--pod-ip, which"
+          + " the kubectl plugin passes)"));
     }
     if (pod == null) {
       throw new ExplainException("no pod " + namespace + "/" + name + " in the API");

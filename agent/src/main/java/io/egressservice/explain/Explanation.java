@@ -85,7 +85,8 @@ public record Explanation(String node, KernelVerdict kernel, ApiClaims api, bool
               .map(t -> "our '" + t + "' hands it back to the rules after ours").orElse("no SNAT of ours applies")
           + because();
       case LOCAL -> who + " leaves " + node + " through " + route
-          + kernel.snat().map(s -> " as " + s.addressText()).orElse(" with no SNAT of ours") + because();
+          + kernel.snat().map(s -> " as " + s.addressText()).orElse(" with no SNAT of ours") + because()
+          + fellThrough();
       case NOT_OPTED_IN -> who + " leaves " + node + " through " + route + "; no rule of ours touches it"
           + notOptedInWhy();
     };
@@ -102,10 +103,29 @@ public record Explanation(String node, KernelVerdict kernel, ApiClaims api, bool
         .orElse(kernel.ruleTable().isPresent() ? ", because of our rule '" + kernel.rule().get() + "'" : "");
   }
 
+  /**
+   * Our rule sent the lookup to the service's table, yet another table's route decided, and no throw route of ours
+   * handed it back: the network's table has no route to the destination (e.g. none of its family), so the packet
+   * fell through to the rules after ours.
+   */
+  private String fellThrough() {
+    if (kernel.ruleTable().isEmpty() || kernel.ruleTable().getAsLong() == kernel.table() || kernel.thrownBy().isPresent()) {
+      return "";
+    }
+    return "; but table " + tableText(kernel.ruleTable().getAsLong()) + " has no route to "
+        + kernel.destination().addressText() + ", so the lookup fell through to table " + tableText(kernel.table())
+        + ": add one of its family to the network's table";
+  }
+
   private String notOptedInWhy() {
     Optional<ApiClaims.Claim> claim = api.egressClaim();
     if (claim.isEmpty()) {
-      return apiAsked && api.claims().isEmpty() ? " (no Service lists it as an endpoint)" : "";
+      if (!apiAsked || apiError.isPresent()) {
+        return "";
+      }
+      return api.claims().isEmpty() ? ": it did not opt in (no Service lists it as an endpoint)"
+          : ": it did not opt in (Service " + api.claims().stream().map(ApiClaims.Claim::service)
+              .collect(java.util.stream.Collectors.joining(", ")) + " that lists it has no EgressService)";
     }
     return ": EgressService " + claim.get().service() + " (" + claim.get().describe() + ") claims it, but"
         + (claim.get().refusals().isEmpty() ? " no agent acted for it on this node yet" : refusalsText());

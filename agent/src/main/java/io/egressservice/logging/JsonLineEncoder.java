@@ -9,12 +9,17 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.slf4j.event.KeyValuePair;
 
 /**
  * One JSON object per log event, one per line: {@code time} (RFC 3339, UTC, milliseconds),
  * {@code level}, {@code loggerName}, {@code threadName}, {@code message} (formatted: the arguments
- * filled in), then {@code mdc} and {@code throwable} (the stack trace as text) when there are any.
+ * filled in), the event's key-value pairs as fields of their own ({@link LogKeys}: {@code namespace}, {@code service},
+ * {@code node}; a key that would repeat one of the fields above is left out), then {@code mdc} and {@code throwable}
+ * (the stack trace as text) when there are any.
  *
  * <p>Instead of logback's {@code JsonEncoder}, which writes the unformatted template with an
  * {@code arguments} array and the time as epoch milliseconds: a log pipeline wants the sentence a
@@ -25,6 +30,8 @@ public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
   private static final DateTimeFormatter RFC_3339 =
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX").withZone(ZoneOffset.UTC);
   private static final byte[] NOTHING = new byte[0];
+  private static final Set<String> FIELDS =
+      Set.of("time", "level", "loggerName", "threadName", "message", "mdc", "throwable");
 
   @Override
   public byte[] headerBytes() {
@@ -49,6 +56,17 @@ public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
     string(sb, event.getThreadName());
     sb.append(",\"message\":");
     string(sb, event.getFormattedMessage());
+    List<KeyValuePair> pairs = event.getKeyValuePairs();
+    if (pairs != null) {
+      for (KeyValuePair kv : pairs) {
+        if (kv.key != null && !FIELDS.contains(kv.key)) {
+          sb.append(',');
+          string(sb, kv.key);
+          sb.append(':');
+          string(sb, kv.value == null ? null : String.valueOf(kv.value));
+        }
+      }
+    }
     Map<String, String> mdc = event.getMDCPropertyMap();
     if (mdc != null && !mdc.isEmpty()) {
       sb.append(",\"mdc\":{");

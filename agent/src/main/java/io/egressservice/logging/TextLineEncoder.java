@@ -8,14 +8,19 @@ import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.classic.spi.StackTraceElementProxy;
 import ch.qos.logback.core.pattern.PatternLayoutEncoderBase;
 import io.egressservice.text.Printable;
+import io.egressservice.text.ShellWords;
 import java.util.Arrays;
+import java.util.List;
+import org.slf4j.event.KeyValuePair;
 
 /**
  * The text log format: logback's pattern layout, except that the message and an exception's messages are {@linkplain
  * Printable#escape escaped}. A log line quotes names, networks, Event messages and API errors that others wrote: a
  * newline in one of them would start a forged line (a fake "ERROR" of another logger), an ANSI escape would hide or
  * recolour what follows on the terminal of whoever reads the log. Each event is then the one line (and its stack
- * trace's lines) the pattern says. (The JSON format, {@link JsonLineEncoder}, escapes inside its strings.)
+ * trace's lines) the pattern says. (The JSON format, {@link JsonLineEncoder}, escapes inside its strings.) The
+ * event's key-value pairs ({@link LogKeys}) follow the message as {@code key=value} words, each value one
+ * {@linkplain ShellWords#visibleWord visible word}.
  */
 public final class TextLineEncoder extends PatternLayoutEncoderBase<ILoggingEvent> {
   @Override
@@ -35,11 +40,21 @@ public final class TextLineEncoder extends PatternLayoutEncoderBase<ILoggingEven
     super.start();
   }
 
-  /** {@code %msg}: the formatted message, escaped. */
+  /** {@code %msg}: the formatted message, escaped, then the event's key-value pairs. */
   public static final class EscapedMessage extends MessageConverter {
     @Override
     public String convert(ILoggingEvent event) {
-      return Printable.escape(event.getFormattedMessage());
+      String message = Printable.escape(event.getFormattedMessage());
+      List<KeyValuePair> pairs = event.getKeyValuePairs();
+      if (pairs == null || pairs.isEmpty()) {
+        return message;
+      }
+      StringBuilder sb = new StringBuilder(message);
+      for (KeyValuePair kv : pairs) {
+        sb.append(' ').append(ShellWords.visibleWord(String.valueOf(kv.key))).append('=')
+            .append(ShellWords.visibleWord(String.valueOf(kv.value)));
+      }
+      return sb.toString();
     }
   }
 

@@ -125,7 +125,7 @@ public final class ObjectFiles {
           }
         }
       } catch (IOException | RuntimeException e) {
-        throw new ObjectsException(file + ": not valid YAML or JSON: " + firstLine(e.getMessage()), e);
+        throw new ObjectsException(file + syntaxError(e), e);
       }
       int index = 0;
       for (JsonNode doc : documents) {
@@ -276,6 +276,26 @@ public final class ObjectFiles {
       }
     }
     return sb.length() == 0 ? "(object)" : sb.toString();
+  }
+
+  /**
+   * Where and why a file is not YAML or JSON, as editors and compilers say it: {@code :LINE:COLUMN: not valid YAML or
+   * JSON: PROBLEM} (both from 1), from the YAML parser's mark of the problem (not the position of the last token
+   * read), or the JSON location; without either, the message's first line.
+   */
+  private static String syntaxError(Exception e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof org.yaml.snakeyaml.error.MarkedYAMLException m && m.getProblemMark() != null) {
+        String context = m.getContext() == null ? "" : m.getContext() + ": ";
+        return ":" + (m.getProblemMark().getLine() + 1) + ":" + (m.getProblemMark().getColumn() + 1)
+            + ": not valid YAML or JSON: " + context + firstLine(m.getProblem());
+      }
+    }
+    if (e instanceof JsonProcessingException j && j.getLocation() != null && j.getLocation().getLineNr() > 0) {
+      return ":" + j.getLocation().getLineNr() + ":" + j.getLocation().getColumnNr() + ": not valid YAML or JSON: "
+          + firstLine(j.getOriginalMessage());
+    }
+    return ": not valid YAML or JSON: " + firstLine(e.getMessage());
   }
 
   private static String firstLine(String s) {

@@ -71,6 +71,7 @@ final class ServiceDecider {
     Parts parts = new Parts();
     try {
       ServiceOutcome outcome = planService(es, ev, claims, parts);
+      outcome = outcome.withWarnings(inClusterWarnings(outcome, parts));
       return ServicePlan.sourceMode(es.ref(), order, ev, attempts, outcome, parts.rules, parts.snat, parts.steered,
           parts.held, parts.receivesSteered, parts.steerHosts).receiving(parts.receiver);
     } catch (RuntimeException e) {
@@ -78,6 +79,33 @@ final class ServiceDecider {
       return failed(es, order, ev, attempts, e);
     }
   }
+
+  /**
+   * A configured service whose endpoints' family has no known pod network (no Node has {@code spec.podCIDRs} of it
+   * and no {@code --cluster-cidr}): their traffic to other pods is not recognised as in-cluster, so it takes the
+   * service's network and SNAT like traffic that leaves the cluster. Nothing the plan can repair; said on every
+   * node that acts for the service.
+   */
+  private List<String> inClusterWarnings(ServiceOutcome outcome, Parts parts) {
+    if (!outcome.configured() || !config.inClusterExclusion()) {
+      return List.of();
+    }
+    Set<IpFamily> used = java.util.EnumSet.noneOf(IpFamily.class);
+    parts.rules.forEach(r -> used.add(r.family()));
+    parts.snat.forEach(s -> used.add(s.source().family()));
+    List<String> out = new ArrayList<>();
+    for (IpFamily f : used) {
+      if (facts.podNetworks(f).isEmpty()) {
+        out.add(POD_NETWORK_UNKNOWN + NodeFacts.familyName(f) + " is unknown (no Node has spec.podCIDRs of it and"
+            + " --cluster-cidr names none): this service's endpoints' traffic to other pods takes its network and"
+            + " SNAT as if it left the cluster; set --cluster-cidr");
+      }
+    }
+    return out;
+  }
+
+  /** How a warning about an unknown pod network starts (the Event's reason is chosen by it). */
+  public static final String POD_NETWORK_UNKNOWN = "the pod network of ";
 
   private ServicePlan failed(EgressServiceInfo es, ServiceOrder order, ServiceEvaluation ev, List<IpPrefix> attempts,
       RuntimeException e) {

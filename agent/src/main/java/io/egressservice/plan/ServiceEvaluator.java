@@ -122,7 +122,9 @@ final class ServiceEvaluator {
       }
       Optional<IpPrefix> ip = IpPrefix.tryParse(ing.ip()).filter(IpPrefix::isHost);
       if (ip.isEmpty()) {
-        skipped.add(new SkippedEndpoint(ing.ip(), "LoadBalancer ingress IP is not a valid address; ignored"));
+        // named as what it is, not as "no IP yet": a refused IP is the host node's to report (Event, log, explain)
+        refusedLbIps.add(new SkippedEndpoint(ing.ip(), "LoadBalancer ingress IP " + TenantText.quoted(ing.ip())
+            + " is not a valid IP address: not an egress source"));
         continue;
       }
       if (lbMode && !lbIps.containsKey(ip.get().family())) {

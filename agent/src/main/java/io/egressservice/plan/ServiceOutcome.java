@@ -17,6 +17,8 @@ import java.util.List;
  * @param tunnelSenders on a receiving node: the (outer node address, inner source) pairs its steering port accepts
  *     for this service: each steered-in endpoint from its own Node's InternalIPs and, during a planned move, the LB
  *     IP from the other receiving nodes that have endpoints (see {@link TunnelSender})
+ * @param warnings on a node that acts for the service: what is wrong although it is configured, e.g. the pod network
+ *     of a family its endpoints use is unknown, so their in-cluster traffic is treated as leaving the cluster
  */
 public record ServiceOutcome(
     ObjectRef service,
@@ -26,13 +28,34 @@ public record ServiceOutcome(
     List<String> remoteEndpoints,
     List<SteeredEndpoint> steeredEndpoints,
     List<String> steeredIn,
-    List<TunnelSender> tunnelSenders) {
+    List<TunnelSender> tunnelSenders,
+    List<String> warnings) {
   public ServiceOutcome {
+    warnings = List.copyOf(warnings);
     skippedEndpoints = List.copyOf(skippedEndpoints);
     remoteEndpoints = List.copyOf(remoteEndpoints);
     steeredEndpoints = List.copyOf(steeredEndpoints);
     steeredIn = List.copyOf(steeredIn);
     tunnelSenders = List.copyOf(tunnelSenders);
+  }
+
+  /** An outcome without warnings. */
+  public ServiceOutcome(ObjectRef service, boolean configured, String reason, List<SkippedEndpoint> skippedEndpoints,
+      List<String> remoteEndpoints, List<SteeredEndpoint> steeredEndpoints, List<String> steeredIn,
+      List<TunnelSender> tunnelSenders) {
+    this(service, configured, reason, skippedEndpoints, remoteEndpoints, steeredEndpoints, steeredIn, tunnelSenders,
+        List.of());
+  }
+
+  /** This outcome with {@code more} warnings. */
+  public ServiceOutcome withWarnings(List<String> more) {
+    if (more.isEmpty()) {
+      return this;
+    }
+    List<String> all = new java.util.ArrayList<>(warnings);
+    all.addAll(more);
+    return new ServiceOutcome(service, configured, reason, skippedEndpoints, remoteEndpoints, steeredEndpoints,
+        steeredIn, tunnelSenders, all);
   }
 
   /** An outcome whose steering port accepts no tunnel sender for it. */

@@ -64,6 +64,37 @@ class HelpCompletionManTest {
     assertThat(p.exitValue()).isZero();
   }
 
+  /**
+   * ENVIRONMENT names every variable a flag reads (the DaemonSet configures the agent by them) and the logging's;
+   * EXIT STATUS every status the process ends with; SEE ALSO only pages that exist (no page for the kubectl plugin).
+   */
+  @Test
+  void theManPageHasEnvironmentAndExitStatusAndNamesOnlyPagesThatExist() throws Exception {
+    String page = InProcess.run("man").out();
+    String environment = page.substring(page.indexOf("\n.SH ENVIRONMENT\n"), page.indexOf("\n.SH EXIT STATUS\n"));
+    assertThat(environment).contains("\n.B EGRESS_AGENT_CLUSTER_CIDR\n--cluster-cidr (apply, explain, plan, run, status)\n",
+        "\n.B EGRESS_AGENT_NODE_NAME\n", "\n.B EGRESS_AGENT_LOG_FORMAT\n", "\n.B EGRESS_AGENT_LOG_LEVEL\n",
+        "\n.B EGRESS_AGENT_JVM_OPTIONS\n");
+    String exitStatus = page.substring(page.indexOf("\n.SH EXIT STATUS\n"), page.indexOf("\n.SH SEE ALSO\n"));
+    for (int status : new int[] {Main.EXIT_OK, Main.EXIT_USER_ERROR, Main.EXIT_SYSTEM_ERROR, Main.EXIT_FATAL_ERROR,
+        Main.EXIT_ESSENTIAL_THREAD_ENDED}) {
+      assertThat(exitStatus).contains("\n.B " + status + "\n");
+    }
+    String seeAlso = page.substring(page.indexOf("\n.SH SEE ALSO\n"));
+    java.util.regex.Matcher ref = java.util.regex.Pattern.compile("([a-z][a-z0-9_.-]*)\\((\\d)\\)").matcher(seeAlso);
+    List<String> refs = new java.util.ArrayList<>();
+    while (ref.find()) {
+      refs.add(ref.group(1) + "(" + ref.group(2) + ")");
+      // where iproute2's own pages are installed (not on every CI image), each named page must be there too
+      Process man = new ProcessBuilder("sh", "-c", "man -w 8 ip >/dev/null 2>&1 || exit 0; man -w " + ref.group(2) + " "
+          + ref.group(1)).redirectErrorStream(true).start();
+      String where = new String(man.getInputStream().readAllBytes());
+      assertThat(man.waitFor(30, TimeUnit.SECONDS)).isTrue();
+      assertThat(man.exitValue()).as("man -w %s: %s", ref.group(0), where).isZero();
+    }
+    assertThat(refs).as("SEE ALSO's pages").containsExactly("ip-rule(8)", "ip-route(8)", "nft(8)");
+  }
+
   /** What bash completes for {@code line} (cursor at its end) with {@code script} loaded. */
   private static List<String> complete(Path script, String line) throws IOException, InterruptedException {
     String[] words = line.split(" ");

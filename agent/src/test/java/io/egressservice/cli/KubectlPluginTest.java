@@ -78,9 +78,34 @@ class KubectlPluginTest {
   void explainByNameExecsExplainInTheAgentOnThePodsNode() throws Exception {
     Run r = plugin("explain", "shop/web-5d9", "--to", "203.0.113.10", "-o", "json");
     assertThat(r.exit()).as(r.err()).isZero();
-    assertThat(r.execs()).containsExactly(exec("egress-service-agent-bbbb", "explain", "shop/web-5d9", "--to",
-        "203.0.113.10", "-o", "json"));
+    assertThat(r.execs()).containsExactly(exec("egress-service-agent-bbbb", "explain", "shop/web-5d9", "--pod-ip",
+        "10.128.1.7,fd00:10:128:1::7", "--to", "203.0.113.10", "-o", "json"));
     assertThat(r.out()).isEqualTo("what the agent printed\n");
+  }
+
+  /**
+   * kubectl puts no flag before a plugin's name: its global flags come after it, anywhere, and must reach every
+   * kubectl call (here the only kubeconfig is the one --kubeconfig names); -n names the pod's namespace.
+   */
+  @Test
+  void kubectlsGlobalFlagsAnywhereOnTheLineReachEveryKubectlCall() throws Exception {
+    Path elsewhere = tmp.resolve("elsewhere");
+    Files.move(kubeconfig, elsewhere);
+    Run r = plugin("--context", "mock", "explain", "web-5d9", "-n", "shop", "--to", "203.0.113.10",
+        "--kubeconfig=" + elsewhere, "--request-timeout", "20s");
+
+    assertThat(r.exit()).as(r.err()).isZero();
+    List<String> flags = List.of("--context", "mock", "--kubeconfig=" + elsewhere, "--request-timeout", "20s");
+    List<String> expected = new ArrayList<>(flags);
+    expected.addAll(exec("egress-service-agent-bbbb", "explain", "shop/web-5d9", "--pod-ip",
+        "10.128.1.7,fd00:10:128:1::7", "--to", "203.0.113.10"));
+    assertThat(r.execs()).containsExactly(expected);
+
+    Run status = plugin("status", "node-a", "--kubeconfig", elsewhere.toString(), "-o", "json");
+    assertThat(status.exit()).as(status.err()).isZero();
+    List<String> statusExec = new ArrayList<>(List.of("--kubeconfig", elsewhere.toString()));
+    statusExec.addAll(exec("egress-service-agent-aaaa", "status", "-o", "json"));
+    assertThat(status.execs()).containsExactly(statusExec);
   }
 
   @Test
@@ -120,6 +145,44 @@ class KubectlPluginTest {
     assertThat(unknown.err()).contains("no pod (off the host network) has address 10.9.9.9");
   }
 
+  /**
+   * The support bundle: every agent's status (text and JSON) and version, explain of the pods named (by the
+   * addresses read with the user's credentials), the agents' logs; a step the API refuses is listed in errors.txt
+   * and the rest is still collected.
+   */
+  @Test
+  void collectWritesOneArchiveWithStatusExplainLogsAndTheStepsThatFailed() throws Exception {
+    Path bundle = tmp.resolve("bundle.tar.gz");
+    Run r = plugin("collect", "shop/web-5d9", "--output", bundle.toString());
+    assertThat(r.exit()).as(r.err()).isZero();
+    assertThat(r.out()).contains("wrote " + bundle, "Read it before you share it");
+
+    assertThat(r.execs()).contains(
+        exec("egress-service-agent-aaaa", "status"), exec("egress-service-agent-aaaa", "status", "-o", "json"),
+        exec("egress-service-agent-bbbb", "status"), exec("egress-service-agent-bbbb", "--version"),
+        exec("egress-service-agent-bbbb", "explain", "shop/web-5d9", "--pod-ip", "10.128.1.7,fd00:10:128:1::7"));
+    Path out = Files.createDirectories(tmp.resolve("unpacked"));
+    Process tar = new ProcessBuilder("tar", "-xzf", bundle.toString(), "-C", out.toString()).inheritIO().start();
+    assertThat(tar.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(tar.exitValue()).isZero();
+    Path root;
+    try (var dirs = Files.list(out)) {
+      root = dirs.findFirst().orElseThrow();
+    }
+    assertThat(root.getFileName().toString()).startsWith("egress-service-collect-");
+    for (String file : List.of("status/node-a.txt", "status/node-b.json", "versions/agent-node-b.txt",
+        "explain/shop_web-5d9.txt", "explain/shop_web-5d9.json")) {
+      assertThat(root.resolve(file)).as(file).hasContent("what the agent printed");
+    }
+    assertThat(Files.readString(root.resolve("logs/egress-service-agent-aaaa.log")))
+        .startsWith("a log line of logs -n egress-service-agent egress-service-agent-aaaa");
+    assertThat(Files.readString(root.resolve("errors.txt"))).as("the mock API has no EgressService kind")
+        .contains("cluster/egressservices.yaml: ");
+    try (var files = Files.walk(root)) {
+      assertThat(files.map(f -> f.getFileName().toString())).noneMatch(n -> n.toLowerCase().contains("secret"));
+    }
+  }
+
   @Test
   void helpShowsExamplesAndAnUnknownCommandIsAUsageError() throws Exception {
     Run help = plugin("--help");
@@ -147,12 +210,16 @@ class KubectlPluginTest {
     Path fake = bin.resolve("kubectl");
     // each exec: its arguments one per line, then a line "--end--"
     Files.writeString(fake, "#!/bin/sh\n"
-        + "if [ \"$1\" = exec ]; then\n"
-        + "  for a in \"$@\"; do printf '%s\\n' \"$a\" >> \"$EXEC_RECORD\"; done\n"
-        + "  echo --end-- >> \"$EXEC_RECORD\"\n"
-        + "  echo 'what the agent printed'\n"
-        + "  exit 0\n"
-        + "fi\n"
+        + "for a in \"$@\"; do\n"
+        + "  case \"$a\" in\n"
+        + "    exec)\n"
+        + "      for a in \"$@\"; do printf '%s\\n' \"$a\" >> \"$EXEC_RECORD\"; done\n"
+        + "      echo --end-- >> \"$EXEC_RECORD\"\n"
+        + "      echo 'what the agent printed'\n"
+        + "      exit 0 ;;\n"
+        + "    logs) echo \"a log line of $*\"; exit 0 ;;\n"
+        + "  esac\n"
+        + "done\n"
         + "exec '" + realKubectl() + "' \"$@\"\n");
     Files.setPosixFilePermissions(fake, PosixFilePermissions.fromString("rwxr-xr-x"));
     List<String> cmd = new ArrayList<>(List.of("sh", PLUGIN.toString()));

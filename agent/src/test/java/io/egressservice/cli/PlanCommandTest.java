@@ -607,6 +607,14 @@ class PlanCommandTest {
       assertThat(failsOnObjects("kind: [Service\nmetadata: {\n").err()).contains("not valid YAML or JSON");
     }
 
+    /** As kubectl, an editor or a compiler says it: FILE:LINE:COLUMN, the line and column of the problem itself. */
+    @Test
+    void aYamlSyntaxErrorNamesItsFileLineAndColumn() throws IOException {
+      Run r = failsOnObjects("apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n   namespace: shop\n");
+      assertThat(r.err()).contains(dir.resolve("bad.yaml") + ":5:13: not valid YAML or JSON: mapping values are not"
+          + " allowed here");
+    }
+
     @Test
     void unknownSourceIpByListsTheAllowedValues() throws IOException {
       assertThat(failsOnObjects("""

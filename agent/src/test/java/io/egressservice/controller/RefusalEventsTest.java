@@ -13,10 +13,16 @@ import io.egressservice.plan.PlanConfig;
 import io.egressservice.plan.Planner;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Map;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * Issue 16, findings 3 and 4: a refused LB IP or reserved network is told to the user as a Warning Event by the
@@ -56,11 +62,43 @@ class RefusalEventsTest {
   }
 
   @Test
+  void anInvalidLbIpIsNamedAsInvalidNotAsMissing() {
+    assertThat(eventsFor("5.5.5.500", "")).singleElement().satisfies(e -> {
+      assertThat(e.type()).isEqualTo("Warning");
+      assertThat(e.reason()).isEqualTo("LoadBalancerIPRefused");
+      assertThat(e.message()).isEqualTo("on node node-a: LoadBalancer ingress IP '5.5.5.500' is not a valid IP address:"
+          + " not an egress source");
+    });
+  }
+
+  @Test
   void aReservedNetworkIsAWarningEventOnTheHost() {
     assertThat(eventsFor("5.5.5.5", "main")).singleElement().satisfies(e -> {
       assertThat(e.type()).isEqualTo("Warning");
       assertThat(e.reason()).isEqualTo("NetworkNotFound");
       assertThat(e.message()).contains("network 'main' is the kernel's 'main' table (254), not an egress network");
+    });
+  }
+
+  @Test
+  void aRefusalIsAlsoAWarnLineKeyedByNamespaceServiceAndNode() {
+    Logger logger = (Logger) LoggerFactory.getLogger(NodeAgent.class);
+    ListAppender<ILoggingEvent> lines = new ListAppender<>();
+    lines.start();
+    logger.addAppender(lines);
+    try {
+      eventsFor("127.0.0.1", "");
+    } finally {
+      logger.detachAppender(lines);
+    }
+
+    assertThat(lines.list).singleElement().satisfies(line -> {
+      assertThat(line.getLevel()).hasToString("WARN");
+      assertThat(line.getFormattedMessage()).isEqualTo("LoadBalancerIPRefused default/web: on node node-a:"
+          + " LoadBalancer ingress IP 127.0.0.1 is a loopback address: not an egress source");
+      Map<String, Object> keys = line.getKeyValuePairs().stream().collect(Collectors.toMap(kv -> kv.key, kv -> kv.value));
+      assertThat(keys).containsExactlyInAnyOrderEntriesOf(
+          Map.of("namespace", "default", "service", "web", "node", NODE));
     });
   }
 }

@@ -21,26 +21,27 @@ import org.junit.jupiter.api.io.TempDir;
  * The image's two builds, the {@code Dockerfile} (CI, the release) and {@code scripts/build-image.sh} (no
  * container engine), must give the same image config: the entrypoint (with -XX:+ExitOnOutOfMemoryError, which a
  * JAVA_TOOL_OPTIONS of one's own cannot lose), the PATH on which {@code egress-service-agent} is found, the user and
- * the OCI annotations. The Dockerfile is their one definition; the script reads it, and the launcher on PATH
- * ({@code src/main/image/launcher.c}) repeats the entrypoint. The image build itself is not run here (it needs
+ * the OCI annotations. The Dockerfile is their one definition; the script reads it. The entrypoint is the launcher on
+ * PATH ({@code src/main/image/launcher.c}), which holds the JVM's command line ({@link LauncherTest} runs it). The image build itself is not run here (it needs
  * root and minutes): these compare the definitions, the script's through its own {@code --print-config}; the files
  * generated from the command line for the image (completion, man page) are made here by the script both builds run.
  */
 class ImageEntrypointTest {
   private static final Path ROOT = Path.of("").toAbsolutePath();
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final List<String> ENTRYPOINT = List.of(
+  private static final String LAUNCHER = "/usr/local/bin/egress-service-agent";
+  private static final List<String> JVM_COMMAND = List.of(
       "/opt/egress-service-agent/jre/bin/java", "-XX:+ExitOnOutOfMemoryError",
       "-XX:SharedArchiveFile=/opt/egress-service-agent/agent.jsa",
       "-jar", "/opt/egress-service-agent/egress-service-agent.jar");
 
   @Test
-  void dockerfileEntrypointRunsTheAgentJarOnTheJlinkedRuntimeAndExitsOnOutOfMemory() throws IOException {
-    assertThat(dockerfileEntrypoint()).as("exec form, no shell").isEqualTo(ENTRYPOINT);
+  void dockerfileEntrypointIsTheLauncherOnPath() throws IOException {
+    assertThat(dockerfileEntrypoint()).as("exec form, no shell").containsExactly(LAUNCHER);
   }
 
   @Test
-  void launcherOnPathExecsTheDockerfileEntrypoint() throws IOException {
+  void launcherRunsTheAgentJarOnTheJlinkedRuntimeAndExitsOnOutOfMemory() throws IOException {
     String launcher = Files.readString(ROOT.resolve("agent/src/main/image/launcher.c"));
     Matcher array = Pattern.compile("ENTRYPOINT\\[\\] = \\{(.*?)\\};", Pattern.DOTALL).matcher(launcher);
     assertThat(array.find()).as("launcher.c declares ENTRYPOINT[]").isTrue();
@@ -49,7 +50,7 @@ class ImageEntrypointTest {
     while (literal.find()) {
       words.add(literal.group(1));
     }
-    assertThat(words).isEqualTo(dockerfileEntrypoint());
+    assertThat(words).isEqualTo(JVM_COMMAND);
     assertThat(launcher).as("it replaces itself, so signals reach the JVM").contains("execv(ENTRYPOINT[0], args)");
   }
 

@@ -151,7 +151,7 @@ final class ManifestChecks {
         .isNotNull();
     assertThat(env.get("EGRESS_AGENT_METRICS_BIND_ADDRESS").getValueFrom().getFieldRef().getFieldPath())
         .as("%s: the address the kubelet and the allocator probe", what).isEqualTo("status.hostIP");
-    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).as(what).contains("-XX:+ExitOnOutOfMemoryError");
+    assertThat(env.get("EGRESS_AGENT_JVM_OPTIONS").getValue()).as(what).contains("-XX:+ExitOnOutOfMemoryError");
     assertThat(pod.getVolumes().stream().filter(v -> v.getHostPath() != null).map(v -> v.getHostPath().getPath()))
         .as("%s: the only host path", what).containsExactly("/etc/iproute2");
     for (Container sidecar : pod.getContainers().subList(1, pod.getContainers().size())) {

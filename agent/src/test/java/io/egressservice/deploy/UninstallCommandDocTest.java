@@ -83,7 +83,7 @@ class UninstallCommandDocTest {
   }
 
   private static Optional<String> jnaTmpdir(Container c) {
-    return c.getEnv().stream().filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS")).map(EnvVar::getValue)
+    return c.getEnv().stream().filter(e -> e.getName().equals("EGRESS_AGENT_JVM_OPTIONS")).map(EnvVar::getValue)
         .flatMap(v -> Arrays.stream(v.split(" "))).filter(o -> o.startsWith("-Djna.tmpdir="))
         .map(o -> o.substring("-Djna.tmpdir=".length())).findFirst();
   }

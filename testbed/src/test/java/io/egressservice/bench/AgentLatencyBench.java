@@ -799,18 +799,18 @@ public final class AgentLatencyBench {
     throw new IllegalStateException("no " + field + " in /proc/" + pid + "/status");
   }
 
-  /** The value of JAVA_TOOL_OPTIONS in deploy/daemonset.yaml, the flags the agent runs with in a pod. */
+  /** The value of EGRESS_AGENT_JVM_OPTIONS in deploy/daemonset.yaml, the flags the agent runs with in a pod. */
   static String daemonSetJvmOptions() throws IOException {
     List<String> lines = Files.readAllLines(Path.of("deploy", "daemonset.yaml"));
     for (int i = 0; i + 1 < lines.size(); i++) {
-      if (lines.get(i).trim().equals("- name: JAVA_TOOL_OPTIONS")) {
+      if (lines.get(i).trim().equals("- name: EGRESS_AGENT_JVM_OPTIONS")) {
         String v = lines.get(i + 1).trim();
         if (v.startsWith("value:")) {
           return v.substring("value:".length()).trim().replaceAll("^\"|\"$", "");
         }
       }
     }
-    throw new IllegalStateException("no JAVA_TOOL_OPTIONS in deploy/daemonset.yaml");
+    throw new IllegalStateException("no EGRESS_AGENT_JVM_OPTIONS in deploy/daemonset.yaml");
   }
 
   /** Other environment variables of the agent container with a literal value (e.g. MALLOC_ARENA_MAX). */

@@ -163,7 +163,7 @@ class DeployManifestsTest {
     assertThat(env.get("EGRESS_AGENT_NODE_NAME").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("spec.nodeName");
     assertThat(env).as("no leader election in the DaemonSet").doesNotContainKeys("EGRESS_AGENT_POD_NAME",
         "EGRESS_AGENT_ALLOCATOR");
-    assertThat(env.get("JAVA_TOOL_OPTIONS").getValue()).contains("-XX:+UseSerialGC", "-Djna.tmpdir=/tmp");
+    assertThat(env.get("EGRESS_AGENT_JVM_OPTIONS").getValue()).contains("-XX:+UseSerialGC", "-Djna.tmpdir=/tmp");
     Map<String, EnvVar> allocatorEnv =
         allocatorContainer().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
     assertThat(allocatorEnv.get("EGRESS_AGENT_POD_NAME").getValueFrom().getFieldRef().getFieldPath())
@@ -180,7 +180,7 @@ class DeployManifestsTest {
   @Test
   void outOfMemoryEndsTheProcessAndTheHeapFollowsTheMemoryLimit() throws IOException {
     for (Container c : List.of(container(), allocatorContainer())) {
-      String options = c.getEnv().stream().filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS")).findFirst()
+      String options = c.getEnv().stream().filter(e -> e.getName().equals("EGRESS_AGENT_JVM_OPTIONS")).findFirst()
           .orElseThrow().getValue();
       assertThat(options).as(c.getName()).contains("-XX:+ExitOnOutOfMemoryError").doesNotContain("-Xmx")
           .contains("-Xms16m", "-Xmn12m", "-XX:MinHeapFreeRatio=25", "-XX:MaxHeapFreeRatio=40", "-XX:-ShrinkHeapInSteps");
@@ -194,7 +194,7 @@ class DeployManifestsTest {
     long agentLimit = io.fabric8.kubernetes.api.model.Quantity.getAmountInBytes(
         container().getResources().getLimits().get("memory")).longValueExact();
     assertThat(agentLimit * 70 / 100).as("the node agent's heap ceiling").isGreaterThanOrEqualTo(320L << 20);
-    String options = container().getEnv().stream().filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS")).findFirst()
+    String options = container().getEnv().stream().filter(e -> e.getName().equals("EGRESS_AGENT_JVM_OPTIONS")).findFirst()
         .orElseThrow().getValue();
     assertThat(io.egressservice.testbed.AgentProcess.DAEMONSET_JVM_OPTIONS)
         .as("the testbed runs its agents with the DaemonSet's flags")

@@ -77,7 +77,7 @@ class ExplainSourceModeClusterTest {
       Seen seen = c.leaves("pod-b2", Addresses.external(f));
       ExplainCluster.Answer a = c.explain("pod-b2", Addresses.external(f));
       assertThat(a.sentence()).isEqualTo(ip + " (shop/pod-b2) leaves node-b through up1 (table main); no rule of ours"
-          + " touches it (no Service lists it as an endpoint)");
+          + " touches it: it did not opt in (no Service lists it as an endpoint)");
       JsonNode k = a.json().path("kernel");
       assertThat(a.json().path("verdict").asText()).isEqualTo("not-opted-in");
       assertThat(k.path("rule").isNull()).isTrue();
