@@ -220,6 +220,9 @@ public final class NodeAgent implements AutoCloseable {
   /** Drift, or a change of the plan's inputs, triggers a reconcile ({@link DriftFilter}); our own echo does not. */
   private void onKernelEvent(ChangeEvent e) {
     boolean relevant = drift.relevant(e);
+    // a network's table got its first route of a family: the warning about it ends now, not at the resync
+    relevant |= e.kind() == io.egressservice.netlink.ChangeKind.NEW
+        && e.route().filter(dataplane::mayEndNoRouteWarning).isPresent();
     if (e.address().isPresent() || e.link().isPresent()) {
       dataplane.invalidateFacts();
     }

@@ -44,6 +44,11 @@ final class OutcomeReporter {
   static final String STEERING_UNAVAILABLE = "SteeringUnavailable";
   /** Configured, but the pod network of a family its endpoints use is unknown (in-cluster traffic is not exempted). */
   static final String POD_NETWORK_UNKNOWN = "PodNetworkUnknown";
+  /**
+   * Configured, but its network's table has no route of a family it uses on this node (that traffic falls through
+   * to the next rule, usually the main table).
+   */
+  static final String NETWORK_HAS_NO_ROUTE = "NetworkHasNoRoute";
   /** The warnings this node gave about a configured service no longer hold. */
   static final String WARNING_RESOLVED = "WarningResolved";
   /** Mark mode: the node's marks ran out for the service (oldest first, or its namespace's limit): nothing applied. */
@@ -60,7 +65,7 @@ final class OutcomeReporter {
           Optional.of(OUTCOME);
         case REFUSED -> Optional.of(REFUSED_ENDPOINTS);
         case NOT_ON_HOST -> Optional.of(REMOTE_ENDPOINTS);
-        case POD_NETWORK_UNKNOWN, WARNING_RESOLVED -> Optional.of(WARNINGS);
+        case POD_NETWORK_UNKNOWN, NETWORK_HAS_NO_ROUTE, WARNING_RESOLVED -> Optional.of(WARNINGS);
         default -> Optional.empty();
       };
     }
@@ -220,7 +225,7 @@ final class OutcomeReporter {
       }
       case WARNINGS -> {
         if (o.configured() && !o.warnings().isEmpty()) {
-          yield new EventRecord(es, "Warning", POD_NETWORK_UNKNOWN, "on node " + node + ": "
+          yield new EventRecord(es, "Warning", warningReason(o.warnings().get(0)), "on node " + node + ": "
               + String.join("; ", o.warnings()));
         }
         // a Normal Event after the Warning, so that explain and status no longer show it as in force
@@ -230,6 +235,11 @@ final class OutcomeReporter {
             : previous != null && previous.reason().equals(WARNING_RESOLVED) ? previous : null;
       }
     };
+  }
+
+  /** The reason of the WARNINGS channel's Event: that of its first warning (the message holds them all). */
+  private static String warningReason(String warning) {
+    return io.egressservice.plan.NoRouteWarning.is(warning) ? NETWORK_HAS_NO_ROUTE : POD_NETWORK_UNKNOWN;
   }
 
   /** This node has endpoints it cannot steer (the host lacks an InternalIP of the family, no free table). */

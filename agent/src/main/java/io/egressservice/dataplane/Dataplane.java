@@ -199,6 +199,14 @@ public final class Dataplane implements AutoCloseable {
     return view.currentFacts(networks);
   }
 
+  /**
+   * Whether {@code added} (a route notification) gives a network's table its first route of a family, as the last
+   * facts read it: a no-route warning may end, so the caller reconciles now rather than at the resync.
+   */
+  public boolean mayEndNoRouteWarning(io.egressservice.netlink.Route added) {
+    return view.mayEndNoRouteWarning(added);
+  }
+
   /** The links or addresses may have changed (a notification, an overflow, a resync): the next facts read them. */
   public void invalidateFacts() {
     view.invalidateFacts();

@@ -38,6 +38,7 @@ final class KernelView {
   private final int priority;
   private final int protocol;
   private final RtTablesCache rtTables = new RtTablesCache(RtTables.DEFAULT_FILES);
+  private final TableRouteReader tableRoutes;
 
   /** Links as last listed; null: list them. */
   private volatile List<Link> knownLinks;
@@ -58,6 +59,7 @@ final class KernelView {
     this.steering = steering;
     this.priority = priority;
     this.protocol = protocol;
+    this.tableRoutes = new TableRouteReader(netlink, thread.describe());
   }
 
   private String describe() {
@@ -125,8 +127,9 @@ final class KernelView {
   NodeFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
     knownLinks = links;
     knownAddresses = localAddresses();
-    return new NodeFacts(NetworkResolver.resolve(networks, links, rtTables.current()),
-        knownAddresses, existingMarks(observed.rules()), observed.steering().tables());
+    NetworkResolution resolved = NetworkResolver.resolve(networks, links, rtTables.current());
+    resolved = resolved.withRoutes(tableRoutes.read(resolved.tablesOf(networks)));
+    return new NodeFacts(resolved, knownAddresses, existingMarks(observed.rules()), observed.steering().tables());
   }
 
   /** See {@link Dataplane#currentFacts(Collection)}. */
@@ -140,8 +143,14 @@ final class KernelView {
     if (knownAddresses == null) {
       knownAddresses = localAddresses();
     }
-    return new NodeFacts(NetworkResolver.resolve(networks, knownLinks, rtTables.current()), knownAddresses,
-        knownMarks, knownSteerTables);
+    NetworkResolution resolved = NetworkResolver.resolve(networks, knownLinks, rtTables.current());
+    resolved = resolved.withRoutes(tableRoutes.current(resolved.tablesOf(networks)));
+    return new NodeFacts(resolved, knownAddresses, knownMarks, knownSteerTables);
+  }
+
+  /** See {@link Dataplane#mayEndNoRouteWarning(Route)}. */
+  boolean mayEndNoRouteWarning(Route added) {
+    return tableRoutes.awaited(added);
   }
 
   void invalidateFacts() {

@@ -35,9 +35,11 @@ final class ServiceDecider {
   private final NodeFacts facts;
   private final SteerTables steerTables;
   private final ReceivingSide receiving;
+  private final NetworkResolution networks;
 
   ServiceDecider(PlanConfig config, NodeFacts facts, SteerTables steerTables, NetworkResolution networks) {
     this.config = config;
+    this.networks = networks;
     this.facts = facts;
     this.steerTables = steerTables;
     this.receiving = new ReceivingSide(config, facts, networks);
@@ -72,6 +74,9 @@ final class ServiceDecider {
     try {
       ServiceOutcome outcome = planService(es, ev, claims, parts);
       outcome = outcome.withWarnings(inClusterWarnings(outcome, parts));
+      if (outcome.configured()) {
+        outcome = outcome.withWarnings(NoRouteWarning.of(es, ev, parts.rules, networks));
+      }
       return ServicePlan.sourceMode(es.ref(), order, ev, attempts, outcome, parts.rules, parts.snat, parts.steered,
           parts.held, parts.receivesSteered, parts.steerHosts).receiving(parts.receiver);
     } catch (RuntimeException e) {

@@ -33,6 +33,9 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 final class AgentKernel implements BeforeEachCallback, AfterEachCallback {
   /** The node every agent here runs as. */
   static final String NODE = "node-a";
+  /** What table 100 routes (documentation prefixes): a network with a route of each family. */
+  static final String ROUTED_BY_TABLE_100_V4 = "198.51.100.0/24";
+  static final String ROUTED_BY_TABLE_100_V6 = "2001:db8:ffff::/48";
 
   private final String name;
   private final String podCidr;
@@ -42,8 +45,8 @@ final class AgentKernel implements BeforeEachCallback, AfterEachCallback {
   private final List<AutoCloseable> toClose = new ArrayList<>();
 
   /**
-   * A namespace named after {@code name} with a dataplane at priority 5000, protocol 201 (skips without root), and
-   * Node node-a (192.168.1.10, pod CIDR 10.128.0.0/24).
+   * A namespace named after {@code name} with a dataplane at priority 5000, protocol 201 (skips without root), table
+   * 100 routing a prefix of each family, and Node node-a (192.168.1.10, pod CIDR 10.128.0.0/24).
    */
   AgentKernel(String name) {
     this(name, "10.128.0.0/24");
@@ -60,6 +63,10 @@ final class AgentKernel implements BeforeEachCallback, AfterEachCallback {
     Privileges.assumeNetAdmin();
     client = MockApiFields.injected(context, KubernetesClient.class);
     ns = Netns.create(name);
+    // Table 100, the network the tests name, routes something of each family, as a real network does (nothing is
+    // ever sent through it here); a test of a network without routes names another table.
+    ns.exec("ip", "route", "add", "blackhole", ROUTED_BY_TABLE_100_V4, "table", "100");
+    ns.exec("ip", "-6", "route", "add", "blackhole", ROUTED_BY_TABLE_100_V6, "table", "100");
     dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", podCidr)).create();
   }

@@ -99,6 +99,18 @@ final class RouteCodec {
     w.end();
   }
 
+  /**
+   * A dump of one table (RTA_TABLE, so any id); on a socket with NETLINK_GET_STRICT_CHK (Linux 4.20+) the kernel
+   * sends only that table's routes, and answers ENOENT when the table does not exist; other kernels ignore the
+   * filter and dump every table (the caller filters again).
+   */
+  static void encodeTableDump(NetlinkMessageWriter w, int seq, IpFamily family, int table) {
+    w.begin(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq);
+    w.u8(family.addressFamily()).u8(0).u8(0).u8(0).u8(0).u8(0).u8(0).u8(0).u32(0);
+    w.attrU32(RTA_TABLE, table);
+    w.end();
+  }
+
   /** Decodes an RTM_NEWROUTE / RTM_DELROUTE payload; empty for cloned (cache) routes and other families. */
   static Optional<Route> decode(ByteBuffer p) {
     if (p.limit() < RTMSG_LEN) {
