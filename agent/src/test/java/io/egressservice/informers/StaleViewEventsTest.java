@@ -85,6 +85,38 @@ class StaleViewEventsTest {
   }
 
   @Test
+  void eventsTheApiCouldNotTakeAreWrittenOnceItAnswersAgain() throws Exception {
+    io.fabric8.kubernetes.client.server.mock.KubernetesMockServer first = ApiConnectivityTest.server(0);
+    int port = first.getPort();
+    KubernetesClient cutOff = new io.fabric8.kubernetes.client.KubernetesClientBuilder().withConfig(
+        new io.fabric8.kubernetes.client.ConfigBuilder(first.createClient().getConfiguration())
+            .withRequestRetryBackoffLimit(0).withRequestTimeout(1000).withConnectionTimeout(1000).build()).build();
+    io.fabric8.kubernetes.client.server.mock.KubernetesMockServer restored = null;
+    try {
+      StaleViewEvents tell = new StaleViewEvents(cutOff, down::get,
+          StaleViewEvents.Target.node("node-a", "egress-service-agent"), () -> true, StaleViewEvents.DEFAULT_SPACING,
+          CLOCK);
+      first.destroy();
+      long t = 1_000 * SECOND;
+      down.set(Map.of("Node", 30.0));
+      tell.poll(t);
+      tell.poll(t + SECOND);
+
+      restored = ApiConnectivityTest.server(port);
+      down.set(Map.of());
+      tell.poll(t + 20 * SECOND);
+
+      assertThat(cutOff.v1().events().inNamespace("default").list().getItems())
+          .extracting(Event::getReason).containsExactlyInAnyOrder(StaleViewEvents.STALE, StaleViewEvents.CAUGHT_UP);
+    } finally {
+      cutOff.close();
+      if (restored != null) {
+        restored.destroy();
+      }
+    }
+  }
+
+  @Test
   void theAllocatorTellsOnItsLeaseOnlyWhileLeading() {
     AtomicBoolean leading = new AtomicBoolean(false);
     StaleViewEvents tell = events(StaleViewEvents.Target.lease("egress-service-agent", "egress-service-allocator",
