@@ -107,7 +107,10 @@ public final class AllocatorRunner implements AutoCloseable {
     runner.staleView = new io.egressservice.informers.StaleViewEvents(client,
         () -> allocator.watchesDownFor(STALE_VIEW_BOUND),
         io.egressservice.informers.StaleViewEvents.Target.lease(leaseNamespace, config.leaseName(), Allocator.COMPONENT,
-            identity), allocator::isLeading, io.egressservice.informers.StaleViewEvents.DEFAULT_SPACING,
+            identity, () -> java.util.Optional.ofNullable(
+                client.leases().inNamespace(leaseNamespace).withName(config.leaseName()).get())
+                .map(l -> l.getMetadata().getUid())),
+        allocator::isLeading, io.egressservice.informers.StaleViewEvents.DEFAULT_SPACING,
         java.time.Clock.systemUTC()).start();
     runner.allocator.start();
     runner.elect();

@@ -161,7 +161,10 @@ public final class RunCommand implements Callable<Integer> {
     // The node's view going stale past the readiness bound, and catching up, told on its Node.
     io.egressservice.informers.StaleViewEvents staleView = new io.egressservice.informers.StaleViewEvents(client,
         () -> informers.connectivity().downAges(NodeAgent.Settings.WATCH_DOWN_GRACE),
-        io.egressservice.informers.StaleViewEvents.Target.node(nodeName, "egress-service-agent"), () -> true,
+        io.egressservice.informers.StaleViewEvents.Target.node(nodeName, "egress-service-agent",
+            () -> Optional.ofNullable(informers.nodes().getStore().getByKey(nodeName))
+                .map(n -> n.getMetadata().getUid())),
+        () -> true,
         io.egressservice.informers.StaleViewEvents.DEFAULT_SPACING, Clock.systemUTC()).start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {

@@ -16,6 +16,7 @@ import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -51,25 +52,33 @@ public final class StaleViewEvents implements AutoCloseable {
    * @param namespace where the Events are created
    * @param component the reporting component
    * @param instance the reporting instance (node name, allocator identity)
+   * @param uid the involved object's uid when known ({@code kubectl describe} matches Events by it), asked at
+   *     each write
    */
-  public record Target(ObjectReference involved, String namespace, String component, String instance) {
+  public record Target(ObjectReference involved, String namespace, String component, String instance,
+      Supplier<Optional<String>> uid) {
     public Target {
       Objects.requireNonNull(involved);
       Objects.requireNonNull(namespace);
       Objects.requireNonNull(component);
       Objects.requireNonNull(instance);
+      Objects.requireNonNull(uid);
     }
 
-    /** The node agent's Node; like the kubelet's node Events, they live in namespace {@code default}. */
-    public static Target node(String nodeName, String component) {
+    /**
+     * The node agent's Node; like the kubelet's node Events, they live in namespace {@code default}. The uid comes
+     * from the agent's Node cache (the agent may not get Nodes).
+     */
+    public static Target node(String nodeName, String component, Supplier<Optional<String>> uid) {
       return new Target(new ObjectReferenceBuilder().withApiVersion("v1").withKind("Node").withName(nodeName)
-          .build(), "default", component, nodeName);
+          .build(), "default", component, nodeName, uid);
     }
 
     /** The allocator's Lease, where its other Events about itself are. */
-    public static Target lease(String namespace, String leaseName, String component, String identity) {
+    public static Target lease(String namespace, String leaseName, String component, String identity,
+        Supplier<Optional<String>> uid) {
       return new Target(new ObjectReferenceBuilder().withApiVersion("coordination.k8s.io/v1").withKind("Lease")
-          .withNamespace(namespace).withName(leaseName).build(), namespace, component, identity);
+          .withNamespace(namespace).withName(leaseName).build(), namespace, component, identity, uid);
     }
   }
 
@@ -178,9 +187,10 @@ public final class StaleViewEvents implements AutoCloseable {
     Event event = new EventBuilder()
         .withNewMetadata()
             .withNamespace(target.namespace())
-            .withName(target.involved().getName() + "." + UUID.randomUUID().toString().replace("-", "").substring(0, 16))
+            .withName(target.involved().getName() + "."
+                + UUID.randomUUID().toString().replace("-", "").substring(0, 16))
         .endMetadata()
-        .withInvolvedObject(target.involved())
+        .withInvolvedObject(new ObjectReferenceBuilder(target.involved()).withUid(uid().orElse(null)).build())
         .withType(notice.type())
         .withReason(notice.reason())
         .withMessage(notice.message())
@@ -192,6 +202,14 @@ public final class StaleViewEvents implements AutoCloseable {
         .withReportingInstance(target.instance())
         .build();
     client.v1().events().inNamespace(target.namespace()).resource(event).create();
+  }
+
+  private Optional<String> uid() {
+    try {
+      return target.uid().get();
+    } catch (RuntimeException e) {
+      return Optional.empty();
+    }
   }
 
   @Override

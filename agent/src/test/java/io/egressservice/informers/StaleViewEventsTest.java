@@ -21,6 +21,8 @@ import org.junit.jupiter.api.Test;
 class StaleViewEventsTest {
   static final long SECOND = TimeUnit.SECONDS.toNanos(1);
   static final Clock CLOCK = Clock.fixed(Instant.parse("2026-12-07T18:00:00Z"), ZoneOffset.UTC);
+  static final StaleViewEvents.Target NODE_A = StaleViewEvents.Target.node("node-a", "egress-service-agent",
+      () -> java.util.Optional.of("uid-a"));
 
   KubernetesClient client;
   final AtomicReference<Map<String, Double>> down = new AtomicReference<>(Map.of());
@@ -35,7 +37,7 @@ class StaleViewEventsTest {
 
   @Test
   void aWatchDownPastTheBoundIsToldOnTheNodeAndSoIsItsReturnWithHowLongItWasStale() {
-    StaleViewEvents tell = events(StaleViewEvents.Target.node("node-a", "egress-service-agent"),
+    StaleViewEvents tell = events(NODE_A,
         new AtomicBoolean(true), StaleViewEvents.DEFAULT_SPACING);
     long t = 1_000 * SECOND;
     tell.poll(t);
@@ -50,6 +52,7 @@ class StaleViewEventsTest {
       assertThat(e.getReason()).isEqualTo(StaleViewEvents.STALE);
       assertThat(e.getInvolvedObject().getKind()).isEqualTo("Node");
       assertThat(e.getInvolvedObject().getName()).isEqualTo("node-a");
+      assertThat(e.getInvolvedObject().getUid()).isEqualTo("uid-a");
       assertThat(e.getReportingInstance()).isEqualTo("node-a");
       assertThat(e.getMessage()).contains("no watch of EndpointSlice, Service since 2026-12-07T17:59:29Z (31 s)");
     });
@@ -67,7 +70,7 @@ class StaleViewEventsTest {
 
   @Test
   void aFlappingWatchIsToldOncePerSpacingAndAnUntoldEpisodeEndsSilently() {
-    StaleViewEvents tell = events(StaleViewEvents.Target.node("node-a", "egress-service-agent"),
+    StaleViewEvents tell = events(NODE_A,
         new AtomicBoolean(true), Duration.ofMinutes(5));
     long t = 1_000 * SECOND;
     for (int i = 0; i < 6; i++) {
@@ -94,8 +97,7 @@ class StaleViewEventsTest {
     io.fabric8.kubernetes.client.server.mock.KubernetesMockServer restored = null;
     try {
       StaleViewEvents tell = new StaleViewEvents(cutOff, down::get,
-          StaleViewEvents.Target.node("node-a", "egress-service-agent"), () -> true, StaleViewEvents.DEFAULT_SPACING,
-          CLOCK);
+          NODE_A, () -> true, StaleViewEvents.DEFAULT_SPACING, CLOCK);
       first.destroy();
       long t = 1_000 * SECOND;
       down.set(Map.of("Node", 30.0));
@@ -120,7 +122,8 @@ class StaleViewEventsTest {
   void theAllocatorTellsOnItsLeaseOnlyWhileLeading() {
     AtomicBoolean leading = new AtomicBoolean(false);
     StaleViewEvents tell = events(StaleViewEvents.Target.lease("egress-service-agent", "egress-service-allocator",
-        "egress-service-allocator", "allocator-0"), leading, StaleViewEvents.DEFAULT_SPACING);
+        "egress-service-allocator", "allocator-0",
+        java.util.Optional::empty), leading, StaleViewEvents.DEFAULT_SPACING);
     long t = 1_000 * SECOND;
     down.set(Map.of("EgressService", 40.0));
     tell.poll(t);
