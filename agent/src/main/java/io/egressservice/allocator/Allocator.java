@@ -66,6 +66,8 @@ public final class Allocator implements AutoCloseable {
   private final String identity;
   private final ScheduledExecutorService worker;
   private final AtomicBoolean queued = new AtomicBoolean();
+  /** When the pass now queued was requested (System.nanoTime()); 0 when none is queued. */
+  private volatile long queuedSinceNanos;
   private volatile long lastPassStartNanos = System.nanoTime() - MIN_PASS_SPACING_NANOS;
   private volatile boolean leading;
   private final AtomicLong term = new AtomicLong();
@@ -138,6 +140,7 @@ public final class Allocator implements AutoCloseable {
     this.intake = new ChangeIntake(objects, this::requestPass, hostWatch::targetsChanged);
     this.writes = new AllocatorWrites(client, identity, () -> leading && !closed);
     this.decisions = new DecisionWriter(identity, writes, metrics, listeners, hostWatch, () -> plannedMoves);
+    metrics.pendingWork(this::pendingSeconds);
     this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "egress-allocator-" + identity);
       t.setDaemon(true);
@@ -262,6 +265,20 @@ public final class Allocator implements AutoCloseable {
     return informers.hasSynced();
   }
 
+  /** How long the pass now queued has waited to start (changes wait for it); 0 when none is queued. */
+  public double pendingSeconds() {
+    long since = queuedSinceNanos;
+    return since == 0 ? 0 : (System.nanoTime() - since) / 1e9;
+  }
+
+  /**
+   * The kinds whose watch has been down for at least {@code bound}, with the seconds since each was last up
+   * ({@link io.egressservice.informers.ApiConnectivity#downAges}).
+   */
+  public java.util.Map<String, Double> watchesDownFor(java.time.Duration bound) {
+    return informers.connectivity().downAges(bound);
+  }
+
   /** Whether every informer's watch is open ({@link ClusterInformers#watching()}). */
   public boolean watching() {
     return informers.watching();
@@ -320,6 +337,7 @@ public final class Allocator implements AutoCloseable {
 
   void requestPass() {
     if (!closed && queued.compareAndSet(false, true)) {
+      queuedSinceNanos = System.nanoTime();
       long wait = lastPassStartNanos + MIN_PASS_SPACING_NANOS - System.nanoTime();
       if (wait <= 0) {
         submit(this::runPass);
@@ -351,6 +369,7 @@ public final class Allocator implements AutoCloseable {
 
   private void runPass() {
     queued.set(false);
+    queuedSinceNanos = 0;
     lastPassStartNanos = System.nanoTime();
     if (!leading || closed) {
       return;

@@ -31,6 +31,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class AllocatorRunner implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(AllocatorRunner.class);
+  /** A watch down this long makes the view stale: the node agent's /readyz bound. */
+  static final java.time.Duration STALE_VIEW_BOUND = java.time.Duration.ofSeconds(30);
 
   private final KubernetesClient client;
   private final String leaseNamespace;
@@ -47,6 +49,7 @@ public final class AllocatorRunner implements AutoCloseable {
   private java.time.ZonedDateTime observedRenewal;
   private final Object renewalLock = new Object();
   private CompletableFuture<?> election;
+  private volatile io.egressservice.informers.StaleViewEvents staleView;
   private volatile boolean closed;
 
   private AllocatorRunner(KubernetesClient client, Allocator allocator, String leaseNamespace, String identity,
@@ -100,6 +103,15 @@ public final class AllocatorRunner implements AutoCloseable {
     AllocatorRunner runner = new AllocatorRunner(client, allocator, leaseNamespace, identity, config);
     allocator.addListener(new SelfSuspicionEvents(client, leaseNamespace, config.leaseName(), identity,
         allocator::isLeading, runner.restarts, SelfSuspicionEvents.DEFAULT_SPACING));
+    // The leader's view going stale, and catching up, told on the Lease at the node agent's readiness bound.
+    runner.staleView = new io.egressservice.informers.StaleViewEvents(client,
+        () -> allocator.watchesDownFor(STALE_VIEW_BOUND),
+        io.egressservice.informers.StaleViewEvents.Target.lease(leaseNamespace, config.leaseName(), Allocator.COMPONENT,
+            identity, () -> java.util.Optional.ofNullable(
+                client.leases().inNamespace(leaseNamespace).withName(config.leaseName()).get())
+                .map(l -> l.getMetadata().getUid())),
+        allocator::isLeading, io.egressservice.informers.StaleViewEvents.DEFAULT_SPACING,
+        java.time.Clock.systemUTC()).start();
     runner.allocator.start();
     runner.elect();
     return runner;
@@ -237,6 +249,9 @@ public final class AllocatorRunner implements AutoCloseable {
       f.cancel(true);
     }
     restarts.shutdownNow();
+    if (staleView != null) {
+      staleView.close();
+    }
     allocator.close();
   }
 }

@@ -159,6 +159,14 @@ public final class RunCommand implements Callable<Integer> {
     Optional<HealthListener> inNetns = nodeHealth;
     agent.afterFirstReconcile(new io.egressservice.lifecycle.HeapCompaction());
     agent.start();
+    // The node's view going stale past the readiness bound, and catching up, told on its Node.
+    io.egressservice.informers.StaleViewEvents staleView = new io.egressservice.informers.StaleViewEvents(client,
+        () -> informers.connectivity().downAges(NodeAgent.Settings.WATCH_DOWN_GRACE),
+        io.egressservice.informers.StaleViewEvents.Target.node(nodeName, "egress-service-agent",
+            () -> Optional.ofNullable(informers.nodes().getStore().getByKey(nodeName))
+                .map(n -> n.getMetadata().getUid())),
+        () -> true,
+        io.egressservice.informers.StaleViewEvents.DEFAULT_SPACING, Clock.systemUTC()).start();
     Optional<AllocatorRunner> allocatorRunner = Optional.empty();
     if (allocator) {
       String identity = Optional.ofNullable(process.podName).filter(n -> !n.isBlank()).orElse(nodeName);
@@ -176,6 +184,7 @@ public final class RunCommand implements Callable<Integer> {
       // The kernel state stays for the next agent (a restart must not cut egress), unless the DaemonSet is deleted.
       StopVerdict verdict = Uninstall.verdict(ownerWatch);
       runner.ifPresent(AllocatorRunner::close);
+      staleView.close();
       agent.close();
       if (verdict.uninstall()) {
         runner.ifPresent(r -> Uninstall.removeApiState(client, UNINSTALL_API_BUDGET));

@@ -26,7 +26,6 @@ import io.egressservice.plan.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -191,6 +190,7 @@ public final class NodeAgent implements AutoCloseable {
     }));
     informers.start();
     metrics.apiConnectivity(informers.connectivity());
+    metrics.pendingWork(() -> triggers.pending().triggers(), () -> triggers.pending().oldestSeconds());
     eventRecorder.start(reporter::seeded);
     try {
       kernelEvents = dataplane.netlink().subscribe(
@@ -321,6 +321,8 @@ public final class NodeAgent implements AutoCloseable {
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
     long doubts = kernelDoubts.get();
+    // Before any object is read: a watch that is up now delivered everything up to now.
+    boolean fresh = informers.connectivity().allWatching();
     boolean succeeded = false;
     try {
       boolean reload = planner == null || TRIGGER_STARTUP.equals(trigger) || TRIGGER_RESYNC.equals(trigger);
@@ -375,6 +377,9 @@ public final class NodeAgent implements AutoCloseable {
       AgentMetrics.Owned after = succeeded ? AgentMetrics.Owned.planned(delta.totals())
           : AgentMetrics.Owned.observed(dataplane.observe());
       metrics.reconciled(trigger, seconds, delta.totals(), report, after, clock.millis() / 1000.0, apiTriggered);
+      if (succeeded && fresh && !fast) {
+        metrics.kernelCheckedFresh(clock.millis() / 1000.0);
+      }
       metrics.servicesPlanned(delta.servicesPlanned());
       if (delta.full()) {
         reporter.report(desired);
@@ -458,15 +463,7 @@ public final class NodeAgent implements AutoCloseable {
 
   /** The kinds whose watch has not been seen up for the grace (ApiConnectivity polls them for the metrics). */
   private List<String> watchesDownTooLong() {
-    io.egressservice.informers.ApiConnectivity connectivity = informers.connectivity();
-    double graceSeconds = settings.watchDownGrace().toNanos() / 1e9;
-    List<String> down = new ArrayList<>();
-    for (String kind : connectivity.kinds()) {
-      if (!connectivity.watching(kind) && connectivity.lastContactAgeSeconds(kind) >= graceSeconds) {
-        down.add(kind);
-      }
-    }
-    return down;
+    return informers.connectivity().downFor(settings.watchDownGrace());
   }
 
   public long reconcileCount() {

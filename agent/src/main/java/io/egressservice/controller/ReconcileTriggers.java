@@ -16,6 +16,12 @@ final class ReconcileTriggers {
   /** The cause of the next reconcile ({@code NodeAgent.TRIGGER_*}) and whether an API change is among them. */
   record Due(String cause, boolean api) {}
 
+  /**
+   * The work waiting for the worker: triggers received since the last reconcile began, and how long the oldest of
+   * them has waited (0 when none waits), like controller-runtime's work-queue depth and its oldest item's age.
+   */
+  record Pending(int triggers, double oldestSeconds) {}
+
   private final Object lock = new Object();
   private final BooleanSupplier kernelEdited;
   private final Runnable awake;
@@ -27,6 +33,9 @@ final class ReconcileTriggers {
   private int apiEventsSinceStart;
   private long lastReconcileStartNanos = System.nanoTime() - Pacing.MIN_INTERVAL_NANOS;
   private String pendingTrigger = NodeAgent.TRIGGER_STARTUP;
+  private int pendingTriggers;
+  /** When the oldest trigger not yet taken by a reconcile came (System.nanoTime()); 0 when none waits. */
+  private long pendingSinceNanos;
   private volatile boolean running;
 
   /**
@@ -61,6 +70,7 @@ final class ReconcileTriggers {
   void trigger(String cause) {
     synchronized (lock) {
       dirty = true;
+      waiting();
       if (NodeAgent.TRIGGER_API.equals(cause)) {
         apiDirty = true;
         apiEventsSinceStart++;
@@ -70,10 +80,26 @@ final class ReconcileTriggers {
     }
   }
 
+  /** Counts one more trigger waiting; the first one starts the wait's clock. */
+  private void waiting() {
+    pendingTriggers++;
+    if (pendingSinceNanos == 0) {
+      pendingSinceNanos = System.nanoTime();
+    }
+  }
+
+  Pending pending() {
+    synchronized (lock) {
+      long since = pendingSinceNanos;
+      return new Pending(pendingTriggers, since == 0 ? 0 : (System.nanoTime() - since) / 1e9);
+    }
+  }
+
   /** The informers synced: the first reconcile is due (the initial listing is not a burst). */
   void synced() {
     synchronized (lock) {
       dirty = true;
+      waiting();
       pendingTrigger = NodeAgent.TRIGGER_STARTUP;
       apiEventsSinceStart = 0;
     }
@@ -90,6 +116,7 @@ final class ReconcileTriggers {
   void retry() {
     synchronized (lock) {
       dirty = true;
+      waiting();
     }
   }
 
@@ -113,6 +140,7 @@ final class ReconcileTriggers {
         }
         if (now >= nextResync) {
           dirty = true;
+          waiting();
           pendingTrigger = NodeAgent.TRIGGER_RESYNC;
           break;
         }
@@ -122,6 +150,7 @@ final class ReconcileTriggers {
         awake.run();
         if (!dirty && kernelEdited.getAsBoolean()) {
           dirty = true;
+          waiting();
           pendingTrigger = NodeAgent.TRIGGER_KERNEL;
         }
       }
@@ -141,6 +170,8 @@ final class ReconcileTriggers {
       Due due = new Due(cause, apiDirty);
       dirty = false;
       apiDirty = false;
+      pendingTriggers = 0;
+      pendingSinceNanos = 0;
       return Optional.of(due);
     }
   }

@@ -199,6 +199,32 @@ public final class ApiConnectivity implements AutoCloseable {
   }
 
   /**
+   * The kinds whose watch has been down (re-listing, unreachable, or the API server not answering) for at least
+   * {@code bound}: what {@code /readyz} refuses on, and what makes the view stale.
+   */
+  public List<String> downFor(Duration bound) {
+    return List.copyOf(downAges(bound).keySet());
+  }
+
+  /** {@link #downFor}, each kind with the seconds since its watch was last up. */
+  public Map<String, Double> downAges(Duration bound) {
+    double boundSeconds = bound.toNanos() / 1e9;
+    Map<String, Double> down = new LinkedHashMap<>();
+    for (String k : kinds.keySet()) {
+      double age = lastContactAgeSeconds(k);
+      if (!watching(k) && age >= boundSeconds) {
+        down.put(k, age);
+      }
+    }
+    return java.util.Collections.unmodifiableMap(down);
+  }
+
+  /** Whether every kind's watch is established and the API server answers: objects read now are fresh. */
+  public boolean allWatching() {
+    return kinds.values().stream().allMatch(k -> k.watching);
+  }
+
+  /**
    * An informer's list or watch failed (its exception handler): logged the first time since the kind was
    * last watching, at debug after that (the informer retries with backoff; the loss line sums it up).
    */

@@ -117,6 +117,40 @@ public final class AgentMetrics {
     return registry;
   }
 
+  private final Gauge lastFreshKernelCheck = Gauge.builder()
+      .name("egress_service_agent_last_fresh_kernel_check_timestamp_seconds")
+      .help("Unix time of the last reconcile that observed the kernel in full and applied everything from a plan"
+          + " whose objects were read while every watch was up and the API server answered: the age of what the"
+          + " kernel is known to hold against the cluster as it is.")
+      .register(registry);
+  private final java.util.concurrent.atomic.AtomicBoolean pendingWatched = new java.util.concurrent.atomic.AtomicBoolean();
+
+  /** A full reconcile from fresh objects applied everything at {@code epochSeconds}. */
+  public void kernelCheckedFresh(double epochSeconds) {
+    lastFreshKernelCheck.set(epochSeconds);
+  }
+
+  /**
+   * The reconcile work waiting, read at each scrape: how many triggers wait for the next reconcile and how long the
+   * oldest has waited. Once per registry: later calls do nothing.
+   */
+  public void pendingWork(java.util.function.DoubleSupplier triggers, java.util.function.DoubleSupplier oldestSeconds) {
+    if (!pendingWatched.compareAndSet(false, true)) {
+      return;
+    }
+    io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+        .name("egress_service_agent_reconcile_pending_triggers")
+        .help("Triggers (API changes, drift, resync, retry) received since the last reconcile began: the next"
+            + " reconcile handles them all at once.")
+        .callback(cb -> cb.call(triggers.getAsDouble()))
+        .register(registry);
+    io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+        .name("egress_service_agent_reconcile_pending_oldest_seconds")
+        .help("Seconds the oldest trigger not yet taken by a reconcile has waited; 0 when none waits.")
+        .callback(cb -> cb.call(oldestSeconds.getAsDouble()))
+        .register(registry);
+  }
+
   private final java.util.concurrent.atomic.AtomicBoolean apiWatched = new java.util.concurrent.atomic.AtomicBoolean();
 
   /**

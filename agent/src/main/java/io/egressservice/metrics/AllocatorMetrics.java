@@ -94,6 +94,24 @@ public final class AllocatorMetrics {
     MOVE_REASONS.forEach(hostMoves::labelValues);
   }
 
+  private final java.util.concurrent.atomic.AtomicBoolean pendingWatched = new java.util.concurrent.atomic.AtomicBoolean();
+
+  /**
+   * How long the queued allocation pass has waited to start, read at each scrape (every change waits for the next
+   * pass; a change that comes while one is queued joins it). Once per registry: later calls do nothing.
+   */
+  public void pendingWork(java.util.function.DoubleSupplier oldestSeconds) {
+    if (!pendingWatched.compareAndSet(false, true)) {
+      return;
+    }
+    io.prometheus.metrics.core.metrics.GaugeWithCallback.builder()
+        .name("egress_service_agent_allocator_pending_oldest_seconds")
+        .help("Seconds the allocation pass now queued has waited to start (the changes it handles wait as long);"
+            + " 0 when none is queued.")
+        .callback(cb -> cb.call(oldestSeconds.getAsDouble()))
+        .register(registry);
+  }
+
   /** The health probes' unproven answers. */
   public ProbeMetrics probes() {
     return probes;
