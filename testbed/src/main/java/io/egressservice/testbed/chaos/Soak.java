@@ -60,18 +60,35 @@ public final class Soak {
     }
   }
 
+  /** How long the kernels took to match the objects after one fault ended. */
+  public record Convergence(Fault fault, double seconds) {}
+
   /** A broken invariant (1-5) and what showed it. */
   public record Violation(int invariant, String detail) {}
 
   /** The run's figures. */
   public record Figures(long seed, String ruleMode, int services, Duration ran, Map<Fault, Integer> faults,
-      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, long watchesGone, List<Double> convergenceSeconds,
-      List<String> agentResources, List<Violation> violations) {
+      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, long watchesGone,
+      List<Convergence> convergence, List<String> agentResources, List<Violation> violations) {
+    /** Every fault's convergence time in seconds, in the order of the faults. */
+    public List<Double> convergenceSeconds() {
+      return convergence.stream().map(Convergence::seconds).toList();
+    }
+
     public double convergence(double quantile) {
-      if (convergenceSeconds.isEmpty()) {
+      return quantile(convergenceSeconds(), quantile);
+    }
+
+    /** The quantile of the convergence times after faults of {@code kind}; NaN when none was drawn. */
+    public double convergence(Fault kind, double quantile) {
+      return quantile(convergence.stream().filter(c -> c.fault() == kind).map(Convergence::seconds).toList(), quantile);
+    }
+
+    private static double quantile(List<Double> values, double quantile) {
+      if (values.isEmpty()) {
         return Double.NaN;
       }
-      List<Double> sorted = new ArrayList<>(convergenceSeconds);
+      List<Double> sorted = new ArrayList<>(values);
       Collections.sort(sorted);
       return sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(quantile * sorted.size()) - 1));
     }
@@ -95,7 +112,10 @@ public final class Soak {
             violations.stream().filter(v -> v.invariant() == inv).count()));
       }
       sb.append(String.format("%-34s %.2f / %.2f s (%d faults)%n", "convergence p50 / p99", convergence(0.5),
-          convergence(0.99), convergenceSeconds.size()));
+          convergence(0.99), convergence.size()));
+      for (Fault k : faults.keySet()) {
+        sb.append(String.format("%-34s %.2f / %.2f s%n", "  after " + k, convergence(k, 0.5), convergence(k, 0.99)));
+      }
       agentResources.forEach(r -> sb.append(r).append('\n'));
       violations.stream().limit(20).forEach(v -> sb.append("  violation (").append(v.invariant()).append(") ")
           .append(v.detail()).append('\n'));
@@ -125,7 +145,7 @@ public final class Soak {
       long t0 = System.nanoTime();
       long end = t0 + s.duration().toNanos();
       RuleMode mode = RuleMode.fromFlag(s.ruleMode());
-      List<Double> convergence = new ArrayList<>();
+      List<Convergence> convergence = new ArrayList<>();
       java.util.Random pace = new java.util.Random(s.seed() + 1);
       int count = 0;
       while (System.nanoTime() < end && count++ < MAX_FAULTS) {
@@ -186,14 +206,14 @@ public final class Soak {
   }
 
   /** Invariant 3: polls every node's SNAT map against its plan until all match; the time from the fault's end. */
-  private static void converge(Cluster c, RuleMode mode, Nemesis.Injected f, List<Double> out,
+  private static void converge(Cluster c, RuleMode mode, Nemesis.Injected f, List<Convergence> out,
       List<Violation> violations, Consumer<String> log) {
     long limit = f.endNanos() + CONVERGENCE_LIMIT.toNanos();
     Map<String, String> diff = Map.of();
     while (System.nanoTime() < limit) {
       diff = differences(c, mode);
       if (diff.isEmpty()) {
-        out.add((System.nanoTime() - f.endNanos()) / 1e9);
+        out.add(new Convergence(f.fault(), (System.nanoTime() - f.endNanos()) / 1e9));
         return;
       }
       Nemesis.pause(100);
