@@ -47,7 +47,7 @@ public final class ChaosMain {
     // about 50,000 stream datagrams in all, under the servers' record of 100,000
     long perStreamMillis = Math.max(20, duration.toMillis() * 9 / 50_000);
     Soak.Figures f = Soak.run(new Soak.Settings(seed, duration, mode, services, faults, false,
-        Duration.ofMillis(perStreamMillis), line -> System.out.println(line)));
+        Duration.ofMillis(perStreamMillis), java.nio.file.Path.of("bench", "results"), line -> System.out.println(line)));
     System.out.print(f.table());
     System.exit(f.violations().isEmpty() ? 0 : 1);
   }

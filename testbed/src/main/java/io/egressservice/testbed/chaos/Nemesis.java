@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -28,8 +29,8 @@ import java.util.function.Consumer;
  * each ends before the next begins, so the convergence after it is its own.
  */
 final class Nemesis {
-  /** One injected fault: kind, what it hit, when it began and ended (monotonic ns). */
-  record Injected(Fault fault, String target, long startNanos, long endNanos) {
+  /** One injected fault: kind, what it hit, when it began (wall clock, as the logs have it) and began and ended (ns). */
+  record Injected(Fault fault, String target, Instant startedAt, long startNanos, long endNanos) {
     boolean covers(long t, long marginNanos) {
       return t >= startNanos - marginNanos && t <= endNanos + marginNanos;
     }
@@ -71,6 +72,7 @@ final class Nemesis {
     List<Cluster.Node> nodes = cluster.nodes();
     Cluster.Node node = nodes.get(random.nextInt(nodes.size()));
     long start = System.nanoTime();
+    Instant startedAt = Instant.now();
     String target = switch (f) {
       case AGENT_KILL -> {
         expectedDown.add(node.name());
@@ -97,7 +99,7 @@ final class Nemesis {
       case API_OUTAGE, API_HANG -> {
         int seconds = shortFaults ? 5 + random.nextInt(6) : 5 + random.nextInt(56);
         ApiProxy proxy = cluster.api().proxy().orElseThrow();
-        workload.churn(false); // nobody writes to an API server that is down
+        // the churn goes on: the test's own client reaches the server, only the agents and the allocator are cut off
         proxy.mode(f == Fault.API_OUTAGE ? ApiProxy.Mode.REFUSE : ApiProxy.Mode.HANG);
         if (f == Fault.API_OUTAGE) {
           cluster.api().expireWatchHistory(); // a restarted API server's watch cache starts afresh: 410 Gone
@@ -106,7 +108,6 @@ final class Nemesis {
           pause(seconds * 1000L);
         } finally {
           proxy.mode(ApiProxy.Mode.PASS);
-          workload.churn(true);
         }
         yield seconds + " s";
       }
@@ -168,13 +169,107 @@ final class Nemesis {
         }
         yield count + " re-created";
       }
+      case NODE_REBOOT -> reboot(node);
+      case AGENT_CPU_LIMIT -> {
+        int seconds = shortFaults ? 10 + random.nextInt(6) : 10 + random.nextInt(31);
+        long pid = node.agent().pid().orElseThrow(() -> new IllegalStateException("no agent runs on " + node));
+        // lifted once the kernels have converged (afterConvergence): the agent catches up at its limit
+        limited = Optional.of(CpuLimit.apply(pid, node.name(), CpuLimit.MILLICORES));
+        pause(seconds * 1000L);
+        yield node.name() + " " + CpuLimit.MILLICORES + "m " + seconds + " s";
+      }
+      case ROLLING_UPDATE -> {
+        for (Cluster.Node n : nodes) {
+          expectedDown.add(n.name());
+          try {
+            n.agent().stop();
+            n.agent().start();
+            awaitReady(n, f);
+          } finally {
+            expectedDown.remove(n.name());
+          }
+          pause(500 + random.nextInt(1500));
+        }
+        yield nodes.size() + " agents";
+      }
+      case API_RESTART_IN_RELIST -> restartDuringRelist();
     };
-    Injected done = new Injected(f, target, start, System.nanoTime());
+    Injected done = new Injected(f, target, startedAt, start, System.nanoTime());
     synchronized (this) {
       injected.add(done);
     }
     log.accept(String.format("fault %-22s %-28s %.1f s", f, target, (done.endNanos() - start) / 1e9));
     return done;
+  }
+
+  /** Ends what a fault leaves in place until the kernels have converged after it (the CPU limit). */
+  void afterConvergence() {
+    limited.ifPresent(l -> {
+      log.accept("cpu limit lifted after " + l.throttledPeriods() + " throttled periods");
+      l.close();
+    });
+    limited = Optional.empty();
+  }
+
+  private Optional<CpuLimit> limited = Optional.empty();
+
+  /**
+   * A reboot as the node's own state sees it: the agent and the pods gone, the agent's kernel state with them; the
+   * node's addresses and routes (not ours) come back as the boot configures them. The pods come back after the
+   * agent is ready: a pod running on the rebooted node before its agent has written its state would leave with the
+   * node's address (nothing of ours steers it yet), which the soak does not draw.
+   */
+  private String reboot(Cluster.Node node) {
+    int seconds = shortFaults ? 2 + random.nextInt(4) : 3 + random.nextInt(13);
+    Namespace ns = node.netns();
+    expectedDown.add(node.name());
+    try {
+      node.agent().kill();
+      ns.ip(node.pods().stream().map(p -> "link set p" + p.index() + " down").toArray(String[]::new));
+      KernelView.flushOwned(ns);
+      pause(seconds * 1000L);
+      node.agent().start();
+      awaitReady(node, Fault.NODE_REBOOT);
+    } finally {
+      List<String> up = new ArrayList<>();
+      for (Cluster.Pod p : node.pods()) {
+        up.add("link set p" + p.index() + " up");
+        up.add("route replace " + p.ip(IpFamily.V4) + "/32 dev p" + p.index());
+        up.add("route replace " + p.ip(IpFamily.V6) + "/128 dev p" + p.index());
+      }
+      ns.ip(up.toArray(String[]::new));
+      expectedDown.remove(node.name());
+    }
+    return node.name() + " " + seconds + " s";
+  }
+
+  /**
+   * The API server restarts (connections refused 1-3 s, watch history lost); the resumed watches are answered 410
+   * Gone, so the agents and the allocator list again; at the first such answer (10 s at most) it restarts again, for
+   * 3-10 s, while they are listing.
+   */
+  private String restartDuringRelist() {
+    ApiProxy proxy = cluster.api().proxy().orElseThrow();
+    int first = 1 + random.nextInt(3);
+    int second = shortFaults ? 3 + random.nextInt(4) : 3 + random.nextInt(8);
+    proxy.mode(ApiProxy.Mode.REFUSE);
+    cluster.api().expireWatchHistory();
+    long gone = cluster.api().watchesGone();
+    try {
+      pause(first * 1000L);
+      proxy.mode(ApiProxy.Mode.PASS);
+      long limit = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      while (cluster.api().watchesGone() == gone && System.nanoTime() < limit) {
+        pause(20);
+      }
+      boolean relisting = cluster.api().watchesGone() > gone;
+      proxy.mode(ApiProxy.Mode.REFUSE);
+      cluster.api().expireWatchHistory();
+      pause(second * 1000L);
+      return first + " s, " + (relisting ? "during a relist" : "no 410 within 10 s") + ", " + second + " s";
+    } finally {
+      proxy.mode(ApiProxy.Mode.PASS);
+    }
   }
 
   /** Agents restarted on purpose that were not ready 60 s later: node, fault, /readyz's answer, where the log is. */
