@@ -41,5 +41,7 @@ class ChaosSmokeClusterTest {
     assertThat(f.convergenceSeconds()).as("convergence measured after every fault")
         .hasSize(f.faults().values().stream().mapToInt(Integer::intValue).sum());
     assertThat(f.packetsJudged()).as("datagrams judged").isGreaterThan(5_000);
+    assertThat(f.convergence()).as("API faults during which the objects moved on, so the agents had to catch up")
+        .anyMatch(c -> (c.fault() == Fault.API_OUTAGE || c.fault() == Fault.API_HANG) && c.behindAtEnd());
   }
 }

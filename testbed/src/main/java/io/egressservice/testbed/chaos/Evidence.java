@@ -18,7 +18,8 @@ import org.ovn.k8s.v1.EgressService;
 
 /**
  * What explains a failed soak, kept in one directory: at each violation's moment (the first few), every node's
- * kernel state of ours, the API's objects and the fault timeline so far; at the end, every process's log (agents,
+ * kernel state of ours, every agent's metrics and a thread dump of it (into its log), the API's objects and the fault
+ * timeline so far; at the end, every process's log (agents,
  * allocator replicas), the whole timeline and the violations. Nothing is written for a run without violations.
  */
 final class Evidence {
@@ -58,12 +59,37 @@ final class Evidence {
       Files.writeString(to.resolve("violation.txt"), Instant.now() + " " + what + "\n");
       for (Cluster.Node n : cluster.nodes()) {
         Files.writeString(to.resolve("kernel-" + n.name() + ".txt"), KernelView.ownedState(n.netns()));
+        agentState(n, to);
       }
       Files.writeString(to.resolve("timeline.txt"), timelineText());
       writeObjects(to);
       log.accept("violation: its evidence is kept in " + to);
     } catch (IOException | RuntimeException e) {
       log.accept("violation: evidence incomplete in " + to + ": " + e.getMessage());
+    }
+  }
+
+  /**
+   * What the agent says of itself now: its /metrics page (watches up, contact age, queue) and a thread dump
+   * (SIGQUIT: the JVM prints it to its output, the agent's log), to tell a stalled worker from a silent watch.
+   */
+  private static void agentState(Cluster.Node n, Path to) throws IOException {
+    if (n.agent().pid().isEmpty()) {
+      Files.writeString(to.resolve("agent-" + n.name() + ".txt"), "not running\n");
+      return;
+    }
+    String metrics;
+    try {
+      metrics = n.agent().metrics();
+    } catch (IllegalStateException e) {
+      metrics = "no answer on /metrics: " + e.getMessage() + "\n";
+    }
+    Files.writeString(to.resolve("agent-" + n.name() + ".txt"), metrics);
+    try {
+      new ProcessBuilder("kill", "-QUIT", Long.toString(n.agent().pid().get())).start().waitFor(5,
+          java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

@@ -16,21 +16,25 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
  * The faults, drawn from one {@link Random} seeded by the run's seed, so a run's sequence of faults (kind, target,
- * length) is reproducible from the printed seed; their timing on a loaded machine is not. One fault at a time:
+ * length) is reproducible from the printed seed; their timing on a loaded machine is not. Kinds are drawn in rounds,
+ * each kind once per round, so a run long enough for one round has drawn every kind. One fault at a time:
  * each ends before the next begins, so the convergence after it is its own.
  */
 final class Nemesis {
   /** One injected fault: kind, what it hit, when it began (wall clock, as the logs have it) and began and ended (ns). */
-  record Injected(Fault fault, String target, Instant startedAt, long startNanos, long endNanos) {
+  record Injected(Fault fault, String target, Instant startedAt, long startNanos, long endNanos,
+      boolean behindAtLift) {
     boolean covers(long t, long marginNanos) {
       return t >= startNanos - marginNanos && t <= endNanos + marginNanos;
     }
@@ -43,12 +47,19 @@ final class Nemesis {
   private final List<Fault> kinds;
   private final boolean shortFaults;
   private final Consumer<String> log;
+  /** Whether a node's kernel differs from the objects now (the plan for the API's objects). */
+  private final BooleanSupplier kernelsBehind;
+  /** Whether the kernels were behind the objects just before the API came back, in the fault under way. */
+  private boolean behindAtLift;
   /** Processes taken down on purpose (agent nodes, allocator names): their exits are not violations. */
   private final Set<String> expectedDown = ConcurrentHashMap.newKeySet();
   private final List<Injected> injected = new ArrayList<>();
+  /** The kinds not yet drawn in this round: every kind is drawn once per round, in an order drawn from the seed. */
+  private final List<Fault> bag = new ArrayList<>();
 
   Nemesis(Cluster cluster, Allocators allocators, Workload workload, long seed, List<Fault> kinds, boolean shortFaults,
-      Consumer<String> log) {
+      BooleanSupplier kernelsBehind, Consumer<String> log) {
+    this.kernelsBehind = kernelsBehind;
     this.cluster = cluster;
     this.allocators = allocators;
     this.workload = workload;
@@ -68,11 +79,16 @@ final class Nemesis {
 
   /** Draws and injects one fault, returning when it has ended (every step bounded). */
   Injected next() {
-    Fault f = kinds.get(random.nextInt(kinds.size()));
+    if (bag.isEmpty()) {
+      bag.addAll(kinds);
+      Collections.shuffle(bag, random);
+    }
+    Fault f = bag.remove(bag.size() - 1);
     List<Cluster.Node> nodes = cluster.nodes();
     Cluster.Node node = nodes.get(random.nextInt(nodes.size()));
     long start = System.nanoTime();
     Instant startedAt = Instant.now();
+    behindAtLift = false;
     String target = switch (f) {
       case AGENT_KILL -> {
         expectedDown.add(node.name());
@@ -106,6 +122,7 @@ final class Nemesis {
         }
         try {
           pause(seconds * 1000L);
+          behindAtLift = kernelsBehind.getAsBoolean(); // what the agents have to catch up with
         } finally {
           proxy.mode(ApiProxy.Mode.PASS);
         }
@@ -194,7 +211,7 @@ final class Nemesis {
       }
       case API_RESTART_IN_RELIST -> restartDuringRelist();
     };
-    Injected done = new Injected(f, target, startedAt, start, System.nanoTime());
+    Injected done = new Injected(f, target, startedAt, start, System.nanoTime(), behindAtLift);
     synchronized (this) {
       injected.add(done);
     }
@@ -266,6 +283,7 @@ final class Nemesis {
       proxy.mode(ApiProxy.Mode.REFUSE);
       cluster.api().expireWatchHistory();
       pause(second * 1000L);
+      behindAtLift = kernelsBehind.getAsBoolean();
       return first + " s, " + (relisting ? "during a relist" : "no 410 within 10 s") + ", " + second + " s";
     } finally {
       proxy.mode(ApiProxy.Mode.PASS);

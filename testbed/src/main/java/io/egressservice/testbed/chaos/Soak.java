@@ -62,7 +62,7 @@ public final class Soak {
 
   /**
    * How long the kernels took to match the objects after one fault ended, and whether a node's kernel differed from
-   * the objects at the fault's end (the agents had something to catch up with).
+   * the objects at its end (for an API fault: just before the API came back), so the agents had to catch up.
    */
   public record Convergence(Fault fault, double seconds, boolean behindAtEnd) {}
 
@@ -145,18 +145,20 @@ public final class Soak {
         Allocators allocators = new Allocators(c, 2);
         Workload w = new Workload(c, s.seed(), s.services(), s.streamInterval())) {
       awaitJudgedPodsSteered(c, w);
-      Nemesis nemesis = new Nemesis(c, allocators, w, s.seed(), s.faults(), s.shortFaults(), s.log());
+      RuleMode mode = RuleMode.fromFlag(s.ruleMode());
+      Nemesis nemesis = new Nemesis(c, allocators, w, s.seed(), s.faults(), s.shortFaults(),
+          () -> !differences(c, mode).isEmpty(), s.log());
       Evidence evidence = new Evidence(s.evidenceRoot(), s.seed(), s.ruleMode(), c, nemesis::injected, s.log());
       if (s.faults().contains(Fault.AGENT_CPU_LIMIT)) {
         s.log().accept("cpu limit: " + CpuLimit.mechanism());
       }
       ExitWatch exits = new ExitWatch(c, allocators, nemesis, violations, evidence);
+      w.onWrongSource(evidence::snapshot);
       List<String> resources = new ArrayList<>();
       Map<String, long[]> before = resources(c);
       w.start();
       long t0 = System.nanoTime();
       long end = t0 + s.duration().toNanos();
-      RuleMode mode = RuleMode.fromFlag(s.ruleMode());
       List<Convergence> convergence = new ArrayList<>();
       java.util.Random pace = new java.util.Random(s.seed() + 1);
       int count = 0;
@@ -230,7 +232,7 @@ public final class Soak {
       List<Violation> violations, Evidence evidence, Consumer<String> log) {
     long limit = f.endNanos() + CONVERGENCE_LIMIT.toNanos();
     Map<String, String> diff = Map.of();
-    boolean behind = false;
+    boolean behind = f.behindAtLift();
     while (System.nanoTime() < limit) {
       diff = differences(c, mode);
       if (diff.isEmpty()) {

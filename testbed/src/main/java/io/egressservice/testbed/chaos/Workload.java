@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
@@ -47,6 +48,7 @@ final class Workload implements AutoCloseable {
   /** Per churned service, whether its LB IPs are the moved pair (only the churn thread reads and writes it). */
   private final boolean[] lbIpsMoved;
   private volatile boolean churning;
+  private volatile Consumer<String> wrongSource = what -> { };
   private volatile boolean closed;
   private final Thread churner;
   private final Thread prober;
@@ -153,6 +155,14 @@ final class Workload implements AutoCloseable {
     return streams.get(pod);
   }
 
+  /**
+   * Told at once when a new-flow probe leaves with a source it must not have (the judge, after the run, counts the
+   * violation): the kernels can then be seen as they were when it happened.
+   */
+  void onWrongSource(Consumer<String> sink) {
+    wrongSource = sink;
+  }
+
   /** Pauses (or resumes) the endpoint and EgressService churn; a step under way finishes. */
   void churn(boolean on) {
     churning = on;
@@ -230,6 +240,10 @@ final class Workload implements AutoCloseable {
     while (!closed) {
       Sender s = senders.get(k++ % senders.size());
       Traffic.Probe p = cluster.traffic().udp(s.pod().name(), Addresses.EXTERNAL_V4);
+      String expected = s.lbIp().orElseGet(() -> cluster.node(s.pod().node()).uplink(1).nodeIp(IpFamily.V4));
+      p.seen().stream().filter(x -> !x.source().equals(expected)).findFirst().ifPresent(x -> wrongSource.accept(
+          "new-flow probe of " + s.pod().name() + " left with " + x.source() + " at " + x.where() + " (expected "
+          + expected + ")"));
       synchronized (this) {
         if (probes.size() < 20_000) {
           probes.add(p);
