@@ -40,6 +40,7 @@ public final class ApiServer implements AutoCloseable {
   private final Path kubeconfig;
   private final Optional<ApiProxy> proxy;
   private final Optional<ExpiringWatchDispatcher> dispatcher;
+  private final WatchHandshakeFault watchHandshakes;
 
   ApiServer(Path dir) {
     this(dir, false, false);
@@ -52,9 +53,10 @@ public final class ApiServer implements AutoCloseable {
    */
   ApiServer(Path dir, boolean proxied, boolean expiringWatches) {
     dispatcher = expiringWatches ? Optional.of(new ExpiringWatchDispatcher()) : Optional.empty();
+    watchHandshakes = new WatchHandshakeFault(
+        dispatcher.<KubernetesCrudDispatcher>map(d -> d).orElseGet(KubernetesCrudDispatcher::new));
     server = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-        new VersionEndpoint(dispatcher.<KubernetesCrudDispatcher>map(d -> d).orElseGet(KubernetesCrudDispatcher::new)),
-        false);
+        new VersionEndpoint(watchHandshakes), false);
     server.init();
     client = server.createClient();
     proxy = proxied ? Optional.of(new ApiProxy(server.getPort())) : Optional.empty();
@@ -90,6 +92,19 @@ public final class ApiServer implements AutoCloseable {
   /** How many watches were answered 410 Gone so far (0 unless built {@code expiringWatches()}). */
   public long watchesGone() {
     return dispatcher.map(ExpiringWatchDispatcher::goneAnswers).orElse(0L);
+  }
+
+  /**
+   * While {@code on}, every watch request's HTTP handshake is answered with status 410 Gone (not a 410 watch event):
+   * a client that only reconnects from the same version never watches again; one that lists again does.
+   */
+  public void goneOnWatchHandshake(boolean on) {
+    watchHandshakes.enabled(on);
+  }
+
+  /** How many watch handshakes {@link #goneOnWatchHandshake(boolean)} answered 410 so far. */
+  public long watchHandshakesGone() {
+    return watchHandshakes.answered();
   }
 
   /** The proxy the kubeconfig points at, when the cluster was built {@code apiThroughProxy()}. */
