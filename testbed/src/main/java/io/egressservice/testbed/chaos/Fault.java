@@ -41,5 +41,18 @@ public enum Fault {
    * The API server restarts (connections refused, watch history lost), and restarts again while the agents and the
    * allocator list afresh (the first watch answered 410 Gone after the first restart).
    */
-  API_RESTART_IN_RELIST
+  API_RESTART_IN_RELIST,
+  /** Every request to the API server waits 1-5 s at the proxy, for 10-40 s of churn. */
+  API_SLOW,
+  /**
+   * Every connection to the API server open at this moment stays open and delivers nothing, for good (the watches
+   * and the shared connection alike), while new connections work; 10-40 s of churn follow. The agents must notice
+   * and open new connections: their bound for it is {@link Soak#SILENT_WATCH_BOUND}.
+   */
+  API_SILENT,
+  /**
+   * The API server restarts (watch history lost) and then answers every watch request's handshake with HTTP 410
+   * Gone (not a 410 event) for 5-30 s of churn: only a client that lists again ever watches again.
+   */
+  WATCH_410_HANDSHAKE
 }

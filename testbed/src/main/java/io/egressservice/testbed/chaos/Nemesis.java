@@ -210,6 +210,46 @@ final class Nemesis {
         yield nodes.size() + " agents";
       }
       case API_RESTART_IN_RELIST -> restartDuringRelist();
+      case API_SLOW -> {
+        int perRequest = 1 + random.nextInt(5);
+        int seconds = shortFaults ? 5 + random.nextInt(6) : 10 + random.nextInt(31);
+        ApiProxy proxy = cluster.api().proxy().orElseThrow();
+        proxy.slow(Duration.ofSeconds(perRequest));
+        try {
+          pause(seconds * 1000L);
+          behindAtLift = kernelsBehind.getAsBoolean();
+        } finally {
+          proxy.slow(Duration.ZERO);
+        }
+        yield perRequest + " s per request, " + seconds + " s";
+      }
+      case API_SILENT -> {
+        int seconds = shortFaults ? 5 + random.nextInt(6) : 10 + random.nextInt(31);
+        ApiProxy proxy = cluster.api().proxy().orElseThrow();
+        proxy.mode(ApiProxy.Mode.SILENT); // what is open now is silenced for good
+        proxy.mode(ApiProxy.Mode.PASS); // and new connections pass from now on
+        pause(seconds * 1000L);
+        behindAtLift = kernelsBehind.getAsBoolean();
+        yield seconds + " s";
+      }
+      case WATCH_410_HANDSHAKE -> {
+        int seconds = shortFaults ? 5 + random.nextInt(6) : 5 + random.nextInt(26);
+        ApiProxy proxy = cluster.api().proxy().orElseThrow();
+        long before = cluster.api().watchHandshakesGone();
+        proxy.mode(ApiProxy.Mode.REFUSE); // a restart: every watch must reconnect
+        cluster.api().expireWatchHistory();
+        cluster.api().goneOnWatchHandshake(true);
+        try {
+          pause(1000);
+          proxy.mode(ApiProxy.Mode.PASS);
+          pause(seconds * 1000L);
+          behindAtLift = kernelsBehind.getAsBoolean();
+        } finally {
+          proxy.mode(ApiProxy.Mode.PASS);
+          cluster.api().goneOnWatchHandshake(false);
+        }
+        yield seconds + " s, " + (cluster.api().watchHandshakesGone() - before) + " handshakes answered 410";
+      }
     };
     Injected done = new Injected(f, target, startedAt, start, System.nanoTime(), behindAtLift);
     synchronized (this) {
