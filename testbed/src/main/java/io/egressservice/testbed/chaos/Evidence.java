@@ -85,6 +85,27 @@ final class Evidence {
       metrics = "no answer on /metrics: " + e.getMessage() + "\n";
     }
     Files.writeString(to.resolve("agent-" + n.name() + ".txt"), metrics);
+    // its TCP connections (to the API proxy among them): CLOSE-WAIT is a connection the peer closed that the agent
+    // has not noticed
+    try {
+      Process ss = new ProcessBuilder("ss", "-tnpi").redirectErrorStream(true).start();
+      String out = new String(ss.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      ss.waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
+      String pid = "pid=" + n.agent().pid().get() + ",";
+      StringBuilder mine = new StringBuilder();
+      String[] lines = out.split("\n");
+      for (int i = 0; i < lines.length; i++) {
+        if (lines[i].contains(pid)) {
+          mine.append(lines[i]).append('\n');
+          if (i + 1 < lines.length && lines[i + 1].startsWith("\t")) {
+            mine.append(lines[i + 1]).append('\n');
+          }
+        }
+      }
+      Files.writeString(to.resolve("sockets-" + n.name() + ".txt"), mine.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     try {
       new ProcessBuilder("kill", "-QUIT", Long.toString(n.agent().pid().get())).start().waitFor(5,
           java.util.concurrent.TimeUnit.SECONDS);
