@@ -74,6 +74,9 @@ final class Evidence {
    * (SIGQUIT: the JVM prints it to its output, the agent's log), to tell a stalled worker from a silent watch.
    */
   private static void agentState(Cluster.Node n, Path to) throws IOException {
+    if (!hasAgent(n)) {
+      return; // a cluster without agents
+    }
     if (n.agent().pid().isEmpty()) {
       Files.writeString(to.resolve("agent-" + n.name() + ".txt"), "not running\n");
       return;
@@ -111,6 +114,15 @@ final class Evidence {
           java.util.concurrent.TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+  }
+
+  private static boolean hasAgent(Cluster.Node n) {
+    try {
+      n.agent();
+      return true;
+    } catch (IllegalStateException e) {
+      return false;
     }
   }
 
