@@ -21,7 +21,12 @@ import org.junit.jupiter.api.Test;
  * streams send every 20 ms.
  */
 class ChaosSmokeClusterTest {
-  static final long SEED = 30;
+  /**
+   * Kinds are drawn in rounds, in an order from the seed; on a loaded machine the 60 s hold about five faults, so
+   * the seed is one whose first round draws both API faults among its first three (the catching up this test
+   * proves), the rest of the round after them.
+   */
+  static final long SEED = 16;
 
   @BeforeEach
   void privileged() {
