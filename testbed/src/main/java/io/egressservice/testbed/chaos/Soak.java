@@ -27,8 +27,10 @@ import java.util.function.Consumer;
  *       service has no host, or on a node that is down);
  *   <li>a pod that opted into nothing leaves with its node's uplink address through its own uplink, and loses no
  *       packet but while its own node is powered off ({@link #UNEXPLAINED_LOSS_TOLERANCE});
- *   <li>after each fault, every node's SNAT map equals the plan for the API's objects within
- *       {@link #CONVERGENCE_LIMIT} (the time is the figure: p50/p99);
+ *   <li>after each fault, every node's SNAT map equals the plan for the API's objects as they were at the fault's
+ *       end (the churn goes on during every fault, the API faults included, and pauses while kernels are compared)
+ *       within {@link #CONVERGENCE_LIMIT} ({@link Fault#API_SILENT}: plus {@link #SILENT_WATCH_BOUND}); the time
+ *       is the figure: p50/p99, over all faults and per kind;
  *   <li>after every EgressService is deleted, nothing of ours is left on any node;
  *   <li>no agent or allocator process exits but those killed on purpose, and no thread dies; an agent started
  *       again is ready within 60 s.
