@@ -64,8 +64,8 @@ final class Evidence {
       Files.writeString(to.resolve("timeline.txt"), timelineText());
       writeObjects(to);
       log.accept("violation: its evidence is kept in " + to);
-    } catch (IOException | RuntimeException e) {
-      log.accept("violation: evidence incomplete in " + to + ": " + e.getMessage());
+    } catch (IOException | RuntimeException | LinkageError e) {
+      log.accept("violation: evidence incomplete in " + to + ": " + e);
     }
   }
 
@@ -161,13 +161,13 @@ final class Evidence {
   /** The objects the agents and the allocator act on, as the API server holds them (read directly, not proxied). */
   private void writeObjects(Path to) throws IOException {
     KubernetesClient c = cluster.api().client();
-    Files.writeString(to.resolve("egressservices.yaml"),
-        Serialization.asYaml(c.resources(EgressService.class).inAnyNamespace().list()));
-    Files.writeString(to.resolve("services.yaml"), Serialization.asYaml(c.services().inAnyNamespace().list()));
-    Files.writeString(to.resolve("endpointslices.yaml"),
-        Serialization.asYaml(c.discovery().v1().endpointSlices().inAnyNamespace().list()));
-    Files.writeString(to.resolve("nodes.yaml"), Serialization.asYaml(c.nodes().list()));
-    Files.writeString(to.resolve("leases.yaml"),
-        Serialization.asYaml(c.leases().inNamespace(AgentProcess.LEASE_NAMESPACE).list()));
+    Files.writeString(to.resolve("egressservices.json"),
+        Serialization.asJson(c.resources(EgressService.class).inAnyNamespace().list()));
+    Files.writeString(to.resolve("services.json"), Serialization.asJson(c.services().inAnyNamespace().list()));
+    Files.writeString(to.resolve("endpointslices.json"),
+        Serialization.asJson(c.discovery().v1().endpointSlices().inAnyNamespace().list()));
+    Files.writeString(to.resolve("nodes.json"), Serialization.asJson(c.nodes().list()));
+    Files.writeString(to.resolve("leases.json"),
+        Serialization.asJson(c.leases().inNamespace(AgentProcess.LEASE_NAMESPACE).list()));
   }
 }

@@ -53,9 +53,9 @@ class EvidenceTest {
       Path moment = dir.resolve("snapshot-1");
       assertThat(Files.readString(moment.resolve("kernel-node-a.txt")))
           .as("the kernel as it was at the violation, not at the end").contains("10.128.0.7 : 5.5.5.9");
-      assertThat(Files.readString(moment.resolve("egressservices.yaml"))).contains("kept-svc");
-      assertThat(moment.resolve("endpointslices.yaml")).exists();
-      assertThat(moment.resolve("nodes.yaml")).exists();
+      assertThat(Files.readString(moment.resolve("egressservices.json"))).contains("kept-svc");
+      assertThat(moment.resolve("endpointslices.json")).exists();
+      assertThat(moment.resolve("nodes.json")).exists();
       assertThat(Files.readString(moment.resolve("timeline.txt"))).contains("API_HANG");
     }
   }
