@@ -77,7 +77,8 @@ final class Evidence {
     if (!hasAgent(n)) {
       return; // a cluster without agents
     }
-    if (n.agent().pid().isEmpty()) {
+    java.util.Optional<Long> agentPid = n.agent().pid(); // once: the agent may be going or coming back
+    if (agentPid.isEmpty()) {
       Files.writeString(to.resolve("agent-" + n.name() + ".txt"), "not running\n");
       return;
     }
@@ -94,7 +95,7 @@ final class Evidence {
       Process ss = new ProcessBuilder("ss", "-tnpi").redirectErrorStream(true).start();
       String out = new String(ss.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
       ss.waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
-      String pid = "pid=" + n.agent().pid().get() + ",";
+      String pid = "pid=" + agentPid.get() + ",";
       StringBuilder mine = new StringBuilder();
       String[] lines = out.split("\n");
       for (int i = 0; i < lines.length; i++) {
@@ -110,7 +111,7 @@ final class Evidence {
       Thread.currentThread().interrupt();
     }
     try {
-      new ProcessBuilder("kill", "-QUIT", Long.toString(n.agent().pid().get())).start().waitFor(5,
+      new ProcessBuilder("kill", "-QUIT", Long.toString(agentPid.get())).start().waitFor(5,
           java.util.concurrent.TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
