@@ -34,7 +34,7 @@ import java.util.function.Consumer;
 final class Nemesis {
   /** One injected fault: kind, what it hit, when it began (wall clock, as the logs have it) and began and ended (ns). */
   record Injected(Fault fault, String target, Instant startedAt, long startNanos, long endNanos,
-      boolean behindAtLift) {
+      boolean behindAtLift, long churnStepsDuring) {
     boolean covers(long t, long marginNanos) {
       return t >= startNanos - marginNanos && t <= endNanos + marginNanos;
     }
@@ -89,6 +89,7 @@ final class Nemesis {
     long start = System.nanoTime();
     Instant startedAt = Instant.now();
     behindAtLift = false;
+    long churnBefore = workload.churnSteps();
     String target = switch (f) {
       case AGENT_KILL -> {
         expectedDown.add(node.name());
@@ -251,7 +252,8 @@ final class Nemesis {
         yield seconds + " s, " + (cluster.api().watchHandshakesGone() - before) + " handshakes answered 410";
       }
     };
-    Injected done = new Injected(f, target, startedAt, start, System.nanoTime(), behindAtLift);
+    Injected done = new Injected(f, target, startedAt, start, System.nanoTime(), behindAtLift,
+        workload.churnSteps() - churnBefore);
     synchronized (this) {
       injected.add(done);
     }

@@ -70,9 +70,10 @@ public final class Soak {
 
   /**
    * How long the kernels took to match the objects after one fault ended, and whether a node's kernel differed from
-   * the objects at its end (for an API fault: just before the API came back), so the agents had to catch up.
+   * the objects at its end (for an API fault: just before the API came back), so the agents had to catch up, and
+   * how many churn steps were made while it lasted.
    */
-  public record Convergence(Fault fault, double seconds, boolean behindAtEnd) {}
+  public record Convergence(Fault fault, double seconds, boolean behindAtEnd, long churnStepsDuring) {}
 
   /** A broken invariant (1-5) and what showed it. */
   public record Violation(int invariant, String detail) {}
@@ -245,7 +246,7 @@ public final class Soak {
     while (System.nanoTime() < limit) {
       diff = differences(c, mode);
       if (diff.isEmpty()) {
-        out.add(new Convergence(f.fault(), (System.nanoTime() - f.endNanos()) / 1e9, behind));
+        out.add(new Convergence(f.fault(), (System.nanoTime() - f.endNanos()) / 1e9, behind, f.churnStepsDuring()));
         return;
       }
       behind = true;

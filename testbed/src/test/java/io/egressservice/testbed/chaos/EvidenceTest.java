@@ -38,7 +38,7 @@ class EvidenceTest {
           + "}\n");
       Files.writeString(c.dir().resolve("allocator-0.log"), "the allocator's last words\n");
       Nemesis.Injected fault = new Nemesis.Injected(Fault.API_HANG, "9 s", Instant.now(), 0, 9_000_000_000L,
-          true);
+          true, 12);
       Evidence evidence = new Evidence(tmp, 77, "source", c, () -> List.of(fault), said::add);
 
       evidence.snapshot("after API_HANG 9 s not converged in 60 s");
