@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.egressservice.testbed.chaos.Fault;
 import io.egressservice.testbed.chaos.Soak;
 import io.egressservice.testing.Privileges;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
@@ -20,7 +21,12 @@ import org.junit.jupiter.api.Test;
  * streams send every 20 ms.
  */
 class ChaosSmokeClusterTest {
-  static final long SEED = 30;
+  /**
+   * Kinds are drawn in rounds, in an order from the seed; on a loaded machine the 60 s hold about five faults, so
+   * the seed is one whose first round draws both API faults among its first three (the catching up this test
+   * proves), the rest of the round after them.
+   */
+  static final long SEED = 16;
 
   @BeforeEach
   void privileged() {
@@ -32,12 +38,16 @@ class ChaosSmokeClusterTest {
     Soak.Figures f = Soak.run(new Soak.Settings(SEED, Duration.ofSeconds(60), "source", 12,
         List.of(Fault.AGENT_KILL, Fault.AGENT_STOP, Fault.API_OUTAGE, Fault.API_HANG, Fault.DRIFT,
             Fault.RECREATE_BURST, Fault.ALLOCATOR_LEADER_KILL, Fault.NODE_PAIR_LOSS),
-        true, Duration.ofMillis(20), System.out::println));
+        true, Duration.ofMillis(20), Path.of("target"), System.out::println));
     System.out.print(f.table());
-    assertThat(f.violations()).as("invariants broken").isEmpty();
+    assertThat(f.violations()).as("invariants broken (logs, objects, kernels and fault timeline kept in %s)",
+        f.evidence().map(Path::toString).orElse("-")).isEmpty();
     assertThat(f.faults().keySet()).as("kinds of fault injected").hasSizeGreaterThanOrEqualTo(3);
     assertThat(f.convergenceSeconds()).as("convergence measured after every fault")
         .hasSize(f.faults().values().stream().mapToInt(Integer::intValue).sum());
     assertThat(f.packetsJudged()).as("datagrams judged").isGreaterThan(5_000);
+    assertThat(f.convergence()).as("API faults during which the churn went on, so the agents had to catch up")
+        .filteredOn(c -> c.fault() == Fault.API_OUTAGE || c.fault() == Fault.API_HANG).isNotEmpty()
+        .allMatch(c -> c.churnStepsDuring() > 2); // one step under way as a pause begins may still finish
   }
 }

@@ -114,4 +114,50 @@ final class KernelView {
     }
     return out;
   }
+
+  /**
+   * Flushes what a reboot takes with it of ours, read from the kernel, not from the agent: every nft table whose name
+   * starts with ours, the rules and routes of our protocol (both families, every table), the steering device.
+   */
+  static void flushOwned(Namespace node) {
+    for (String table : ownedTables(node)) {
+      node.tryExec("nft", "delete", "table", "inet", table);
+    }
+    for (String fam : List.of("-4", "-6")) {
+      node.tryExec("ip", fam, "rule", "flush", "protocol", Integer.toString(RULE_PROTOCOL));
+      node.tryExec("ip", fam, "route", "flush", "table", "all", "proto", Integer.toString(RULE_PROTOCOL));
+    }
+    node.tryExec("ip", "link", "del", STEERING_DEVICE);
+  }
+
+  /** Our nft tables on the node (the SNAT table and its side tables). */
+  private static List<String> ownedTables(Namespace node) {
+    List<String> out = new ArrayList<>();
+    var r = node.tryExec("nft", "list", "tables", "inet");
+    for (String line : r.stdout().split("\n")) {
+      String name = line.trim().replaceFirst("^table inet ", "");
+      if (name.startsWith(TABLE)) {
+        out.add(name);
+      }
+    }
+    return out;
+  }
+
+  /** Everything of ours on the node as text, for the evidence of a violation: nft tables, rules, routes, links. */
+  static String ownedState(Namespace node) {
+    StringBuilder sb = new StringBuilder();
+    for (String table : ownedTables(node)) {
+      sb.append("# nft list table inet ").append(table).append('\n')
+          .append(node.tryExec("nft", "list", "table", "inet", table).stdout()).append('\n');
+    }
+    for (String fam : List.of("-4", "-6")) {
+      sb.append("# ip ").append(fam).append(" rule show\n").append(node.tryExec("ip", fam, "rule", "show").stdout())
+          .append('\n');
+      sb.append("# ip ").append(fam).append(" route show table all proto ").append(RULE_PROTOCOL).append('\n')
+          .append(node.tryExec("ip", fam, "route", "show", "table", "all", "proto", Integer.toString(RULE_PROTOCOL))
+              .stdout()).append('\n');
+    }
+    sb.append("# ip -d link show\n").append(node.tryExec("ip", "-d", "link", "show").stdout());
+    return sb.toString();
+  }
 }

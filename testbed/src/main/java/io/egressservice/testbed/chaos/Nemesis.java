@@ -14,22 +14,27 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
  * The faults, drawn from one {@link Random} seeded by the run's seed, so a run's sequence of faults (kind, target,
- * length) is reproducible from the printed seed; their timing on a loaded machine is not. One fault at a time:
+ * length) is reproducible from the printed seed; their timing on a loaded machine is not. Kinds are drawn in rounds,
+ * each kind once per round, so a run long enough for one round has drawn every kind. One fault at a time:
  * each ends before the next begins, so the convergence after it is its own.
  */
 final class Nemesis {
-  /** One injected fault: kind, what it hit, when it began and ended (monotonic ns). */
-  record Injected(Fault fault, String target, long startNanos, long endNanos) {
+  /** One injected fault: kind, what it hit, when it began (wall clock, as the logs have it) and began and ended (ns). */
+  record Injected(Fault fault, String target, Instant startedAt, long startNanos, long endNanos,
+      boolean behindAtLift, long churnStepsDuring) {
     boolean covers(long t, long marginNanos) {
       return t >= startNanos - marginNanos && t <= endNanos + marginNanos;
     }
@@ -42,12 +47,19 @@ final class Nemesis {
   private final List<Fault> kinds;
   private final boolean shortFaults;
   private final Consumer<String> log;
+  /** Whether a node's kernel differs from the objects now (the plan for the API's objects). */
+  private final BooleanSupplier kernelsBehind;
+  /** Whether the kernels were behind the objects just before the API came back, in the fault under way. */
+  private boolean behindAtLift;
   /** Processes taken down on purpose (agent nodes, allocator names): their exits are not violations. */
   private final Set<String> expectedDown = ConcurrentHashMap.newKeySet();
   private final List<Injected> injected = new ArrayList<>();
+  /** The kinds not yet drawn in this round: every kind is drawn once per round, in an order drawn from the seed. */
+  private final List<Fault> bag = new ArrayList<>();
 
   Nemesis(Cluster cluster, Allocators allocators, Workload workload, long seed, List<Fault> kinds, boolean shortFaults,
-      Consumer<String> log) {
+      BooleanSupplier kernelsBehind, Consumer<String> log) {
+    this.kernelsBehind = kernelsBehind;
     this.cluster = cluster;
     this.allocators = allocators;
     this.workload = workload;
@@ -67,10 +79,17 @@ final class Nemesis {
 
   /** Draws and injects one fault, returning when it has ended (every step bounded). */
   Injected next() {
-    Fault f = kinds.get(random.nextInt(kinds.size()));
+    if (bag.isEmpty()) {
+      bag.addAll(kinds);
+      Collections.shuffle(bag, random);
+    }
+    Fault f = bag.remove(bag.size() - 1);
     List<Cluster.Node> nodes = cluster.nodes();
     Cluster.Node node = nodes.get(random.nextInt(nodes.size()));
     long start = System.nanoTime();
+    Instant startedAt = Instant.now();
+    behindAtLift = false;
+    long churnBefore = workload.churnSteps();
     String target = switch (f) {
       case AGENT_KILL -> {
         expectedDown.add(node.name());
@@ -97,16 +116,16 @@ final class Nemesis {
       case API_OUTAGE, API_HANG -> {
         int seconds = shortFaults ? 5 + random.nextInt(6) : 5 + random.nextInt(56);
         ApiProxy proxy = cluster.api().proxy().orElseThrow();
-        workload.churn(false); // nobody writes to an API server that is down
+        // the churn goes on: the test's own client reaches the server, only the agents and the allocator are cut off
         proxy.mode(f == Fault.API_OUTAGE ? ApiProxy.Mode.REFUSE : ApiProxy.Mode.HANG);
         if (f == Fault.API_OUTAGE) {
           cluster.api().expireWatchHistory(); // a restarted API server's watch cache starts afresh: 410 Gone
         }
         try {
           pause(seconds * 1000L);
+          behindAtLift = kernelsBehind.getAsBoolean(); // what the agents have to catch up with
         } finally {
           proxy.mode(ApiProxy.Mode.PASS);
-          workload.churn(true);
         }
         yield seconds + " s";
       }
@@ -168,13 +187,149 @@ final class Nemesis {
         }
         yield count + " re-created";
       }
+      case NODE_REBOOT -> reboot(node);
+      case AGENT_CPU_LIMIT -> {
+        int seconds = shortFaults ? 10 + random.nextInt(6) : 10 + random.nextInt(31);
+        long pid = node.agent().pid().orElseThrow(() -> new IllegalStateException("no agent runs on " + node));
+        // lifted once the kernels have converged (afterConvergence): the agent catches up at its limit
+        limited = Optional.of(CpuLimit.apply(pid, node.name(), CpuLimit.MILLICORES));
+        pause(seconds * 1000L);
+        yield node.name() + " " + CpuLimit.MILLICORES + "m " + seconds + " s";
+      }
+      case ROLLING_UPDATE -> {
+        for (Cluster.Node n : nodes) {
+          expectedDown.add(n.name());
+          try {
+            n.agent().stop();
+            n.agent().start();
+            awaitReady(n, f);
+          } finally {
+            expectedDown.remove(n.name());
+          }
+          pause(500 + random.nextInt(1500));
+        }
+        yield nodes.size() + " agents";
+      }
+      case API_RESTART_IN_RELIST -> restartDuringRelist();
+      case API_SLOW -> {
+        int perRequest = 1 + random.nextInt(5);
+        int seconds = shortFaults ? 5 + random.nextInt(6) : 10 + random.nextInt(31);
+        ApiProxy proxy = cluster.api().proxy().orElseThrow();
+        proxy.slow(Duration.ofSeconds(perRequest));
+        try {
+          pause(seconds * 1000L);
+          behindAtLift = kernelsBehind.getAsBoolean();
+        } finally {
+          proxy.slow(Duration.ZERO);
+        }
+        yield perRequest + " s per request, " + seconds + " s";
+      }
+      case API_SILENT -> {
+        int seconds = shortFaults ? 5 + random.nextInt(6) : 10 + random.nextInt(31);
+        ApiProxy proxy = cluster.api().proxy().orElseThrow();
+        proxy.mode(ApiProxy.Mode.SILENT); // what is open now is silenced for good
+        proxy.mode(ApiProxy.Mode.PASS); // and new connections pass from now on
+        pause(seconds * 1000L);
+        behindAtLift = kernelsBehind.getAsBoolean();
+        yield seconds + " s";
+      }
+      case WATCH_410_HANDSHAKE -> {
+        int seconds = shortFaults ? 5 + random.nextInt(6) : 5 + random.nextInt(26);
+        ApiProxy proxy = cluster.api().proxy().orElseThrow();
+        long before = cluster.api().watchHandshakesGone();
+        proxy.mode(ApiProxy.Mode.REFUSE); // a restart: every watch must reconnect
+        cluster.api().expireWatchHistory();
+        cluster.api().goneOnWatchHandshake(true);
+        try {
+          pause(1000);
+          proxy.mode(ApiProxy.Mode.PASS);
+          pause(seconds * 1000L);
+          behindAtLift = kernelsBehind.getAsBoolean();
+        } finally {
+          proxy.mode(ApiProxy.Mode.PASS);
+          cluster.api().goneOnWatchHandshake(false);
+        }
+        yield seconds + " s, " + (cluster.api().watchHandshakesGone() - before) + " handshakes answered 410";
+      }
     };
-    Injected done = new Injected(f, target, start, System.nanoTime());
+    Injected done = new Injected(f, target, startedAt, start, System.nanoTime(), behindAtLift,
+        workload.churnSteps() - churnBefore);
     synchronized (this) {
       injected.add(done);
     }
     log.accept(String.format("fault %-22s %-28s %.1f s", f, target, (done.endNanos() - start) / 1e9));
     return done;
+  }
+
+  /** Ends what a fault leaves in place until the kernels have converged after it (the CPU limit). */
+  void afterConvergence() {
+    limited.ifPresent(l -> {
+      log.accept("cpu limit lifted after " + l.throttledPeriods() + " throttled periods");
+      l.close();
+    });
+    limited = Optional.empty();
+  }
+
+  private Optional<CpuLimit> limited = Optional.empty();
+
+  /**
+   * A reboot as the node's own state sees it: the agent and the pods gone, the agent's kernel state with them; the
+   * node's addresses and routes (not ours) come back as the boot configures them. The pods come back after the
+   * agent is ready: a pod running on the rebooted node before its agent has written its state would leave with the
+   * node's address (nothing of ours steers it yet), which the soak does not draw.
+   */
+  private String reboot(Cluster.Node node) {
+    int seconds = shortFaults ? 2 + random.nextInt(4) : 3 + random.nextInt(13);
+    Namespace ns = node.netns();
+    expectedDown.add(node.name());
+    try {
+      node.agent().kill();
+      ns.ip(node.pods().stream().map(p -> "link set p" + p.index() + " down").toArray(String[]::new));
+      KernelView.flushOwned(ns);
+      pause(seconds * 1000L);
+      node.agent().start();
+      awaitReady(node, Fault.NODE_REBOOT);
+    } finally {
+      List<String> up = new ArrayList<>();
+      for (Cluster.Pod p : node.pods()) {
+        up.add("link set p" + p.index() + " up");
+        up.add("route replace " + p.ip(IpFamily.V4) + "/32 dev p" + p.index());
+        up.add("route replace " + p.ip(IpFamily.V6) + "/128 dev p" + p.index());
+      }
+      ns.ip(up.toArray(String[]::new));
+      expectedDown.remove(node.name());
+    }
+    return node.name() + " " + seconds + " s";
+  }
+
+  /**
+   * The API server restarts (connections refused 1-3 s, watch history lost); the resumed watches are answered 410
+   * Gone, so the agents and the allocator list again; at the first such answer (10 s at most) it restarts again, for
+   * 3-10 s, while they are listing.
+   */
+  private String restartDuringRelist() {
+    ApiProxy proxy = cluster.api().proxy().orElseThrow();
+    int first = 1 + random.nextInt(3);
+    int second = shortFaults ? 3 + random.nextInt(4) : 3 + random.nextInt(8);
+    proxy.mode(ApiProxy.Mode.REFUSE);
+    cluster.api().expireWatchHistory();
+    long gone = cluster.api().watchesGone();
+    try {
+      pause(first * 1000L);
+      proxy.mode(ApiProxy.Mode.PASS);
+      long limit = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      while (cluster.api().watchesGone() == gone && System.nanoTime() < limit) {
+        pause(20);
+      }
+      boolean relisting = cluster.api().watchesGone() > gone;
+      proxy.mode(ApiProxy.Mode.REFUSE);
+      cluster.api().expireWatchHistory();
+      pause(second * 1000L);
+      behindAtLift = kernelsBehind.getAsBoolean();
+      return first + " s, " + (relisting ? "during a relist" : "no 410 within 10 s") + ", " + second + " s";
+    } finally {
+      proxy.mode(ApiProxy.Mode.PASS);
+    }
   }
 
   /** Agents restarted on purpose that were not ready 60 s later: node, fault, /readyz's answer, where the log is. */

@@ -27,8 +27,10 @@ import java.util.function.Consumer;
  *       service has no host, or on a node that is down);
  *   <li>a pod that opted into nothing leaves with its node's uplink address through its own uplink, and loses no
  *       packet but while its own node is powered off ({@link #UNEXPLAINED_LOSS_TOLERANCE});
- *   <li>after each fault, every node's SNAT map equals the plan for the API's objects within
- *       {@link #CONVERGENCE_LIMIT} (the time is the figure: p50/p99);
+ *   <li>after each fault, every node's SNAT map equals the plan for the API's objects as they were at the fault's
+ *       end (the churn goes on during every fault, the API faults included, and pauses while kernels are compared)
+ *       within {@link #CONVERGENCE_LIMIT} ({@link Fault#API_SILENT}: plus {@link #SILENT_WATCH_BOUND}); the time
+ *       is the figure: p50/p99, over all faults and per kind;
  *   <li>after every EgressService is deleted, nothing of ours is left on any node;
  *   <li>no agent or allocator process exits but those killed on purpose, and no thread dies; an agent started
  *       again is ready within 60 s.
@@ -39,6 +41,12 @@ public final class Soak {
   /** A converged node is one whose SNAT map equals its plan; past this, the fault left it wrong: a violation. */
   public static final Duration CONVERGENCE_LIMIT = Duration.ofSeconds(60);
   /**
+   * How long an agent may trust a connection that delivers nothing before it abandons it (the agents' idle bound for
+   * a watch that received no event nor bookmark); after {@link Fault#API_SILENT} the kernels must match within this
+   * plus {@link #CONVERGENCE_LIMIT}.
+   */
+  public static final Duration SILENT_WATCH_BOUND = Duration.ofSeconds(90);
+  /**
    * Datagrams a not-opted-in stream may lose outside its own node's power-off, as a share of those sent: a 2-core
    * machine shared with other jobs drops a few at the sockets (the sender starved, the server's queue full), which no
    * agent causes. Above it is a violation.
@@ -48,7 +56,7 @@ public final class Soak {
 
   /** What to run. */
   public record Settings(long seed, Duration duration, String ruleMode, int services, List<Fault> faults,
-      boolean shortFaults, Duration streamInterval, Consumer<String> log) {
+      boolean shortFaults, Duration streamInterval, Path evidenceRoot, Consumer<String> log) {
     public Settings {
       faults = List.copyOf(faults);
       if (services < 2 || services > 200) {
@@ -60,18 +68,40 @@ public final class Soak {
     }
   }
 
+  /**
+   * How long the kernels took to match the objects after one fault ended, and whether a node's kernel differed from
+   * the objects at its end (for an API fault: just before the API came back), so the agents had to catch up, and
+   * how many churn steps were made while it lasted.
+   */
+  public record Convergence(Fault fault, double seconds, boolean behindAtEnd, long churnStepsDuring) {}
+
   /** A broken invariant (1-5) and what showed it. */
   public record Violation(int invariant, String detail) {}
 
   /** The run's figures. */
   public record Figures(long seed, String ruleMode, int services, Duration ran, Map<Fault, Integer> faults,
-      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, long watchesGone, List<Double> convergenceSeconds,
-      List<String> agentResources, List<Violation> violations) {
+      long packetsJudged, long lostOptedIn, long lostNotOptedIn, long churnSteps, long watchesGone,
+      List<Convergence> convergence, List<String> agentResources, List<Violation> violations,
+      Optional<Path> evidence) {
+    /** Every fault's convergence time in seconds, in the order of the faults. */
+    public List<Double> convergenceSeconds() {
+      return convergence.stream().map(Convergence::seconds).toList();
+    }
+
     public double convergence(double quantile) {
-      if (convergenceSeconds.isEmpty()) {
+      return quantile(convergenceSeconds(), quantile);
+    }
+
+    /** The quantile of the convergence times after faults of {@code kind}; NaN when none was drawn. */
+    public double convergence(Fault kind, double quantile) {
+      return quantile(convergence.stream().filter(c -> c.fault() == kind).map(Convergence::seconds).toList(), quantile);
+    }
+
+    private static double quantile(List<Double> values, double quantile) {
+      if (values.isEmpty()) {
         return Double.NaN;
       }
-      List<Double> sorted = new ArrayList<>(convergenceSeconds);
+      List<Double> sorted = new ArrayList<>(values);
       Collections.sort(sorted);
       return sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(quantile * sorted.size()) - 1));
     }
@@ -94,11 +124,18 @@ public final class Soak {
         sb.append(String.format("%-34s %d%n", "violations of invariant " + i,
             violations.stream().filter(v -> v.invariant() == inv).count()));
       }
-      sb.append(String.format("%-34s %.2f / %.2f s (%d faults)%n", "convergence p50 / p99", convergence(0.5),
-          convergence(0.99), convergenceSeconds.size()));
+      sb.append(String.format("%-34s %.2f / %.2f s (%d faults, %d with a node behind at the end)%n",
+          "convergence p50 / p99", convergence(0.5), convergence(0.99), convergence.size(),
+          convergence.stream().filter(Convergence::behindAtEnd).count()));
+      for (Fault k : faults.keySet()) {
+        sb.append(String.format("%-34s %.2f / %.2f s (%d of %d behind)%n", "  after " + k, convergence(k, 0.5),
+            convergence(k, 0.99), convergence.stream().filter(c -> c.fault() == k && c.behindAtEnd()).count(),
+            convergence.stream().filter(c -> c.fault() == k).count()));
+      }
       agentResources.forEach(r -> sb.append(r).append('\n'));
       violations.stream().limit(20).forEach(v -> sb.append("  violation (").append(v.invariant()).append(") ")
           .append(v.detail()).append('\n'));
+      evidence.ifPresent(e -> sb.append("evidence (logs, objects, kernels, timeline): ").append(e).append('\n'));
       return sb.toString();
     }
   }
@@ -117,24 +154,31 @@ public final class Soak {
         Allocators allocators = new Allocators(c, 2);
         Workload w = new Workload(c, s.seed(), s.services(), s.streamInterval())) {
       awaitJudgedPodsSteered(c, w);
-      Nemesis nemesis = new Nemesis(c, allocators, w, s.seed(), s.faults(), s.shortFaults(), s.log());
-      ExitWatch exits = new ExitWatch(c, allocators, nemesis, violations);
+      RuleMode mode = RuleMode.fromFlag(s.ruleMode());
+      Nemesis nemesis = new Nemesis(c, allocators, w, s.seed(), s.faults(), s.shortFaults(),
+          () -> !differences(c, mode).isEmpty(), s.log());
+      Evidence evidence = new Evidence(s.evidenceRoot(), s.seed(), s.ruleMode(), c, nemesis::injected, s.log());
+      if (s.faults().contains(Fault.AGENT_CPU_LIMIT)) {
+        s.log().accept("cpu limit: " + CpuLimit.mechanism());
+      }
+      ExitWatch exits = new ExitWatch(c, allocators, nemesis, violations, evidence);
+      w.onWrongSource(evidence::snapshot);
       List<String> resources = new ArrayList<>();
       Map<String, long[]> before = resources(c);
       w.start();
       long t0 = System.nanoTime();
       long end = t0 + s.duration().toNanos();
-      RuleMode mode = RuleMode.fromFlag(s.ruleMode());
-      List<Double> convergence = new ArrayList<>();
+      List<Convergence> convergence = new ArrayList<>();
       java.util.Random pace = new java.util.Random(s.seed() + 1);
       int count = 0;
       while (System.nanoTime() < end && count++ < MAX_FAULTS) {
         Nemesis.pause(1000 + pace.nextInt(3000)); // churn and traffic alone for a while
         Nemesis.Injected f = nemesis.next();
-        w.churn(false); // the plan holds still while the kernels are compared to it
+        w.churn(false); // the objects hold still as they were at the fault's end while the kernels are compared
         try {
-          converge(c, mode, f, convergence, violations, s.log());
+          converge(c, mode, f, convergence, violations, evidence, s.log());
         } finally {
+          nemesis.afterConvergence();
           w.churn(true);
         }
       }
@@ -145,7 +189,7 @@ public final class Soak {
       w.close();
       exits.close();
       long[] judged = judge(c, w, nemesis, s.streamInterval(), violations);
-      nothingLeft(c, w, violations, s.log());
+      nothingLeft(c, w, violations, evidence, s.log());
       threadsAlive(c, violations);
       nemesis.slowStarts().forEach(x -> violations.add(new Violation(5, "restarted agent not ready in 60 s: " + x)));
       for (Cluster.Node n : c.nodes()) {
@@ -154,13 +198,20 @@ public final class Soak {
         resources.add(String.format("%-34s RSS %d -> %d MiB, CPU %.1f -> %.1f s (pid %d -> %d)",
             "agent " + n.name(), b[2] / 1024, a[2] / 1024, b[1] / 100.0, a[1] / 100.0, b[0], a[0]));
       }
-      if (!violations.isEmpty()) {
-        keepLogs(c, s);
-      }
       Map<Fault, Integer> byKind = new EnumMap<>(Fault.class);
       nemesis.injected().forEach(i -> byKind.merge(i.fault(), 1, Integer::sum));
-      return new Figures(s.seed(), s.ruleMode(), s.services(), ran, byKind, judged[0], judged[1], judged[2],
-          w.churnSteps(), c.api().watchesGone(), List.copyOf(convergence), resources, List.copyOf(violations));
+      Figures figures = new Figures(s.seed(), s.ruleMode(), s.services(), ran, byKind, judged[0], judged[1],
+          judged[2], w.churnSteps(), c.api().watchesGone(), List.copyOf(convergence), resources,
+          List.copyOf(violations), Optional.empty());
+      if (violations.isEmpty()) {
+        return figures;
+      }
+      Path kept = evidence.finish(figures.violations(), figures.table());
+      s.log().accept("violations: the logs, objects, kernels and fault timeline are kept in " + kept);
+      return new Figures(figures.seed(), figures.ruleMode(), figures.services(), figures.ran(), figures.faults(),
+          figures.packetsJudged(), figures.lostOptedIn(), figures.lostNotOptedIn(), figures.churnSteps(),
+          figures.watchesGone(), figures.convergence(), figures.agentResources(), figures.violations(),
+          Optional.of(kept));
     }
   }
 
@@ -186,21 +237,26 @@ public final class Soak {
   }
 
   /** Invariant 3: polls every node's SNAT map against its plan until all match; the time from the fault's end. */
-  private static void converge(Cluster c, RuleMode mode, Nemesis.Injected f, List<Double> out,
-      List<Violation> violations, Consumer<String> log) {
-    long limit = f.endNanos() + CONVERGENCE_LIMIT.toNanos();
+  private static void converge(Cluster c, RuleMode mode, Nemesis.Injected f, List<Convergence> out,
+      List<Violation> violations, Evidence evidence, Consumer<String> log) {
+    Duration allowed = f.fault() == Fault.API_SILENT ? CONVERGENCE_LIMIT.plus(SILENT_WATCH_BOUND) : CONVERGENCE_LIMIT;
+    long limit = f.endNanos() + allowed.toNanos();
     Map<String, String> diff = Map.of();
+    boolean behind = f.behindAtLift();
     while (System.nanoTime() < limit) {
       diff = differences(c, mode);
       if (diff.isEmpty()) {
-        out.add((System.nanoTime() - f.endNanos()) / 1e9);
+        out.add(new Convergence(f.fault(), (System.nanoTime() - f.endNanos()) / 1e9, behind, f.churnStepsDuring()));
         return;
       }
+      behind = true;
       Nemesis.pause(100);
     }
-    violations.add(new Violation(3, "after " + f.fault() + " " + f.target() + " not converged in "
-        + CONVERGENCE_LIMIT.toSeconds() + " s: " + diff));
+    String what = "after " + f.fault() + " " + f.target() + " not converged in " + allowed.toSeconds()
+        + " s: " + diff;
+    violations.add(new Violation(3, what));
     log.accept("not converged after " + f.fault() + ": " + diff);
+    evidence.snapshot(what);
   }
 
   /** Per node, what its SNAT map lacks ({@code -}) and holds beyond its plan ({@code +}); empty when all match. */
@@ -299,7 +355,8 @@ public final class Soak {
       Traffic.Arrival next = sorted.get(i);
       for (long q = prev.seq() + 1; q < next.seq(); q++) {
         long t = prev.sentNanos() + (q - prev.seq()) * interval.toNanos();
-        boolean explained = !countAll && faults.stream().anyMatch(f -> f.fault() == Fault.POWER_OFF
+        boolean explained = !countAll && faults.stream().anyMatch(f -> (f.fault() == Fault.POWER_OFF
+            || f.fault() == Fault.NODE_REBOOT)
             && f.target().startsWith(node + " ") && f.covers(t, Duration.ofSeconds(3).toNanos()));
         if (!explained) {
           lost++;
@@ -309,23 +366,9 @@ public final class Soak {
     return lost;
   }
 
-  /** The agents' and allocators' logs, copied out of the cluster's directory (which goes with it) as evidence. */
-  private static void keepLogs(Cluster c, Settings s) {
-    try {
-      Path to = Files.createTempDirectory("chaos-seed" + s.seed() + "-logs-");
-      try (var files = Files.list(c.dir())) {
-        for (Path p : files.filter(p -> p.toString().endsWith(".log")).toList()) {
-          Files.copy(p, to.resolve(p.getFileName()));
-        }
-      }
-      s.log().accept("violations: the agents' and allocators' logs are kept in " + to);
-    } catch (IOException e) {
-      s.log().accept("violations: cannot keep the logs: " + e.getMessage());
-    }
-  }
-
   /** Invariant 4: every EgressService deleted, nothing of ours left on any node within 60 s. */
-  private static void nothingLeft(Cluster c, Workload w, List<Violation> violations, Consumer<String> log) {
+  private static void nothingLeft(Cluster c, Workload w, List<Violation> violations, Evidence evidence,
+      Consumer<String> log) {
     for (String name : w.allNames()) {
       c.api().deleteEgressService(name);
     }
@@ -346,6 +389,7 @@ public final class Soak {
       Nemesis.pause(200);
     }
     violations.add(new Violation(4, "60 s after deleting every EgressService: " + left));
+    evidence.snapshot("60 s after deleting every EgressService: " + left);
   }
 
   /** Invariant 5's second half: no thread of an agent died (the JVM prints "Exception in thread" for each). */
@@ -392,7 +436,7 @@ public final class Soak {
     private final Thread thread;
     private volatile boolean closed;
 
-    ExitWatch(Cluster c, Allocators allocators, Nemesis nemesis, List<Violation> violations) {
+    ExitWatch(Cluster c, Allocators allocators, Nemesis nemesis, List<Violation> violations, Evidence evidence) {
       thread = new Thread(() -> {
         Set<String> reported = new java.util.HashSet<>();
         while (!closed) {
@@ -401,12 +445,14 @@ public final class Soak {
             if (pid.isEmpty() && !nemesis.expectedDown(n.name()) && !closed && reported.add(n.name())) {
               violations.add(new Violation(5, "the agent of " + n.name() + " exited unasked; its log:\n"
                   + n.agent().tail(20)));
+              evidence.snapshot("the agent of " + n.name() + " exited unasked");
             }
           }
           for (int i = 0; i < allocators.count(); i++) {
             String name = Allocators.name(i);
             if (!allocators.running(i) && !nemesis.expectedDown(name) && !closed && reported.add(name)) {
               violations.add(new Violation(5, name + " exited unasked (log " + c.dir().resolve(name + ".log") + ")"));
+              evidence.snapshot(name + " exited unasked");
             }
           }
           try {

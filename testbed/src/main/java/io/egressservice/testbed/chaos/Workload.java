@@ -2,8 +2,10 @@ package io.egressservice.testbed.chaos;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.testbed.Addresses;
+import io.egressservice.testbed.ApiServer;
 import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Traffic;
+import io.fabric8.kubernetes.api.model.LoadBalancerIngressBuilder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -12,6 +14,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
@@ -21,7 +25,9 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * sends single datagrams from new sockets (new flows) round the pods. The other services ({@code churn-N}, of both
  * {@code sourceIPBy} kinds) have endpoints at pod addresses no namespace answers for (index 100 and up): they give
  * the kernel state to converge and the churn to absorb without changing who a judged packet belongs to, so the
- * judge never has to guess whether a pod was opted in when it sent.
+ * judge never has to guess whether a pod was opted in when it sent. The churn (endpoints, EgressServices pinned,
+ * freed, deleted and created again, LB IPs moved) goes through the test's own client, straight to the API server:
+ * it goes on while a fault cuts the agents off, so what they must catch up with after it is real.
  */
 final class Workload implements AutoCloseable {
   static final String JUDGED_PREFIX = "judged-";
@@ -39,7 +45,10 @@ final class Workload implements AutoCloseable {
   private final List<Traffic.Probe> probes = new ArrayList<>();
   private final List<String> probeFrom = new ArrayList<>();
   private final AtomicLong churnSteps = new AtomicLong();
+  /** Per churned service, whether its LB IPs are the moved pair (only the churn thread reads and writes it). */
+  private final boolean[] lbIpsMoved;
   private volatile boolean churning;
+  private volatile Consumer<String> wrongSource = what -> { };
   private volatile boolean closed;
   private final Thread churner;
   private final Thread prober;
@@ -49,6 +58,7 @@ final class Workload implements AutoCloseable {
     this.random = new Random(seed ^ 0x5eedL);
     this.churnServices = Math.max(0, services - 2);
     this.interval = interval;
+    this.lbIpsMoved = new boolean[churnServices];
     for (int k = 1; k <= 2; k++) {
       String lb = Addresses.lbIp(k, IpFamily.V4);
       List<Cluster.Pod> pods = new ArrayList<>();
@@ -66,7 +76,7 @@ final class Workload implements AutoCloseable {
     }
     for (int i = 0; i < churnServices; i++) {
       cluster.api().createLoadBalancer(churnName(i), "172.30.1." + (i + 1), "fd02::1:" + (i + 1),
-          List.of(Addresses.lbIp(10 + i, IpFamily.V4), Addresses.lbIp(10 + i, IpFamily.V6)), phantoms(1 + random.nextInt(4)));
+          churnLbIps(i, false), phantoms(1 + random.nextInt(4)));
       applyChurn(i, Optional.empty());
     }
     churner = new Thread(this::churnLoop, "chaos-churn");
@@ -145,6 +155,14 @@ final class Workload implements AutoCloseable {
     return streams.get(pod);
   }
 
+  /**
+   * Told at once when a new-flow probe leaves with a source it must not have (the judge, after the run, counts the
+   * violation): the kernels can then be seen as they were when it happened.
+   */
+  void onWrongSource(Consumer<String> sink) {
+    wrongSource = sink;
+  }
+
   /** Pauses (or resumes) the endpoint and EgressService churn; a step under way finishes. */
   void churn(boolean on) {
     churning = on;
@@ -169,16 +187,8 @@ final class Workload implements AutoCloseable {
       if (!churning || churnServices == 0) {
         continue;
       }
-      int i = random.nextInt(churnServices);
       try {
-        if (random.nextInt(3) == 0) {
-          // EgressService churn: pinned to a node, or free again
-          List<Cluster.Node> nodes = cluster.nodes();
-          applyChurn(i, random.nextBoolean() ? Optional.of(nodes.get(random.nextInt(nodes.size())).name())
-              : Optional.empty());
-        } else {
-          cluster.api().setEndpoints(churnName(i), phantoms(random.nextInt(5)));
-        }
+        churnStep(random.nextInt(churnServices));
         churnSteps.incrementAndGet();
       } catch (RuntimeException e) {
         // the API server refused (a fault of the test's own client is not the agent's): try again later
@@ -186,11 +196,54 @@ final class Workload implements AutoCloseable {
     }
   }
 
+  /**
+   * One change to churned service {@code i}, through the test's own client (which reaches the API server directly,
+   * not through the agents' proxy, so the churn goes on while the agents are cut off): new endpoints (half of the
+   * steps), the EgressService pinned to a node or freed, deleted or created again, or the Service's LB IPs moved to
+   * the other of its two pairs.
+   */
+  private void churnStep(int i) {
+    int what = random.nextInt(10);
+    if (what < 5) {
+      cluster.api().setEndpoints(churnName(i), phantoms(random.nextInt(5)));
+    } else if (what < 7) {
+      List<Cluster.Node> nodes = cluster.nodes();
+      applyChurn(i, random.nextBoolean() ? Optional.of(nodes.get(random.nextInt(nodes.size())).name())
+          : Optional.empty());
+    } else if (what < 9) {
+      if (cluster.api().client().resources(EgressService.class).inNamespace(ApiServer.NAMESPACE)
+          .withName(churnName(i)).get() == null) {
+        applyChurn(i, Optional.empty());
+      } else {
+        cluster.api().deleteEgressService(churnName(i));
+      }
+    } else {
+      boolean moved = lbIpsMoved[i];
+      List<String> ips = churnLbIps(i, !moved);
+      cluster.api().client().services().inNamespace(ApiServer.NAMESPACE).withName(churnName(i)).editStatus(svc -> {
+        svc.getStatus().getLoadBalancer().setIngress(ips.stream()
+            .map(ip -> new LoadBalancerIngressBuilder().withIp(ip).build()).toList());
+        return svc;
+      });
+      lbIpsMoved[i] = !moved;
+    }
+  }
+
+  /** Churned service {@code i}'s LB IPs (v4, v6): its first pair, or the other one it moves to and back from. */
+  private static List<String> churnLbIps(int i, boolean moved) {
+    return moved ? List.of("5.5.6." + (10 + i), "2001:db8:6::" + (10 + i))
+        : List.of(Addresses.lbIp(10 + i, IpFamily.V4), Addresses.lbIp(10 + i, IpFamily.V6));
+  }
+
   private void probeLoop() {
     int k = 0;
     while (!closed) {
       Sender s = senders.get(k++ % senders.size());
       Traffic.Probe p = cluster.traffic().udp(s.pod().name(), Addresses.EXTERNAL_V4);
+      String expected = s.lbIp().orElseGet(() -> cluster.node(s.pod().node()).uplink(1).nodeIp(IpFamily.V4));
+      p.seen().stream().filter(x -> !x.source().equals(expected)).findFirst().ifPresent(x -> wrongSource.accept(
+          "new-flow probe of " + s.pod().name() + " left with " + x.source() + " at " + x.where() + " (expected "
+          + expected + ")"));
       synchronized (this) {
         if (probes.size() < 20_000) {
           probes.add(p);
