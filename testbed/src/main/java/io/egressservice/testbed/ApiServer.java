@@ -117,7 +117,11 @@ public final class ApiServer implements AutoCloseable {
     return kubeconfig;
   }
 
-  /** Node {@code name} (index {@code i}): Ready, InternalIPs of both families, both pod CIDRs, its hostname label. */
+  /**
+   * Node {@code name} (index {@code i}): Ready, InternalIPs of both families, both pod CIDRs, its hostname label. Made
+   * once per cluster, so a conflict can only be the client's own retry of a create that timed out on a loaded machine
+   * (it answered 409 and failed the cluster's start): the object is written as wanted either way. Pods likewise.
+   */
   void createNode(String name, int i) {
     client.nodes().resource(new NodeBuilder()
         .withNewMetadata().withName(name).addToLabels(NODE_LABEL, name).endMetadata()
@@ -129,7 +133,7 @@ public final class ApiServer implements AutoCloseable {
           .addNewAddress().withType("Hostname").withAddress(name).endAddress()
           .addNewCondition().withType("Ready").withStatus("True").endCondition()
         .endStatus()
-        .build()).create();
+        .build()).createOr(existing -> existing.update());
   }
 
   /** The Pod object of {@code pod}: Running on its node, with both addresses. */
@@ -140,7 +144,7 @@ public final class ApiServer implements AutoCloseable {
         .withNewStatus().withPhase("Running").withPodIP(pod.ip(IpFamily.V4))
           .addNewPodIP().withIp(pod.ip(IpFamily.V4)).endPodIP().addNewPodIP().withIp(pod.ip(IpFamily.V6)).endPodIP()
         .endStatus()
-        .build()).create();
+        .build()).createOr(existing -> existing.update());
   }
 
   /**
