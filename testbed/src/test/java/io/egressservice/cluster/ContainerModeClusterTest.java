@@ -22,6 +22,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
@@ -36,6 +37,9 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@EnabledIfSystemProperty(named = "testbed.containerMode", matches = "true", disabledReason = "container mode runs"
+    + " with `mvn -B -Pcontainer-mode verify` (the image build and five pod lifecycles take minutes: outside the"
+    + " 15-minute suite)")
 class ContainerModeClusterTest {
   static final Duration PATIENCE = Duration.ofSeconds(30);
   /**
@@ -55,9 +59,6 @@ class ContainerModeClusterTest {
 
   @BeforeAll
   void start() {
-    Assumptions.assumeTrue(Boolean.getBoolean("testbed.containerMode"), "container mode runs with"
-        + " `mvn -B -Pcontainer-mode verify` (the image build and five pod lifecycles take minutes: outside the"
-        + " 15-minute suite)");
     Podman.unavailable().ifPresent(reason -> Assumptions.assumeTrue(false, reason));
     var image = ImageArchive.ensure();
     Assumptions.assumeTrue(image.isPresent(), ImageArchive.why());
