@@ -101,8 +101,7 @@ class FailoverClusterTest {
         Optional.of("no-such-node"));
     await().atMost(Duration.ofSeconds(10)).until(() -> scenario.get().host().isEmpty());
     await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200)).until(() ->
-        scenario.get().cluster().nodes().stream().filter(n -> n.agent().running())
-            .mapToDouble(n -> n.agent().metric("egress_service_agent_no_host_dropped_packets_total")).sum() > 100);
+        NoHostDrops.total(scenario.get().cluster()) > 100);
     assertThat(scenario.get().leakedSince(t0)).as("datagrams seen outside with another source while no node hosts")
         .isZero();
   }
