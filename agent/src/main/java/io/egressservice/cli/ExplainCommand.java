@@ -2,6 +2,8 @@ package io.egressservice.cli;
 
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
+import io.egressservice.explain.AgentView;
+import io.egressservice.explain.AgentViewOutput;
 import io.egressservice.explain.ApiClaims;
 import io.egressservice.explain.ApiInspector;
 import io.egressservice.explain.ExplainException;
@@ -56,6 +58,8 @@ public final class ExplainCommand implements Callable<Integer> {
 
   @Mixin PlanOptions planOptions;
 
+  @Mixin AgentViewOption agentView;
+
   @Option(names = {"-o", "--output"}, defaultValue = "text", description = "text or json (default ${DEFAULT-VALUE}).")
   String output;
 
@@ -83,6 +87,7 @@ public final class ExplainCommand implements Callable<Integer> {
     if (!output.equals("text") && !output.equals("json")) {
       throw new Main.UserError("--output must be text or json, not '" + output + "'");
     }
+    agentView.uri(); // a bad --agent-metrics is refused before anything is read
     boolean byName = target.contains("/");
     Optional<IpPrefix> dest = Optional.ofNullable(to).map(t -> parse(t, "--to"));
     boolean askApi = !noApi && (KubeClients.givenOrInCluster(kubeconfig)
@@ -117,11 +122,14 @@ public final class ExplainCommand implements Callable<Integer> {
       KernelVerdict verdict = kernel(source, destination);
       String nodeName = Optional.ofNullable(node).filter(n -> !n.isBlank()).or(claims::podNode).orElse("this node");
       Explanation e = new Explanation(nodeName, verdict, claims, api != null, apiError);
+      Optional<AgentView> view = agentView.read();
       PrintWriter out = spec.commandLine().getOut();
       if (output.equals("json")) {
-        out.println(PlanJson.write(ExplainJson.of(e)));
+        var root = ExplainJson.of(e);
+        view.ifPresent(v -> root.set("agentView", AgentViewOutput.json(v)));
+        out.println(PlanJson.write(root));
       } else {
-        ExplainText.write(out, e);
+        ExplainText.write(out, e, view.map(AgentViewOutput::text).orElse(List.of()));
       }
       out.flush();
       return Main.EXIT_OK;

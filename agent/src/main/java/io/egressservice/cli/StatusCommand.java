@@ -58,6 +58,8 @@ public final class StatusCommand implements Callable<Integer> {
 
   @Mixin PlanOptions planOptions;
 
+  @Mixin AgentViewOption agentView;
+
   @Option(names = {"-o", "--output"}, defaultValue = "text", description = "text or json (default ${DEFAULT-VALUE}).")
   String output;
 
@@ -84,6 +86,7 @@ public final class StatusCommand implements Callable<Integer> {
     if (!output.equals("text") && !output.equals("json")) {
       throw new Main.UserError("--output must be text or json, not '" + output + "'");
     }
+    agentView.uri(); // a bad --agent-metrics is refused before anything is read
     if (!objects.isEmpty() && (node == null || node.isBlank())) {
       throw new Main.UserError("--objects needs --node (or EGRESS_AGENT_NODE_NAME) to plan for this node");
     }
@@ -96,6 +99,7 @@ public final class StatusCommand implements Callable<Integer> {
     if (loaded != null && !objects.isEmpty()) {
       PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     }
+    java.util.Optional<io.egressservice.explain.AgentView> view = agentView.read();
     PrintWriter out = spec.commandLine().getOut();
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
       ObservedState observed = dp.observe();
@@ -133,6 +137,7 @@ public final class StatusCommand implements Callable<Integer> {
           h.sources().forEach(o.putArray("sources")::add);
           lastChangeJson(o, lastChanges.get(h.service()));
         }
+        view.ifPresent(v -> root.set("agentView", io.egressservice.explain.AgentViewOutput.json(v)));
         out.println(PlanJson.write(root)); // JSON: its strings escape every control character
       } else {
         text(out, dp, config, observed, groups, steered, serviceHosts, lastChanges);
@@ -153,6 +158,9 @@ public final class StatusCommand implements Callable<Integer> {
             + " endpoints of sourceIPBy Network services never have one), so they are grouped by table;"
             + " give --objects PATH... --node NODE to name them (or run it where it reaches the API: in cluster, or"
             + " with --kubeconfig, with --node NODE)");
+      }
+      if (output.equals("text")) {
+        view.ifPresent(v -> io.egressservice.explain.AgentViewOutput.text(v).forEach(l -> Printable.println(out, l)));
       }
       out.flush();
       return Main.EXIT_OK;

@@ -321,8 +321,9 @@ public final class NodeAgent implements AutoCloseable {
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
     long doubts = kernelDoubts.get();
-    // Before any object is read: a watch that is up now delivered everything up to now.
-    boolean fresh = informers.connectivity().allWatching();
+    // Before any object is read: a watch that is up now delivered everything up to now. The startup reconcile
+    // follows the informers' first list, the freshest view there is, before the watches are seen established.
+    boolean fresh = informers.connectivity().allWatching() || TRIGGER_STARTUP.equals(trigger);
     boolean succeeded = false;
     try {
       boolean reload = planner == null || TRIGGER_STARTUP.equals(trigger) || TRIGGER_RESYNC.equals(trigger);

@@ -13,6 +13,14 @@ public final class ExplainText {
   private ExplainText() {}
 
   public static void write(PrintWriter out, Explanation e) {
+    write(out, e, java.util.List.of());
+  }
+
+  /**
+   * With the running agent's view of the API ({@link AgentViewOutput#text}): the kernel holds what the agent last
+   * applied from it, so its age says how far the verdict above may lag the API.
+   */
+  public static void write(PrintWriter out, Explanation e, java.util.List<String> agentView) {
     KernelVerdict k = e.kernel();
     Printable.println(out, "source       " + k.source().addressText()
         + e.api().pod().map(p -> " (pod " + p + ")").orElse("") + " on " + e.node() + ", arriving on " + k.podInterface());
@@ -50,6 +58,9 @@ public final class ExplainText {
         Printable.println(out, "  " + r.type() + " " + r.reason() + (r.reporter().isEmpty() ? "" : " (" + r.reporter() + ")")
             + ": " + r.message());
       }
+    }
+    for (int i = 0; i < agentView.size(); i++) {
+      Printable.println(out, (i == 0 ? "agent        " : "             ") + agentView.get(i).strip());
     }
     out.println();
     Printable.println(out, e.sentence());
