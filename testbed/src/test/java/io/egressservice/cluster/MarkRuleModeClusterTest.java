@@ -12,6 +12,7 @@ import io.egressservice.testbed.ApiServer;
 import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,8 +37,6 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestClassOrder(ClassOrderer.OrderAnnotation.class)
 class MarkRuleModeClusterTest {
-  /** The creation time of web; the mock API server keeps what the client sends (a real one sets it). */
-  static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
   /** The default --mark-mask holds 63 marks; web takes one on every node, these the rest and one more. */
   static final int YOUNGER_NETWORKS = 63;
 
@@ -79,7 +78,7 @@ class MarkRuleModeClusterTest {
       try {
         cluster.api().createLoadBalancer(SERVICE, "172.30.0.10", "fd02::10", LB_IPS,
             List.of(cluster.pod("pod-a1"), cluster.pod("pod-b1"), cluster.pod("pod-c1")));
-        egressService(ApiServer.NAMESPACE, SERVICE, SourceIPBy.LOADBALANCERIP, "100", Optional.of("node-a"), T0);
+        egressService(ApiServer.NAMESPACE, SERVICE, SourceIPBy.LOADBALANCERIP, "100", Optional.of("node-a"));
         await().atMost(PATIENCE).until(() -> cluster.api().host(SERVICE).equals(Optional.of("node-a")));
         for (int n = 1; n <= YOUNGER_NETWORKS; n++) {
           String ns = "tenant-" + (n - 1) / 8;
@@ -88,7 +87,7 @@ class MarkRuleModeClusterTest {
               .withNewMetadata().withName(name).withNamespace(ns).endMetadata()
               .withNewSpec().withType("LoadBalancer").withClusterIP("172.30.1." + n).withClusterIPs("172.30.1." + n)
               .endSpec().build()).create();
-          egressService(ns, name, SourceIPBy.NETWORK, Integer.toString(n), Optional.empty(), T0.plusSeconds(n));
+          egressService(ns, name, SourceIPBy.NETWORK, Integer.toString(n), Optional.empty());
           cleanup.add(() -> {
             client.resources(EgressService.class).inNamespace(ns).withName(name).delete();
             client.services().inNamespace(ns).withName(name).delete();
@@ -107,10 +106,17 @@ class MarkRuleModeClusterTest {
           client.discovery().v1().endpointSlices().inNamespace(ApiServer.NAMESPACE)
               .withLabel("kubernetes.io/service-name", "late").delete();
         });
+        // The API server sets creationTimestamp, in whole seconds, and a tie goes to the name ("shop/late" before
+        // "tenant-7/net63"): late is created in a later second than every younger network, so it is the youngest.
+        Instant newest = client.resources(EgressService.class).inAnyNamespace().list().getItems().stream()
+            .map(es -> Instant.parse(es.getMetadata().getCreationTimestamp())).max(Instant::compareTo).orElseThrow();
+        await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(50))
+            .until(() -> Instant.now().getEpochSecond() > newest.getEpochSecond());
         cluster.api().createLoadBalancer("late", "172.30.0.11", "fd02::11",
             List.of(Addresses.lbIp(6, IpFamily.V4), Addresses.lbIp(6, IpFamily.V6)), List.of(cluster.pod("pod-b2")));
-        egressService(ApiServer.NAMESPACE, "late", SourceIPBy.LOADBALANCERIP, "200", Optional.of("node-b"),
-            T0.plusSeconds(1000));
+        egressService(ApiServer.NAMESPACE, "late", SourceIPBy.LOADBALANCERIP, "200", Optional.of("node-b"));
+        assertThat(Instant.parse(client.resources(EgressService.class).inNamespace(ApiServer.NAMESPACE)
+            .withName("late").get().getMetadata().getCreationTimestamp())).as("late is the youngest").isAfter(newest);
         await().atMost(PATIENCE).until(() -> cluster.api().host("late").equals(Optional.of("node-b")));
 
         // On node-b: web (steering), net1..net62 configured; net63 and late refused.
@@ -127,8 +133,7 @@ class MarkRuleModeClusterTest {
       }
     }
 
-    private void egressService(String ns, String name, SourceIPBy mode, String network, Optional<String> node,
-        Instant created) {
+    private void egressService(String ns, String name, SourceIPBy mode, String network, Optional<String> node) {
       EgressServiceSpec spec = new EgressServiceSpec();
       spec.setSourceIPBy(mode);
       spec.setNetwork(network);
@@ -137,7 +142,6 @@ class MarkRuleModeClusterTest {
       EgressService es = new EgressService();
       es.getMetadata().setName(name);
       es.getMetadata().setNamespace(ns);
-      es.getMetadata().setCreationTimestamp(created.toString());
       es.setSpec(spec);
       cluster.api().client().resources(EgressService.class).resource(es).create();
     }
