@@ -316,7 +316,7 @@ public final class Dataplane implements AutoCloseable {
   }
 
   /**
-   * The fast path (issue 20). Precondition, which the caller guarantees: the kernel holds {@code previous} in
+   * The fast path. Precondition, which the caller guarantees: the kernel holds {@code previous} in
    * full. Applies only what differs between {@code previous} and {@code next} for the services in {@code
    * changed}: their rules (adds without the kernel's duplicate scan, see {@link ChangeApplier#apply}), SNAT and
    * mark elements (one transaction each, planned from {@code previous}, no listing; the listing caches keep up),

@@ -14,7 +14,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 16, finding 1, the allocator's side: a hand-made slice must not draw a selector-less Service's host to
+ * Endpoint trust, the allocator's side: a hand-made slice must not draw a selector-less Service's host to
  * the node of another namespace's pod (where the node agents would then refuse it anyway).
  */
 class AllocatorEndpointTrustTest {

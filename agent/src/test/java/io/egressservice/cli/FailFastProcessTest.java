@@ -13,7 +13,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 20: after an OutOfMemoryError in the reconcile thread the process stayed up, never ready and never
+ * After an OutOfMemoryError in the reconcile thread the process stayed up, never ready and never
  * restarted. The real {@code run} process, started without {@code -XX:+ExitOnOutOfMemoryError} (as by hand), with
  * the test-only fault that makes its reconcile worker throw one ({@link TestFaults}), now exits 3 within seconds.
  */

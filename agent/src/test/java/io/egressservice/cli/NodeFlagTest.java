@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** Issue 17, finding 7: {@code plan --node} with a node no object knows, and {@code run --node-name} vs {@code --node}. */
+/** {@code plan --node} with a node no object knows, and {@code run --node-name} vs {@code --node}. */
 class NodeFlagTest {
   private static final String[] EXAMPLES = {"plan", "--objects", "examples", "--service-cidr", "172.30.0.0/16"};
 

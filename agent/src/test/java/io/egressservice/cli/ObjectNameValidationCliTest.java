@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 16, finding 6, the CLI: {@code apply} with a namespace/name over 128 bytes exited 2 with a stack trace.
+ * Over-long names, the CLI: {@code apply} with a namespace/name over 128 bytes exited 2 with a stack trace.
  * Such a name is one no API server accepts (a Service's name is a DNS label of at most 63 characters), so it is a
  * user error: exit 1, naming the file and the object, before anything touches a kernel.
  */

@@ -69,7 +69,7 @@ class PlanCommandTest {
     return r;
   }
 
-  /** Issue 17, finding 3: OVN-Kubernetes' ETP=Local rule in the plan's text and JSON, and its flag's errors. */
+  /** OVN-Kubernetes' ETP=Local rule in the plan's text and JSON, and its flag's errors. */
   @Nested
   class OvnMasqueradeIps {
     @TempDir Path dir;

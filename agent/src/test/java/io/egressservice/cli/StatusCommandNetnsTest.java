@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 17, finding 7: {@code status} without objects listed the ClusterIP rules (and those of
+ * {@code status} without objects listed the ClusterIP rules (and those of
  * sourceIPBy Network services) under "service unknown"; it now says what the kernel alone tells.
  */
 class StatusCommandNetnsTest {

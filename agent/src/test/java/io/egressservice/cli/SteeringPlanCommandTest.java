@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
-/** {@code plan} shows steering (issue 15 item 3): which endpoint goes to which host, in JSON and text; the flag. */
+/** {@code plan} shows steering: which endpoint goes to which host, in JSON and text; the flag. */
 class SteeringPlanCommandTest {
   static JsonNode json(InProcess.Result r) throws Exception {
     assertThat(r.exit()).as(r.err()).isZero();

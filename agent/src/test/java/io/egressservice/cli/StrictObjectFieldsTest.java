@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 17, finding 7: typos in YAML were ignored silently, and a number where the CRD wants a
+ * Typos in YAML were ignored silently, and a number where the CRD wants a
  * string was accepted although the API server refuses it.
  */
 class StrictObjectFieldsTest {

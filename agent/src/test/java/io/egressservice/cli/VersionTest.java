@@ -10,7 +10,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
-/** Issue 17, finding 7: {@code --version} printed "(development build)" instead of what was built. */
+/** {@code --version} printed "(development build)" instead of what was built. */
 class VersionTest {
   @Test
   void versionPrintsTheMavenProjectVersionAndCommitNotDevelopmentBuild() throws IOException {

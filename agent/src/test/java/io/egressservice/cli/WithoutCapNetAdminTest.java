@@ -11,7 +11,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Issue 17, finding 7: the commands run by a user without CAP_NET_ADMIN, in a real process. */
+/** The commands run by a user without CAP_NET_ADMIN, in a real process. */
 class WithoutCapNetAdminTest {
   @TempDir Path dir;
 

@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 20: a cold start with 5,000 services reports 5,000 outcomes at once. Their Events are queued and written
+ * A cold start with 5,000 services reports 5,000 outcomes at once. Their Events are queued and written
  * at the recorder's pace: reporting never waits for the API server (not even one that hangs), and what reaches it
  * is rate-limited (a burst, then a steady rate).
  */

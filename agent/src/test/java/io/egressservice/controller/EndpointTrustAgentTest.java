@@ -25,7 +25,7 @@ import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
- * Issue 16, finding 1, through the real client, informers and lean caches into a kernel: the attacker's hand-made
+ * Endpoint trust through the real client, informers and lean caches into a kernel: the attacker's hand-made
  * slices (an untrusted manager; a trusted one naming a Pod of another namespace) give it nothing, the refusal is
  * an Event on its EgressService, and the victim's later opt-in takes its pods.
  */

@@ -85,7 +85,7 @@ class EventsTest {
   }
 
   /**
-   * Issue 16 finding 10, restarts: 200 services and 4 restarts wrote 800 EgressConfigured Events. A
+   * Outcome Events across restarts: 200 services and 4 restarts wrote 800 EgressConfigured Events. A
    * restarted agent reads what its node said before and reports only what changed while it was down.
    */
   @Test
@@ -123,7 +123,7 @@ class EventsTest {
   }
 
   /**
-   * Issue 16 finding 10, flapping: 5 minutes of a flapping outcome wrote 21,000 Events. Now the same
+   * A flapping outcome: 5 minutes of a flapping outcome wrote 21,000 Events. Now the same
    * outcome again is a repeat of its Event (count and last time), and writes per service are rate-limited,
    * the latest outcome always written last; what waited and was replaced is counted as dropped.
    */
@@ -156,7 +156,7 @@ class EventsTest {
     assertThat(configured.getCount()).isGreaterThan(1);
   }
 
-  /** Issue 17 finding 7: a configured service whose network goes missing said "EgressRemoved", a Normal Event. */
+  /** A configured service whose network goes missing said "EgressRemoved", a Normal Event. */
   @Test
   void anUnknownNetworkOnAConfiguredServiceIsAWarningNetworkNotFound() {
     NodeAgent agent = start(new AgentMetrics());
@@ -174,7 +174,7 @@ class EventsTest {
     assertThat(kernel.events("EgressRemoved")).isEmpty();
   }
 
-  /** Issue 17 finding 7: Event messages said "SNAT of N endpoint(s)", a literal N. */
+  /** Event messages said "SNAT of N endpoint(s)", a literal N. */
   @Test
   void eventMessagesSayTheRealCountsAndACountChangeAloneWritesNothing() {
     // Objects first: created after the start, the Service can reach the agent before its slice (separate watches),

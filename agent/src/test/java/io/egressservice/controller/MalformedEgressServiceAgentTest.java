@@ -23,7 +23,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.ovn.k8s.v1.EgressService;
 
 /**
- * Issue 16, finding 5: one schema-invalid EgressService ({@code sourceIPBy: Bogus}, {@code nodeSelector} a string,
+ * One schema-invalid EgressService ({@code sourceIPBy: Bogus}, {@code nodeSelector} a string,
  * {@code network} an object) stopped the EgressService informer: later EgressServices were not applied while
  * /readyz said 200, and an agent restarted with such an object present never became ready. The agent's client
  * here is the one {@code run} builds (AgentSerialization); the objects are written raw, as an API server without

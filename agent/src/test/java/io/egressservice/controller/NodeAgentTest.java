@@ -79,7 +79,7 @@ class NodeAgentTest {
     await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.rules()).doesNotContain("proto 201"));
   }
 
-  /** Issue 20: the process gives back the heap its start needed once, after the first complete reconcile. */
+  /** The process gives back the heap its start needed once, after the first complete reconcile. */
   @Test
   void theActionAfterTheFirstReconcileRunsOnceWhenTheKernelHoldsThePlan() {
     NodeAgent agent = new NodeAgent(client, kernel.dataplane(),
@@ -112,7 +112,7 @@ class NodeAgentTest {
         .untilAsserted(() -> assertThat(kernel.rules()).contains("from 10.128.0.5 lookup 100 proto 201"));
   }
 
-  /** Issue 16 finding 8 end to end: the kernel's notification of the edited rule is drift, repaired at once. */
+  /** A rule edited by hand, end to end: the kernel's notification of the edited rule is drift, repaired at once. */
   @Test
   void aRuleOfOursEditedToCarryAnExtraSelectorIsRepairedWithoutWaitingForTheResync() {
     NodeAgent agent = startAgent(Duration.ofMinutes(10));

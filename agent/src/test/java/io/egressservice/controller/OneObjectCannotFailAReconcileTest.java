@@ -27,7 +27,7 @@ import org.ovn.k8s.v1.EgressService;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
- * Issue 16, finding 6, the process: an EgressService whose namespace/name is over nft's 128-byte comment limit (the
+ * Over-long names, the process: an EgressService whose namespace/name is over nft's 128-byte comment limit (the
  * mock server, like an API server without validation, stores it) made every reconcile fail, freezing every service;
  * and after failures the backoff (up to 30 s) delayed even the API change that fixed things.
  */

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * Issue 16, findings 3 and 4: a refused LB IP or reserved network is told to the user as a Warning Event by the
+ * A refused LB IP or reserved network is told to the user as a Warning Event by the
  * host node (once, while it lasts), not only in the plan's reason.
  */
 class RefusalEventsTest {

@@ -13,7 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The Events of steering (issue 15 item 3): EndpointsSteered on change only, Warnings for what cannot be steered. */
+/** The Events of steering: EndpointsSteered on change only, Warnings for what cannot be steered. */
 class SteeringEventsTest {
   static final ObjectRef WEB = new ObjectRef("default", "web");
   final List<String> events = new ArrayList<>();

@@ -38,7 +38,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The conntrack restart of a changed endpoint (issue 28, case 3) with real packets: one long-lived dataplane (as
+ * The conntrack restart of a changed endpoint with real packets: one long-lived dataplane (as
  * the agent keeps it) reconciles the node twice, and between the two the service's LB IP changes, so pod1's
  * treatment changes. pod1 holds a TCP connection through a ClusterIP (DNAT in the node's nft, as kube-proxy would)
  * to a pod on node2, and a UDP flow to an external host. The external flow must start over (the external host sees

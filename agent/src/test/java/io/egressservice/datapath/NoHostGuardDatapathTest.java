@@ -23,7 +23,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The no-host table's guard (issue 28, case 7) with real packets after {@code apply}: it drops what would leave the
+ * The no-host table's guard with real packets after {@code apply}: it drops what would leave the
  * cluster in the original direction without the LB IP, and nothing else. pod1 is the endpoint of a LoadBalancerIP
  * service on network 101 (default via up1), both families; the uplink's router up1 is the host outside the cluster
  * that connects to pod1's own address (it routes the pod network to the node).

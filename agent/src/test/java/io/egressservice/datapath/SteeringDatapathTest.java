@@ -15,7 +15,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Issue 15 items 2 and 3 with real packets: a pod on node-b whose service's host is node-a leaves
+ * Steering with real packets: a pod on node-b whose service's host is node-a leaves
  * through node-a's uplink with the LB IP, over UDP and TCP (1 MB), IPv4 and IPv6, in both rule modes,
  * with a CNI masquerade on node-b and strict reverse-path filtering on node-a. Each node is driven only
  * with {@code apply --objects F --node N --netns <node>}, as a script would.

@@ -157,7 +157,7 @@ public final class Topology extends NamespaceTopology {
     return Long.parseLong(m.group(1));
   }
 
-  // ---- additions for datapath parity with OVN-Kubernetes (issue 17) --------------------------------
+  // ---- additions for datapath parity with OVN-Kubernetes --------------------------------
 
   /** IPv6 on pod1, the node, both uplinks and the client (same shape as IPv4; tables 100-102 too). */
   public void enableIpv6() {

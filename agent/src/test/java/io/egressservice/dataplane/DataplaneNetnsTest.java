@@ -302,7 +302,7 @@ class DataplaneNetnsTest {
   }
 
   /**
-   * Issue 16 finding 8: a rule at our priority and protocol that carries a selector more than the one we
+   * A rule at our priority and protocol that carries a selector more than the one we
    * want (ipproto and a port, tos, a uid range, the l3mdev flag, ...) matches only part of the pod's traffic;
    * the rest left through main. It is someone's edit of our rule, not ours: it is replaced by the exact rule.
    */

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 17, finding 1: which uplinks of marked networks filter reverse paths strictly, and the
+ * Which uplinks of marked networks filter reverse paths strictly, and the
  * src_valid_mark write through rtnetlink, against the kernel's own /proc/sys view of the namespace.
  * Uplinks: up1 (table 101), up2 (table 100); lan is in no marked table.
  */

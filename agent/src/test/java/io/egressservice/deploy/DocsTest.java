@@ -13,7 +13,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * The pages of docs/ that issue 31 asks for exist, and every relative link of docs/, deploy/README.md, the
+ * The pages of docs/ that users are sent to exist, and every relative link of docs/, deploy/README.md, the
  * README and CHANGELOG.md leads to a file that exists (pages move: the runbooks did).
  */
 class DocsTest {

@@ -61,7 +61,7 @@ class HealthServerTest {
   }
 
   /**
-   * Issue 16 finding 7: a dozen clients sending a byte every second (and a hundred that send nothing)
+   * A dozen clients sending a byte every second (and a hundred that send nothing)
    * made /healthz time out, so the kubelet would have restarted a healthy agent. Now each answer comes
    * within a second while they keep at it.
    */
@@ -165,7 +165,7 @@ class HealthServerTest {
   }
 
   /**
-   * Issue 20: the metrics and probe threads died with the reconcile loop. A collector that throws fails its own
+   * The metrics and probe threads died with the reconcile loop. A collector that throws fails its own
    * scrape (500) and nothing else: the probes, and the next scrape, are answered, and the server still serves.
    */
   @Test

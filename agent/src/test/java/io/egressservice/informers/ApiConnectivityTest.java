@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * Issue 16 finding 11: with the API server gone the agent said nothing of its own and had no metric for
+ * With the API server gone the agent said nothing of its own and had no metric for
  * it. The mock API server is stopped and a new one started on the same address.
  */
 class ApiConnectivityTest {

@@ -150,7 +150,7 @@ class LeanObjectsTest {
     });
 
     Service service = LeanObjects.service(services().get(0));
-    // Issue 17, finding 3: the node ports stay (OVN-Kubernetes' ETP=Local rule), nothing else of a port.
+    // The node ports stay (OVN-Kubernetes' ETP=Local rule), nothing else of a port.
     assertThat(service.getSpec().getPorts()).extracting(p -> p.getNodePort() + " " + p.getPort() + " " + p.getName())
         .containsExactly("30443 null null", "30080 null null");
     assertThat(service.getSpec().getSessionAffinity()).isNull();

@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.ovn.k8s.v1.EgressService;
 
 /**
- * Issue 16, finding 5, at the decoding: a list or watch event carrying an EgressService that fails the schema
+ * Malformed EgressServices at the decoding: a list or watch event carrying an EgressService that fails the schema
  * used to fail as a whole; now that one object is a {@link MalformedEgressService} saying what is wrong.
  */
 class MalformedEgressServiceDecodingTest {

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.ovn.k8s.v1.EgressService;
 
 /**
- * The caches follow the opted-in set (issue 20): through the real client and informers against fabric8's
+ * The caches follow the opted-in set: through the real client and informers against fabric8's
  * mock API server in CRUD mode (it has no watch history, no paging and no validation; nothing here needs
  * them).
  */

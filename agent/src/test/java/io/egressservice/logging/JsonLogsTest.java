@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 17, finding 8: with {@code EGRESS_AGENT_LOG_FORMAT=json} every stderr line of the real
+ * With {@code EGRESS_AGENT_LOG_FORMAT=json} every stderr line of the real
  * process is one JSON object with the formatted message and an RFC 3339 time, whatever wrote it:
  * SLF4J, System.Logger (netlink, nft), java.util.logging, libnftables on C's stderr, the CLI's errors.
  */

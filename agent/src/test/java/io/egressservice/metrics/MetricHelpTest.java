@@ -7,7 +7,7 @@ import java.util.Map;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
-/** What /metrics says about itself (HELP) matches what the agent does (issue 19). */
+/** What /metrics says about itself (HELP) matches what the agent does. */
 class MetricHelpTest {
   private static Map<String, String> help() {
     return new AgentMetrics().registry().scrape().stream()

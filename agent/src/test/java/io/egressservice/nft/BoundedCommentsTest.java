@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 16, finding 6, the comment itself: nft refuses a comment over 128 bytes, and one such element failed the
+ * Over-long names, the comment itself: nft refuses a comment over 128 bytes, and one such element failed the
  * node's whole transaction. Comments are now bounded, stable and distinct per service.
  */
 class BoundedCommentsTest {

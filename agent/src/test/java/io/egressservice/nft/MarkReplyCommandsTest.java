@@ -15,7 +15,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 17, finding 1: the reply chain of mark mode ({@code mark_reply}, gated by the set
+ * The reply chain of mark mode ({@code mark_reply}, gated by the set
  * {@code mark_reply_ifaces} of strict-rp_filter uplinks) exists exactly while some uplink needs it,
  * and the transitions keep nft's references valid (a set or map is never deleted before the chain using it).
  */

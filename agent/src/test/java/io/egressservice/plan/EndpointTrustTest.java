@@ -17,7 +17,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 16, finding 1: a namespace user lists another namespace's pod in a hand-made EndpointSlice of a
+ * A namespace user lists another namespace's pod in a hand-made EndpointSlice of a
  * selector-less LoadBalancer Service and opts it in; the victim pod's egress must not leave with the
  * attacker's LB IP and table, and the victim's own later opt-in must win.
  */

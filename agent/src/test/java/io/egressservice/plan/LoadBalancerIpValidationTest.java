@@ -15,7 +15,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Issue 16, finding 3: an LB ingress IP that cannot be an egress source (0.0.0.0, 127.0.0.1, 224.0.0.1,
+ * An LB ingress IP that cannot be an egress source (0.0.0.0, 127.0.0.1, 224.0.0.1,
  * 255.255.255.255, 169.254.x, a Node address, an in-cluster address, another namespace's LB IP) was SNATed to
  * and the service reported configured, its egress blackholed. Now the host refuses the service with the reason.
  */

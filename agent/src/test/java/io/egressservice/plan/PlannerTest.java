@@ -48,7 +48,7 @@ class PlannerTest {
   }
 
   /**
-   * Issue 17, finding 3: OVN-Kubernetes' local gateway path for ETP=Local (LB -> 169.254.169.3:nodePort -> pod);
+   * OVN-Kubernetes' local gateway path for ETP=Local (LB -> 169.254.169.3:nodePort -> pod);
    * the reply's routing decision sees the masquerade IP and the node port, so OVN-Kubernetes adds
    * {@code from <masquerade IP> sport <nodePort>} per family with an ingress IP, when ETP is Local.
    */
@@ -491,7 +491,7 @@ class PlannerTest {
       assertThat(snat(s)).containsExactly("10.128.0.3 -> 6.6.6.6 default/service1");
     }
 
-    /** Issue 17, finding 4: as OVN-Kubernetes, only SNAT needs an LB IP of the family; the network still applies. */
+    /** As OVN-Kubernetes, only SNAT needs an LB IP of the family; the network still applies. */
     @Test
     void anEndpointOfAFamilyWithoutLoadBalancerIpIsRoutedThroughTheNetworkButNotSnated() {
       Fixture f = ovnCluster()

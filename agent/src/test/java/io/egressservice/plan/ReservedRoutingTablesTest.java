@@ -15,7 +15,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Issue 16, finding 4: {@code network: local | main | default | 253 | 254} and non-ASCII digits ({@code ٢٥٤}
+ * {@code network: local | main | default | 253 | 254} and non-ASCII digits ({@code ٢٥٤}
  * parsed as 254) were accepted; the service reported "routed" while its traffic used main.
  */
 class ReservedRoutingTablesTest {

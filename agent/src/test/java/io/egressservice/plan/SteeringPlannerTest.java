@@ -17,7 +17,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * Steering in the plan (issue 15 item 2, DESIGN.md section 6): a node that is not {@code status.host}
+ * Steering in the plan (DESIGN.md section 6): a node that is not {@code status.host}
  * sends its local endpoints of a LoadBalancerIP service to the host's InternalIP of the family, through
  * one steering table per host; the host counts them as arriving, not as remote.
  */

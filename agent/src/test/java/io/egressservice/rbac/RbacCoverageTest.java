@@ -49,8 +49,8 @@ import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
  * Each ServiceAccount of {@code deploy/rbac.yaml} holds exactly what the code of its process calls: the node
  * agent (DaemonSet, {@code run --allocator=false}) and the allocator (Deployment, {@code allocator}) run against
  * the mock API server, each with a client of its own told apart by its User-Agent; every request is mapped to
- * the permission it needs. Nothing they send may be denied, and nothing granted may go unused (issue 16,
- * finding 9: the DaemonSet's account held {@code nodes: patch} and {@code egressservices/status} that only the
+ * the permission it needs. Nothing they send may be denied, and nothing granted may go unused (the
+ * DaemonSet's account held {@code nodes: patch} and {@code egressservices/status} that only the
  * allocator uses, and {@code events.k8s.io} and {@code patch} on Events that nothing uses).
  */
 @EnableKubernetesMockClient(crud = true)

@@ -105,7 +105,7 @@ class RtNetlinkKernelTest {
     assertThat(nl.listRules(V4)).containsExactlyElementsOf(expected);
   }
 
-  /** Issue 17, finding 3: OVN-Kubernetes' ETP=Local rule, {@code from <masquerade IP> sport <nodePort>}. */
+  /** OVN-Kubernetes' ETP=Local rule, {@code from <masquerade IP> sport <nodePort>}. */
   @Test
   void sourcePortRulesMatchIpRuleShowBothWaysAndBothFamilies() {
     Rule v4 = Rule.lookup(V4, 5000, 100).from(p("169.254.169.3")).sourcePort(30300).protocol(201);
@@ -181,7 +181,7 @@ class RtNetlinkKernelTest {
   }
 
   /**
-   * Issue 16 finding 8 at the wire: every selector the kernel reports survives decoding (iproute2 prints
+   * At the wire: every selector the kernel reports survives decoding (iproute2 prints
    * the same line), makes the rule differ from the one without it, and goes back into the delete request,
    * so deleting it removes that rule and not ours at the same priority.
    */

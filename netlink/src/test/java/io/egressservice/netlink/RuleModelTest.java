@@ -38,7 +38,7 @@ class RuleModelTest {
     assertThatThrownBy(() -> Rule.lookup(IpFamily.V4, 1, 100).protocol(256)).isInstanceOf(IllegalArgumentException.class);
   }
 
-  /** Issue 16 finding 8 in the model: a selector the agent never writes still makes a different rule. */
+  /** In the model: a selector the agent never writes still makes a different rule. */
   @Test
   void aSelectorTheAgentNeverWritesMakesADifferentRuleAndPrintsLikeIpRule() {
     Rule ours = Rule.lookup(IpFamily.V4, 5000, 100).from(IpPrefix.parse("10.0.0.5")).protocol(201);

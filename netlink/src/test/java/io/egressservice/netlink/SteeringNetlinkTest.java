@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The link, address and encapsulated-route writes that steering needs (issue 15 item 2), against the
+ * The link, address and encapsulated-route writes that steering needs, against the
  * kernel, with {@code ip -j -d link}, {@code ip -j addr} and {@code ip -j route show table N} as the oracle.
  */
 class SteeringNetlinkTest {

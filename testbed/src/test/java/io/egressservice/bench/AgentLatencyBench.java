@@ -75,7 +75,7 @@ import org.slf4j.LoggerFactory;
  *       idle, then after {@code jcmd PID GC.run}.
  *   <li>{@code rss-process-unrelated [services=50] [bystanders=10000]}: the same, with that many more Services and
  *       EndpointSlices (5 endpoints each) in the API server's lists that no EgressService names
- *       ({@link BystanderDispatcher}); run it with 0 and with 10000 for the two rows of issue 20.
+ *       ({@link BystanderDispatcher}); run it with 0 and with 10000 for the two rows of the scale figures.
  * </ul>
  */
 public final class AgentLatencyBench {

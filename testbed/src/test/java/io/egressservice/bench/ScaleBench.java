@@ -17,7 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Benchmark, not a test (bench/scale.sh, never mvn verify): the "Must show" figures of issue 20, every row from
+ * Benchmark, not a test (bench/scale.sh, never mvn verify): the scale figures (idle, change, start), every row from
  * the real agent process (the node jar, the DaemonSet's JAVA_TOOL_OPTIONS and environment, the image's AppCDS
  * archive, allocator included, as {@link AgentLatencyBench}'s {@code latency-process} runs it) inside a memory
  * cgroup limited to the DaemonSet's memory limit, against the mock API server in a child JVM. Each scenario has

@@ -7,7 +7,7 @@ import java.util.Locale;
 
 /**
  * The agent's thread count (the Threads line of /proc/PID/status) every 200 ms from its launch until {@link #stop}:
- * issue 29 asks for the maximum during a 5,000-service start and when it was reached (startup Events once made a
+ * the bench reports the maximum during a 5,000-service start and when it was reached (startup Events once made a
  * thread per HTTP response). A daemon thread of the bench's JVM, so its reads cost the agent nothing.
  */
 final class ThreadCountSampler implements AutoCloseable {

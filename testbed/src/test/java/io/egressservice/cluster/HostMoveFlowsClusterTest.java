@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.ovn.k8s.v1.EgressServiceSpec.SourceIPBy;
 
 /**
- * A host move on the namespace cluster (issue 28, case 3): pod-b1, steered by node-b to the host, holds a TCP
+ * A host move on the namespace cluster: pod-b1, steered by node-b to the host, holds a TCP
  * connection through a ClusterIP (node-b DNATs it to pod-c1, as kube-proxy would), per family, and a UDP flow to the
  * external host. When the host moves from node-a to node-c, node-b restarts pod-b1's flows out of the cluster (its
  * conntrack entry of the external flow goes, and the flow goes on through node-c with the LB IP), while the

@@ -173,7 +173,7 @@ class DeployManifestsTest {
   }
 
   /**
-   * Issue 20: out of memory, the process exits and is restarted (it stayed up with a dead reconcile thread), and
+   * Out of memory, the process exits and is restarted (it stayed up with a dead reconcile thread), and
    * the heap ceiling follows the container's memory limit instead of a fixed -Xmx, with room left for the rest of
    * the process. The node agent's ceiling is large enough for 5,000 services (out of memory at 96 MiB before).
    */

@@ -69,7 +69,7 @@ final class ExplainCluster implements BeforeAllCallback, AfterAllCallback {
     InProcess.Result json = InProcess.run(args.toArray(String[]::new));
     assertThat(json.exit()).as("explain %s -o json:%n%s", pod, json.err()).isZero();
     try {
-      // kept for people to read (the closing note of issue 32 quotes them)
+      // kept for people to read (closing notes quote them)
       java.nio.file.Path samples = java.nio.file.Path.of("target", "explain-samples");
       java.nio.file.Files.createDirectories(samples);
       java.nio.file.Files.writeString(samples.resolve(pod + "-to-" + dest.replace(':', '_') + ".txt"), text.out());

@@ -42,7 +42,7 @@ class ClusterTest {
         expect(c, "tcp", "pod-c1", c.pod("pod-b2").ip(f), new Seen("pod-b2", "tcp", c.pod("pod-c1").ip(f)));
         assertThat(c.traffic().transfer("pod-b1", ext, 1 << 20, Duration.ofSeconds(10)).complete()).isTrue();
       }
-      // issue 18's power-off: the agent SIGKILLed and the links down; back on, traffic and the agent return
+      // a power-off: the agent SIGKILLed and the links down; back on, traffic and the agent return
       Cluster.Node b = c.node("node-b");
       long killed = b.agent().pid().orElseThrow();
       b.powerOff();
