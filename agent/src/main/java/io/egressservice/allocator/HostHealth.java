@@ -193,16 +193,6 @@ public final class HostHealth {
     return evaluate(r, nowNanos, null);
   }
 
-  /** Re-evaluates time-based rules (grace, recovery, suspicion) without a new result; true when anything changed. */
-  public boolean tick(long nowNanos) {
-    boolean changed = false;
-    Suspicion suspicion = suspicion(nowNanos);
-    for (NodeRecord r : nodes.values()) {
-      changed |= evaluate(r, nowNanos, suspicion);
-    }
-    return changed;
-  }
-
   /** Whether the prober suspects itself now (see the class comment): then no node becomes unreachable. */
   public boolean selfSuspected(long nowNanos) {
     return suspicion(nowNanos).suspected();

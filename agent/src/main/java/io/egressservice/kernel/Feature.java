@@ -46,16 +46,6 @@ public enum Feature {
     return description;
   }
 
-  /** The first upstream Linux release that has it. */
-  public String firstLinux() {
-    return linux;
-  }
-
-  /** The first nftables (libnftables) release that has it; "-" when libnftables is not involved. */
-  public String firstNft() {
-    return nft;
-  }
-
   /** "Linux 5.2 and nftables 0.9.1", or "Linux 4.17" when libnftables is not involved. */
   public String firstVersions() {
     return "Linux " + linux + (nft.equals("-") ? "" : " and nftables " + nft);

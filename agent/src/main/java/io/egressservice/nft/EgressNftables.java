@@ -226,7 +226,6 @@ public final class EgressNftables implements AutoCloseable {
     }
   }
 
-
   // ---------------------------------------------------------------- observe
 
   /** How often {@link #observe()} / {@link #apply} listed the table, reused a listing, or could not read the generation. */
@@ -246,11 +245,6 @@ public final class EgressNftables implements AutoCloseable {
   /** Counters of the listing cache, for tests, benchmarks and metrics. */
   public synchronized ObserveStats observeStats() {
     return cache.stats();
-  }
-
-  /** Forgets the cached listing: the next {@link #observe()} lists the table. */
-  public synchronized void invalidateCache() {
-    cache.invalidate();
   }
 
   /**
@@ -394,7 +388,6 @@ public final class EgressNftables implements AutoCloseable {
     }
     cache.committed(new SnatTransaction.SnatPatch(change));
   }
-
 
   /**
    * A transaction of ours on the mark part of the table (MarkNftables) has just committed: the SNAT

@@ -293,13 +293,6 @@ public final class NftClient implements AutoCloseable {
     }
   }
 
-  /** {@code nft -j list tables}. */
-  public JsonNode listTables() {
-    ObjectNode doc = JSON.createObjectNode();
-    doc.putArray("nftables").addObject().putObject("list").putObject("tables");
-    return run(doc);
-  }
-
   static NftException failure(String nftError, String summary, String where) {
     String err = nftError.strip();
     if (err.contains("Operation not permitted")) {

@@ -31,11 +31,6 @@ public class NftException extends RuntimeException {
     return nftError.contains("No such file or directory");
   }
 
-  /** nft reported EEXIST. */
-  public boolean isAlreadyExists() {
-    return nftError.contains("File exists");
-  }
-
   /** nft reported EPERM: the process lacks CAP_NET_ADMIN in the namespace. */
   public static final class PermissionDenied extends NftException {
     private static final long serialVersionUID = 1L;
