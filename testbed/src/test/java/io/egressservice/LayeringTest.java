@@ -21,7 +21,7 @@ import java.util.List;
 /**
  * The packages' layering, as rules over the main code's bytecode (tests may reach anywhere). Each rule says what a
  * reader may rely on: the planner is a pure function of its inputs, the netlink library stands on its own, and no
- * package reaches into one above it. /work/notes/i33/archunit-rules.md lists them, one line each.
+ * package reaches into one above it. agent/README.md lists the ranks with what each package does.
  */
 @AnalyzeClasses(packages = "io.egressservice", importOptions = LayeringTest.MainCode.class)
 class LayeringTest {
