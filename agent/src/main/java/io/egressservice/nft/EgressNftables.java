@@ -22,7 +22,7 @@ import java.util.Set;
 import java.util.function.BiConsumer;
 
 /**
- * The one nftables table the agent owns (DESIGN.md section 2), and nothing else:
+ * The SNAT table the agent owns (DESIGN.md section 2; the guard, no-host and drain tables are their own classes):
  *
  * <pre>
  * table inet egress_service_agent {
