@@ -106,6 +106,8 @@ public final class NodeAgent implements AutoCloseable {
   private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
   private OptionalLong lastNftGeneration = OptionalLong.empty();
+  /** Never an nftables generation (they are unsigned 32-bit): see {@link #nftGenerationAccountedFor()}. */
+  private static final long UNACCOUNTED_GENERATION = -1;
   private List<String> lastRefusedInputs = List.of();
   /** The objects changed since the last reconcile, and the plan kept up to date from them (worker thread). */
   private final ChangeFeed changes = new ChangeFeed();
@@ -304,6 +306,16 @@ public final class NodeAgent implements AutoCloseable {
     }
   }
 
+  /**
+   * The nftables generation now, when the dataplane's listings account for every commit up to it; otherwise (an
+   * edit by someone else landed during this reconcile, after its listing) one no generation equals, so the next
+   * check doubts the kernel and the next reconcile observes in full.
+   */
+  private OptionalLong nftGenerationAccountedFor() {
+    OptionalLong now = dataplane.nftGeneration();
+    return now.isPresent() && !dataplane.nftListedAt(now.getAsLong()) ? OptionalLong.of(UNACCOUNTED_GENERATION) : now;
+  }
+
   private boolean nftChangedSinceLastReconcile() {
     OptionalLong now = dataplane.nftGeneration();
     return now.isPresent() && lastNftGeneration.isPresent() && now.getAsLong() != lastNftGeneration.getAsLong();
@@ -320,6 +332,11 @@ public final class NodeAgent implements AutoCloseable {
    */
   private boolean reconcileOnce(String trigger, boolean apiTriggered) {
     long start = System.nanoTime();
+    // Someone edited nftables since the last reconcile: this one observes in full. The idle wait checks this too,
+    // but not while triggers keep the loop busy (endpoint churn), and a fast reconcile would take the edit for its own.
+    if (nftChangedSinceLastReconcile()) {
+      doubtKernel();
+    }
     long doubts = kernelDoubts.get();
     // Before any object is read: a watch that is up now delivered everything up to now. The startup reconcile
     // follows the informers' first list, the freshest view there is, before the watches are seen established.
@@ -368,7 +385,7 @@ public final class NodeAgent implements AutoCloseable {
         desired.refusedInputs().forEach(r -> LOG.warn("refused input: {}", r));
       }
       lastRefusedInputs = desired.refusedInputs();
-      lastNftGeneration = dataplane.nftGeneration();
+      lastNftGeneration = nftGenerationAccountedFor();
       succeeded = report.succeeded();
       applied = succeeded ? desired : null;
       recordHosting(succeeded);

@@ -160,6 +160,16 @@ public final class Dataplane implements AutoCloseable {
   }
 
   /**
+   * Whether the SNAT and mark listings are the kernel's state at {@code generation}: every nftables commit up to it
+   * was one of ours (each is told to both caches as it happens). False when someone else committed since the tables
+   * were last listed, in particular during a reconcile, after its listing: such an edit is drift the reconcile did
+   * not see.
+   */
+  public boolean nftListedAt(long generation) {
+    return nft.listedAt(generation) && marks.listedAt(generation);
+  }
+
+  /**
    * The owned state: our rules (P and P-1, our protocol, both families), our throw routes (our
    * protocol, any table: the tables themselves may be someone else's), our nft table, and the steering
    * device with its routes.

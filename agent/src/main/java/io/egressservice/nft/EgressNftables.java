@@ -398,6 +398,14 @@ public final class EgressNftables implements AutoCloseable {
   }
 
   /**
+   * Whether the cached listing is the table at nftables generation {@code generation}: every commit up to it was one
+   * of ours, followed by the cache. A commit by anyone else (a hand edit during a reconcile) makes this false.
+   */
+  public synchronized boolean listedAt(long generation) {
+    return cache.holdsGeneration(generation);
+  }
+
+  /**
    * A transaction of ours on another table (NoHostNftables) has just run, committing once or not at all:
    * the SNAT objects are as they were, so the generation it moved is no reason to list this table again.
    */

@@ -249,6 +249,14 @@ final class ListingCache<T> {
     pending = null;
   }
 
+  /**
+   * Whether the cached value is the state at generation {@code g}: every commit up to {@code g} was ours and
+   * followed here. False once a commit by anyone else moved the generation (or nothing is cached).
+   */
+  boolean holdsGeneration(long g) {
+    return value != null && generation == g;
+  }
+
   EgressNftables.ObserveStats stats() {
     return new EgressNftables.ObserveStats(listings, hits, failures);
   }

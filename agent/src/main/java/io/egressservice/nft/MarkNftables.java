@@ -193,6 +193,14 @@ public final class MarkNftables implements AutoCloseable {
     }
   };
 
+  /**
+   * Whether the cached listing is the table at nftables generation {@code generation}: every commit up to it was one
+   * of ours, followed by the cache. A commit by anyone else (a hand edit during a reconcile) makes this false.
+   */
+  public synchronized boolean listedAt(long generation) {
+    return cache.holdsGeneration(generation);
+  }
+
   /** As {@link #snatCommitted}, for a transaction of ours on another table (NoHostNftables). */
   public synchronized void otherTableCommitted() {
     cache.committedElsewhere();

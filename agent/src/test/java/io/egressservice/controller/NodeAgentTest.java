@@ -159,6 +159,43 @@ class NodeAgentTest {
         .untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
   }
 
+  /**
+   * While endpoint changes keep the loop busy, the idle wait never looks at nftables, and every reconcile is a fast
+   * one that reads the generation at its end: an element deleted by hand in between was taken for one of the agent's
+   * own commits and stayed missing until the resync. Each reconcile now checks the generation before it starts, and
+   * one that sees an edit it did not make observes in full.
+   */
+  @Test
+  void anSnatElementDeletedByHandWhileEndpointsChurnIsBackWithoutWaitingForTheResync() throws Exception {
+    NodeAgent agent = startAgent(Duration.ofMinutes(10));
+    createWeb("100");
+    client.discovery().v1().endpointSlices().resource(slice("web", "churn", NODE, "10.128.0.7")).create();
+    await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+    await().atMost(WAIT).until(() -> agent.readiness().ok());
+
+    java.util.concurrent.atomic.AtomicBoolean churning = new java.util.concurrent.atomic.AtomicBoolean(true);
+    Thread churn = new Thread(() -> {
+      for (int i = 0; churning.get() && i < 2000; i++) {
+        client.discovery().v1().endpointSlices().resource(slice("web", "churn", NODE, "10.128.0." + (7 + i % 2))).update();
+        try {
+          Thread.sleep(20);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }, "endpoint-churn");
+    churn.start();
+    try {
+      await().atMost(WAIT).untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.8 "));
+      kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.128.0.5 }");
+      await().atMost(Duration.ofSeconds(6)).pollInterval(Duration.ofMillis(100))
+          .untilAsserted(() -> assertThat(kernel.snat()).contains("10.128.0.5 comment \"default/web\" : 5.5.5.5"));
+    } finally {
+      churning.set(false);
+      churn.join(10_000);
+    }
+  }
+
   @Test
   void aRestartOverExistingStateChangesNothing() {
     NodeAgent first = startAgent(Duration.ofMinutes(10));
