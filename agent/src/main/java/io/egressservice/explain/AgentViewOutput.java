@@ -29,7 +29,8 @@ public final class AgentViewOutput {
     lines.add("  watches up: " + a.watchesUp() + " of " + a.watches().size() + " kinds"
         + (down.isEmpty() ? "" : "; down: " + String.join(", ", down)));
     a.idleSeconds().entrySet().stream().max(Map.Entry.comparingByValue()).ifPresent(idle ->
-        lines.add("  longest-idle watch: " + idle.getKey() + ", no frame for " + seconds(idle.getValue())));
+        lines.add("  longest-idle watch: " + (idle.getKey().isBlank() ? "" : idle.getKey() + ", ") + "no frame for "
+            + seconds(idle.getValue())));
     lines.add("  kernel last checked against fresh objects: " + (a.freshKernelCheckAgeSeconds().isPresent()
         ? seconds(a.freshKernelCheckAgeSeconds().getAsDouble()) + " ago" : "never since the agent started"));
     lines.add("  reconcile work waiting: " + (a.pendingTriggers() == 0 ? "none" : a.pendingTriggers()

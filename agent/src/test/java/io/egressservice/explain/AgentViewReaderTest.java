@@ -61,6 +61,17 @@ class AgentViewReaderTest {
   }
 
   @Test
+  void aWatchWhosePathTheAgentDoesNotKnowIsShownWithoutAName() throws Exception {
+    URI uri = serve(Map.of("/metrics", """
+        egress_service_agent_api_watch_up{kind="Node"} 1.0
+        egress_service_agent_api_watch_idle_seconds{resource=""} 2.5
+        """, "/readyz", "ok"), 200, 200);
+
+    assertThat(AgentViewOutput.text(new AgentViewReader(NOW).read(uri)))
+        .contains("  longest-idle watch: no frame for 2.5 s");
+  }
+
+  @Test
   void anotherProgramOnThePortIsNotTakenForTheAgent() throws Exception {
     URI uri = serve(Map.of("/metrics", "process_cpu_seconds_total 3.0\n", "/readyz", "ok"), 200, 200);
 
