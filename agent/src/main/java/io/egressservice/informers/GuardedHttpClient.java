@@ -163,10 +163,19 @@ final class GuardedHttpClient implements HttpClient {
     }
   }
 
-  private record WebSocketBuilder(WebSocket.Builder delegate, SilentWatches watches, URI target)
-      implements WebSocket.Builder {
+  /**
+   * fabric8 calls a builder's setters for their effect and keeps using the builder it made (the watch manager
+   * ignores what {@code uri} returns), so this one is mutable like fabric8's own: the target set here is the one
+   * {@link #buildAsync} opens, named in the watch's idle metric.
+   */
+  private static final class WebSocketBuilder implements WebSocket.Builder {
+    private final WebSocket.Builder delegate;
+    private final SilentWatches watches;
+    private URI target;
+
     WebSocketBuilder(WebSocket.Builder delegate, SilentWatches watches) {
-      this(delegate, watches, null);
+      this.delegate = delegate;
+      this.watches = watches;
     }
 
     @Override
@@ -176,27 +185,33 @@ final class GuardedHttpClient implements HttpClient {
 
     @Override
     public WebSocket.Builder subprotocol(String protocol) {
-      return new WebSocketBuilder(delegate.subprotocol(protocol), watches, target);
+      delegate.subprotocol(protocol);
+      return this;
     }
 
     @Override
     public WebSocket.Builder header(String name, String value) {
-      return new WebSocketBuilder(delegate.header(name, value), watches, target);
+      delegate.header(name, value);
+      return this;
     }
 
     @Override
     public WebSocket.Builder setHeader(String k, String v) {
-      return new WebSocketBuilder(delegate.setHeader(k, v), watches, target);
+      delegate.setHeader(k, v);
+      return this;
     }
 
     @Override
     public WebSocket.Builder uri(URI uri) {
-      return new WebSocketBuilder(delegate.uri(uri), watches, uri);
+      delegate.uri(uri);
+      target = uri;
+      return this;
     }
 
     @Override
     public WebSocket.Builder connectTimeout(long timeout, TimeUnit timeUnit) {
-      return new WebSocketBuilder(delegate.connectTimeout(timeout, timeUnit), watches, target);
+      delegate.connectTimeout(timeout, timeUnit);
+      return this;
     }
   }
 }

@@ -54,6 +54,10 @@ class AgentViewProcessTest {
     assertThat(kindsUp(fresh)).as("the kinds the agent watches")
         .containsExactly("EgressService=true", "EndpointSlice=true", "Node=true", "Service=true");
     assertThat(fresh.path("ageSeconds").asDouble()).as("a view just synced").isLessThan(30);
+    List<String> watched = new ArrayList<>();
+    fresh.path("idleWatches").forEach(w -> watched.add(w.path("resource").asText()));
+    assertThat(watched).as("each watch named by its API path").contains("/apis/k8s.ovn.org/v1/egressservices",
+        "/api/v1/nodes");
     assertThat(fresh.path("freshKernelCheckAgeSeconds").isNumber()).as("the kernel was checked from fresh objects")
         .isTrue();
     InProcess.Result text = InProcess.run("status", "--netns", node.ns().name(), "--no-api", "--agent-metrics", metrics);
