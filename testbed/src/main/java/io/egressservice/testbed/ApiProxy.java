@@ -134,7 +134,14 @@ public final class ApiProxy implements AutoCloseable {
     while (!l.isClosed()) {
       try {
         Socket client = l.accept();
-        sockets.add(client);
+        synchronized (lock) {
+          // a connection accepted just as REFUSE closed the port is cut too: REFUSE cuts what it finds in sockets
+          if (l.isClosed() || closed) {
+            closeQuietly(client);
+            continue;
+          }
+          sockets.add(client);
+        }
         Thread t = new Thread(() -> connect(client), "api-proxy-conn");
         t.setDaemon(true);
         t.start();
