@@ -21,12 +21,12 @@ public final class AgentViewOption {
           + " unset); none: do not ask."})
   String url;
 
-  /** The view, or empty with {@code none}; a URL that is not http(s) is a user error. */
-  Optional<AgentView> read() {
-    Optional<URI> uri = uri();
-    return uri.map(u -> new AgentViewReader(Clock.systemUTC()).read(u));
+  /** The agent at {@code metricsUrl}, asked now. */
+  static AgentView read(URI metricsUrl) {
+    return new AgentViewReader(Clock.systemUTC()).read(metricsUrl);
   }
 
+  /** Where to ask, or empty with {@code none}; a URL that is not http(s) is a user error. */
   Optional<URI> uri() {
     if (url != null && url.equals(NONE)) {
       return Optional.empty();

@@ -87,7 +87,7 @@ public final class ExplainCommand implements Callable<Integer> {
     if (!output.equals("text") && !output.equals("json")) {
       throw new Main.UserError("--output must be text or json, not '" + output + "'");
     }
-    agentView.uri(); // a bad --agent-metrics is refused before anything is read
+    Optional<java.net.URI> agentViewAt = agentView.uri(); // a bad --agent-metrics is refused before anything is read
     boolean byName = target.contains("/");
     Optional<IpPrefix> dest = Optional.ofNullable(to).map(t -> parse(t, "--to"));
     boolean askApi = !noApi && (KubeClients.givenOrInCluster(kubeconfig)
@@ -122,7 +122,7 @@ public final class ExplainCommand implements Callable<Integer> {
       KernelVerdict verdict = kernel(source, destination);
       String nodeName = Optional.ofNullable(node).filter(n -> !n.isBlank()).or(claims::podNode).orElse("this node");
       Explanation e = new Explanation(nodeName, verdict, claims, api != null, apiError);
-      Optional<AgentView> view = agentView.read();
+      Optional<AgentView> view = agentViewAt.map(AgentViewOption::read);
       PrintWriter out = spec.commandLine().getOut();
       if (output.equals("json")) {
         var root = ExplainJson.of(e);

@@ -86,7 +86,7 @@ public final class StatusCommand implements Callable<Integer> {
     if (!output.equals("text") && !output.equals("json")) {
       throw new Main.UserError("--output must be text or json, not '" + output + "'");
     }
-    agentView.uri(); // a bad --agent-metrics is refused before anything is read
+    java.util.Optional<java.net.URI> agentViewAt = agentView.uri(); // a bad --agent-metrics is refused before anything is read
     if (!objects.isEmpty() && (node == null || node.isBlank())) {
       throw new Main.UserError("--objects needs --node (or EGRESS_AGENT_NODE_NAME) to plan for this node");
     }
@@ -99,7 +99,7 @@ public final class StatusCommand implements Callable<Integer> {
     if (loaded != null && !objects.isEmpty()) {
       PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     }
-    java.util.Optional<io.egressservice.explain.AgentView> view = agentView.read();
+    java.util.Optional<io.egressservice.explain.AgentView> view = agentViewAt.map(AgentViewOption::read);
     PrintWriter out = spec.commandLine().getOut();
     try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
       ObservedState observed = dp.observe();

@@ -12,10 +12,6 @@ import java.io.PrintWriter;
 public final class ExplainText {
   private ExplainText() {}
 
-  public static void write(PrintWriter out, Explanation e) {
-    write(out, e, java.util.List.of());
-  }
-
   /**
    * With the running agent's view of the API ({@link AgentViewOutput#text}): the kernel holds what the agent last
    * applied from it, so its age says how far the verdict above may lag the API.

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class ExplainTextTest {
   static String text(Explanation e) {
     StringWriter out = new StringWriter();
-    ExplainText.write(new PrintWriter(out, true), e);
+    ExplainText.write(new PrintWriter(out, true), e, java.util.List.of());
     return out.toString();
   }
 
