@@ -43,9 +43,11 @@ class LayeringTest {
    * Bottom to top, as today's imports have it. Within a rank packages may use each other (no cycles, though).
    * The generated EgressServicePolicy model (api module, from crds/) is a value model like org.ovn.k8s.v1;
    * ip and netlink are the reusable kernel library; the support packages (logging, health endpoints, lifecycle,
-   * build info, text: escaping what others wrote for where it is printed) use nothing of ours; plan is the pure planner; objects and nft its API-object and nftables
-   * renderings; kernel, dataplane and informers touch the kernel or the API; explain and metrics read them;
-   * controller and allocator drive them; cli wires everything; testbed and demo (test infrastructure) sit on top.
+   * build info, text: escaping what others wrote for where it is printed) use nothing of ours; model is the
+   * vocabulary everyone shares (ObjectRef, PlanConfig, RuleMode); kernel is the port to the kernel and
+   * kernel.linux its Linux side; plan is the pure planner; objects and nft its API-object and nftables renderings;
+   * probe, dataplane and informers read or write the kernel (through the port) or the API; explain and metrics read
+   * them; controller and allocator drive them; cli wires everything; testbed and demo (test infrastructure) on top.
    */
   static final List<Layer> BOTTOM_UP = List.of(
       new Layer("generated API model", "io.egressservice.v1alpha1.."),
@@ -53,9 +55,11 @@ class LayeringTest {
       new Layer("netlink", "io.egressservice.netlink.."),
       new Layer("support", "io.egressservice.logging..", "io.egressservice.health..", "io.egressservice.lifecycle..",
           "io.egressservice.buildinfo..", "io.egressservice.text.."),
+      new Layer("model", "io.egressservice.model.."),
+      new Layer("kernel port", "io.egressservice.kernel.."),
       new Layer("plan", "io.egressservice.plan.."),
       new Layer("objects, nft", "io.egressservice.objects..", "io.egressservice.nft.."),
-      new Layer("kernel, dataplane, informers", "io.egressservice.kernel..", "io.egressservice.dataplane..",
+      new Layer("probe, dataplane, informers", "io.egressservice.probe..", "io.egressservice.dataplane..",
           "io.egressservice.informers.."),
       new Layer("explain, metrics", "io.egressservice.explain..", "io.egressservice.metrics.."),
       new Layer("controller, allocator", "io.egressservice.controller..", "io.egressservice.allocator..",
@@ -80,7 +84,7 @@ class LayeringTest {
   static final ArchRule planImportsNothingOfTheKernel = noClasses()
       .that().resideInAPackage("io.egressservice.plan..")
       .should().dependOnClassesThat().resideInAnyPackage("io.egressservice.netlink..", "io.egressservice.nft..",
-          "io.egressservice.dataplane..", "io.egressservice.kernel..", "com.sun.jna..")
+          "io.egressservice.dataplane..", "io.egressservice.kernel..", "io.egressservice.probe..", "com.sun.jna..")
       .because("the plan is computed from objects and settings alone; the dataplane applies it");
 
   @ArchTest
@@ -112,6 +116,32 @@ class LayeringTest {
       .should().onlyDependOnClassesThat().resideInAnyPackage("io.egressservice.netlink..", "io.egressservice.ip..",
           "com.sun.jna..", "java..", "org.slf4j..")
       .because("the rtnetlink and conntrack layer is a library of its own: ip, JNA and the JDK");
+
+  @ArchTest
+  static final ArchRule modelImportsOnlyAddresses = classes()
+      .that().resideInAPackage("io.egressservice.model..")
+      .should().onlyDependOnClassesThat().resideInAnyPackage("io.egressservice.model..", "io.egressservice.ip..",
+          "java..")
+      .because("the shared vocabulary is values only: every layer may read it, so it may read nothing of theirs");
+
+  @ArchTest
+  static final ArchRule onlyTheWiringKnowsLinux = noClasses()
+      .that().resideInAnyPackage("io.egressservice.nft..", "io.egressservice.dataplane..",
+          "io.egressservice.controller..", "io.egressservice.allocator..", "io.egressservice.plan..",
+          "io.egressservice.objects..", "io.egressservice.informers..", "io.egressservice.metrics..",
+          "io.egressservice.explain..")
+      .should().dependOnClassesThat().resideInAPackage("io.egressservice.kernel.linux..")
+      .because("the agent's logic reads and writes the kernel through the port (kernel.Kernel); which kernel it is,"
+          + " Linux or the tests' in-memory one, is chosen where the process is wired (cli, probe)");
+
+  @ArchTest
+  static final ArchRule theLogicOpensNoKernelSocket = noClasses()
+      .that().resideInAnyPackage("io.egressservice.nft..", "io.egressservice.dataplane..",
+          "io.egressservice.controller..")
+      .should().dependOnClassesThat().haveFullyQualifiedName("io.egressservice.netlink.RtNetlink")
+      .orShould().dependOnClassesThat().haveFullyQualifiedName("io.egressservice.netlink.NetnsThread")
+      .because("rtnetlink and the namespace's thread are the port's Linux side; the logic gets them as"
+          + " kernel.Kernel and netlink.Routing");
 
   @ArchTest
   static final ArchRule nothingImportsUpward = layering();

@@ -1,8 +1,9 @@
 package io.egressservice.allocator;
 
+import io.egressservice.plan.TrustedEndpoints;
 import io.egressservice.plan.EndpointSliceInfo;
-import io.egressservice.plan.EndpointTrust;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.EndpointTrust;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
 import java.util.ArrayList;
@@ -50,7 +51,7 @@ public final class AllocationPass {
   /** A decision without a host also says which slices were not trusted: the usual cause when all of them are. */
   private static Decision withDistrust(Decision d, List<EndpointSliceInfo> slices, Optional<ServiceInfo> service,
       EndpointTrust trust) {
-    List<String> problems = slices.stream().map(s -> trust.sliceProblem(s, service)).flatMap(Optional::stream)
+    List<String> problems = slices.stream().map(s -> TrustedEndpoints.sliceProblem(trust, s, service)).flatMap(Optional::stream)
         .sorted().toList();
     if (problems.isEmpty()) {
       return d;
@@ -152,7 +153,7 @@ public final class AllocationPass {
         return refused.get();
       }
     }
-    Decision d = HostChooser.choose(es, service, trust.trusted(own, service), nodes, load);
+    Decision d = HostChooser.choose(es, service, TrustedEndpoints.trusted(trust, own, service), nodes, load);
     if (d.reason() == Reason.NO_HOST_AVAILABLE) {
       d = withDistrust(d, own, service, trust);
     }

@@ -6,7 +6,7 @@ import io.egressservice.objects.GrantObjects;
 import io.egressservice.plan.GrantPolicy;
 import io.egressservice.plan.NamespaceInfo;
 import io.egressservice.metrics.AllocatorMetrics;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.util.List;
 import java.util.Map;

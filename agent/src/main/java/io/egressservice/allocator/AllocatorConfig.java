@@ -1,6 +1,6 @@
 package io.egressservice.allocator;
 
-import io.egressservice.plan.EndpointTrust;
+import io.egressservice.model.EndpointTrust;
 import java.time.Duration;
 import java.util.Objects;
 

@@ -3,7 +3,7 @@ package io.egressservice.allocator;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.EndpointSliceInfo;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Service;

@@ -2,7 +2,7 @@ package io.egressservice.allocator;
 
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.objects.PlanInputs;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Service;

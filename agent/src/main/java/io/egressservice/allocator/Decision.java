@@ -1,6 +1,6 @@
 package io.egressservice.allocator;
 
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import java.util.Optional;
 
 /**

@@ -3,7 +3,7 @@ package io.egressservice.allocator;
 import io.egressservice.logging.LogKeys;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.plan.EgressServiceInfo;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.HashSet;

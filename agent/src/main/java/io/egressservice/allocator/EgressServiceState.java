@@ -1,6 +1,6 @@
 package io.egressservice.allocator;
 
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.SourceIpBy;
 import io.fabric8.kubernetes.api.model.LabelSelector;
 import java.time.Instant;

@@ -51,7 +51,7 @@ public final class HostChooser {
   /**
    * @param service the Service with the EgressService's namespace and name, if any
    * @param slices the EndpointSlices labelled {@code kubernetes.io/service-name} = the service, in its namespace,
-   *     with only their trusted endpoints ({@link io.egressservice.plan.EndpointTrust#trusted})
+   *     with only their trusted endpoints ({@link io.egressservice.model.EndpointTrust#trusted})
    * @param nodes every Node
    * @param allocations number of other services currently allocated to each node
    */

@@ -1,8 +1,8 @@
 package io.egressservice.allocator;
 
 import io.egressservice.plan.EndpointSliceInfo;
-import io.egressservice.plan.EndpointTrust;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.EndpointTrust;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
 package io.egressservice.allocator;
 
 import io.egressservice.plan.EndpointSliceInfo;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import java.util.List;
 import java.util.Objects;

@@ -4,7 +4,7 @@ import io.egressservice.plan.GrantPolicy;
 import io.egressservice.plan.HostLabels;
 import io.egressservice.plan.NamespaceInfo;
 import io.egressservice.plan.NetworkNames;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import java.util.Collection;
 import java.util.List;

@@ -8,7 +8,7 @@ import io.egressservice.dataplane.DataplaneException;
 import io.egressservice.dataplane.NodePlan;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.text.Printable;
 import java.io.PrintWriter;
@@ -55,8 +55,8 @@ public final class ApplyCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     ClusterObjects loaded = policy.applyTo(PlanCommand.loadObjects(objects, spec.commandLine().getErr()));
     PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
-    config = Kernel.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
-    try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
+    config = KernelAccess.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
+    try (Dataplane dp = KernelAccess.open(netns.value(), config.priority(), config.ruleProtocol())) {
       NodePlan plan = dp.plan(loaded, node, config);
       DesiredState desired = plan.desired();
       if (dryRun) {

@@ -30,7 +30,7 @@ public final class CleanupCommand implements Callable<Integer> {
   public Integer call() {
     ownership.validate();
     PrintWriter out = spec.commandLine().getOut();
-    try (Dataplane dp = Kernel.open(netns.value(), ownership.priority, ownership.ruleProtocol)) {
+    try (Dataplane dp = KernelAccess.open(netns.value(), ownership.priority, ownership.ruleProtocol)) {
       ApplyReport report = dp.cleanup();
       out.printf("removed %d owned object(s) in %s in %d ms%n", report.applied().size(), dp.describe(),
           report.kernelNanos() / 1_000_000);

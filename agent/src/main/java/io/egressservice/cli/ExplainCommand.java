@@ -15,8 +15,8 @@ import io.egressservice.explain.KernelVerdict;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.nft.NftClient;
-import io.egressservice.nft.NftException;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.kernel.NftException;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -144,8 +144,8 @@ public final class ExplainCommand implements Callable<Integer> {
 
   private KernelVerdict kernel(IpPrefix source, IpPrefix destination) {
     var config = planOptions.toConfig();
-    try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
-        NftClient nft = NftClient.open(dp.thread())) {
+    try (Dataplane dp = KernelAccess.open(netns.value(), config.priority(), config.ruleProtocol());
+        Nftables nft = dp.kernel().openNftables()) {
       return new KernelInspector(dp, nft).inspect(source, destination);
     } catch (DataplaneException | NetlinkException | NftException e) {
       throw new Main.SystemError(e.getMessage(), e);

@@ -2,7 +2,7 @@ package io.egressservice.cli;
 
 import io.egressservice.allocator.Allocator;
 import io.egressservice.metrics.FailoverMetrics;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 /**

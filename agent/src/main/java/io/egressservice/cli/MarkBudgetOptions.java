@@ -1,6 +1,6 @@
 package io.egressservice.cli;
 
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import picocli.CommandLine.Option;
 
 /** Mark mode's budget: how many of the mask's marks one namespace may hold on a node. */

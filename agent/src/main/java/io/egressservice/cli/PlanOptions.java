@@ -1,11 +1,11 @@
 package io.egressservice.cli;
 
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.plan.EndpointTrust;
-import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.RemoteEndpoints;
-import io.egressservice.plan.RuleMode;
-import io.egressservice.plan.SteeringConfig;
+import io.egressservice.model.EndpointTrust;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RemoteEndpoints;
+import io.egressservice.model.RuleMode;
+import io.egressservice.model.SteeringConfig;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Mixin;
@@ -98,7 +98,7 @@ public final class PlanOptions {
       }
       SteeringConfig steering =
           new SteeringConfig(RemoteEndpoints.fromFlag(remoteEndpoints.trim()), steerTable, steerPort,
-              io.egressservice.plan.NoHost.fromFlag(noHost));
+              io.egressservice.model.NoHost.fromFlag(noHost));
       return markBudget.applyTo(new PlanConfig(ownership.priority, ownership.ruleProtocol, prefixes("--cluster-cidr", clusterCidrs),
           prefixes("--service-cidr", serviceCidrs), prefixes("--exclude-cidr", excludeCidrs), !noInClusterExclusion,
           mode, mask).withEtpLocalMasqueradeIps(prefixes("--ovn-masquerade-ips", ovnMasqueradeIps))

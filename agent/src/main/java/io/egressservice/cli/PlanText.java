@@ -5,7 +5,7 @@ import io.egressservice.ip.IpFamily;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.MarkEntry;
 import io.egressservice.plan.RouteSpec;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.SnatEntry;

@@ -7,6 +7,7 @@ import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
+import io.egressservice.kernel.linux.LinuxKernel;
 import io.egressservice.health.HealthListener;
 import io.egressservice.health.HealthServer;
 import io.egressservice.health.PortHolder;
@@ -19,8 +20,8 @@ import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.metrics.RuntimeMetrics;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.nft.NftException;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.kernel.NftException;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.uninstall.Owner;
 import io.egressservice.uninstall.OwnerWatch;
 import io.egressservice.uninstall.StopVerdict;
@@ -113,8 +114,9 @@ public final class RunCommand implements Callable<Integer> {
       throw new Main.UserError("--metrics-bind-address: " + e.getMessage());
     }
     Optional<Owner> owner = uninstall.owner(Owner.Kind.DAEMONSET);
-    config = Kernel.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
-    Dataplane dataplane = Kernel.open(netns.value(), config.priority(), config.ruleProtocol());
+    config = KernelAccess.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
+    LinuxKernel kernel = KernelAccess.openLinux(netns.value());
+    Dataplane dataplane = KernelAccess.open(kernel, config.priority(), config.ruleProtocol());
     requirePrivileges(dataplane);
     KubernetesClient client;
     io.egressservice.informers.SilentWatches watches = process.apiWatch.silentWatches();
@@ -150,11 +152,11 @@ public final class RunCommand implements Callable<Integer> {
       InetSocketAddress inside = new InetSocketAddress(netnsMetricsPort);
       nodeHealth = Optional.of(HealthListener.start(
           "/metrics, /healthz and /readyz on port " + netnsMetricsPort + " in netns " + netns.value().get(),
-          () -> dataplane.thread().call(() ->
+          () -> kernel.thread().call(() ->
               withHosting(HealthServer.start(inside, whose, probeKeys, metrics.registry(), agent::liveness,
                   agent::readiness),
                   agent)),
-          () -> dataplane.thread().call(() -> PortHolder.system().describe(netnsMetricsPort)), BIND_RETRY));
+          () -> kernel.thread().call(() -> PortHolder.system().describe(netnsMetricsPort)), BIND_RETRY));
     }
     Optional<HealthListener> inNetns = nodeHealth;
     agent.afterFirstReconcile(new io.egressservice.lifecycle.HeapCompaction());

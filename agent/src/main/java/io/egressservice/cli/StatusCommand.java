@@ -16,7 +16,7 @@ import io.egressservice.nft.MarkNftables.MarkElement;
 import io.egressservice.nft.ServiceComments;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.text.Printable;
 import java.io.PrintWriter;
@@ -101,7 +101,7 @@ public final class StatusCommand implements Callable<Integer> {
     }
     java.util.Optional<io.egressservice.explain.AgentView> view = agentViewAt.map(AgentViewOption::read);
     PrintWriter out = spec.commandLine().getOut();
-    try (Dataplane dp = Kernel.open(netns.value(), config.priority(), config.ruleProtocol())) {
+    try (Dataplane dp = KernelAccess.open(netns.value(), config.priority(), config.ruleProtocol())) {
       ObservedState observed = dp.observe();
       Map<IpPrefix, String> names = new HashMap<>();
       Map<IpPrefix, String> hosts = new HashMap<>();
@@ -171,12 +171,12 @@ public final class StatusCommand implements Callable<Integer> {
 
   /** The no-host table's held sources per service (named as the groups are); an unreadable table holds none. */
   private static List<io.egressservice.explain.HeldSources> held(Dataplane dp, Map<String, String> serviceByComment) {
-    try (io.egressservice.nft.NftClient nft = io.egressservice.nft.NftClient.open(dp.thread())) {
+    try (io.egressservice.kernel.Nftables nft = dp.kernel().openNftables()) {
       return io.egressservice.explain.HeldSources.read(nft).stream()
           .map(h -> new io.egressservice.explain.HeldSources(serviceByComment.getOrDefault(h.service(), h.service()),
               h.sources(), h.droppedPackets()))
           .toList();
-    } catch (io.egressservice.nft.NftException e) {
+    } catch (io.egressservice.kernel.NftException e) {
       return List.of();
     }
   }
@@ -391,7 +391,7 @@ public final class StatusCommand implements Callable<Integer> {
   private static ObjectNode json(Dataplane dp, PlanConfig config, ObservedState observed, Map<String, Group> groups,
       Steered steered, Map<String, String> serviceHosts, Map<String, ApiClaims.Reason> lastChanges) {
     ObjectNode root = new ObjectMapper().createObjectNode();
-    root.put("netns", dp.thread().netns().orElse(null));
+    root.put("netns", dp.kernel().netns().orElse(null));
     root.put("priority", config.priority());
     root.put("ruleProtocol", config.ruleProtocol());
     ObjectNode table = root.putObject("nftTable");

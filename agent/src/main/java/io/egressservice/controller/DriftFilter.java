@@ -7,7 +7,7 @@ import io.egressservice.netlink.Route;
 import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.PlanDelta;
 import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleSpec;

@@ -2,7 +2,7 @@ package io.egressservice.controller;
 
 import io.egressservice.controller.EventSink.Written;
 import io.egressservice.metrics.AgentMetrics;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.EnumMap;

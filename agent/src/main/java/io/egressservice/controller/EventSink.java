@@ -1,6 +1,6 @@
 package io.egressservice.controller;
 
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import java.time.Instant;
 import java.util.List;
 

@@ -19,10 +19,10 @@ import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.IncrementalPlanner;
 import io.egressservice.plan.NodeObservations;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.PlanDelta;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.time.Clock;
@@ -195,7 +195,7 @@ public final class NodeAgent implements AutoCloseable {
     metrics.pendingWork(() -> triggers.pending().triggers(), () -> triggers.pending().oldestSeconds());
     eventRecorder.start(reporter::seeded);
     try {
-      kernelEvents = dataplane.netlink().subscribe(
+      kernelEvents = dataplane.kernel().routing().subscribe(
           EnumSet.of(ChangeGroup.IPV4_RULE, ChangeGroup.IPV6_RULE, ChangeGroup.IPV4_ROUTE, ChangeGroup.IPV6_ROUTE,
               ChangeGroup.LINK, ChangeGroup.IPV4_ADDRESS, ChangeGroup.IPV6_ADDRESS), this::onKernelEvent,
           () -> {

@@ -2,7 +2,7 @@ package io.egressservice.controller;
 
 import io.egressservice.logging.LogKeys;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceOutcome;
 import java.util.EnumMap;
 import java.util.HashMap;

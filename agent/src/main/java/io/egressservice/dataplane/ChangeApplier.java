@@ -1,20 +1,20 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Kernel;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.BatchResult;
 import io.egressservice.netlink.Conntrack;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.RouteChange;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.RuleChange;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.MarkNftables.MarkElement;
-import io.egressservice.nft.NftException;
+import io.egressservice.kernel.NftException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -37,8 +37,8 @@ final class ChangeApplier {
   /** Under the dataplane's name: its lines read as they did before this part had a file of its own. */
   private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
 
-  private final NetnsThread thread;
-  private final RtNetlink netlink;
+  private final Kernel kernel;
+  private final Routing netlink;
   private final EgressNftables nft;
   private final MarkNftables marks;
   private final SteeringDataplane steering;
@@ -49,10 +49,10 @@ final class ChangeApplier {
   /** What the fast path plans nft transactions from instead of a listing. */
   record KnownElements(Collection<SnatElement> snat, List<IpPrefix> marksRemoved, List<MarkElement> marksAdded) {}
 
-  ChangeApplier(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
+  ChangeApplier(Kernel kernel, EgressNftables nft, MarkNftables marks,
       SteeringDataplane steering, FlowRestarts restarts) {
-    this.thread = thread;
-    this.netlink = netlink;
+    this.kernel = kernel;
+    this.netlink = kernel.routing();
     this.nft = nft;
     this.marks = marks;
     this.steering = steering;
@@ -60,7 +60,7 @@ final class ChangeApplier {
   }
 
   private String describe() {
-    return thread.describe();
+    return kernel.describe();
   }
 
   /**

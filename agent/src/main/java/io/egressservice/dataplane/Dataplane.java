@@ -1,29 +1,28 @@
 package io.egressservice.dataplane;
 
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.kernel.GenerationSource;
+import io.egressservice.kernel.Kernel;
+import io.egressservice.kernel.NftException;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.RouteChange;
-import io.egressservice.netlink.RtNetlink;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.RuleChange;
 import io.egressservice.nft.DrainNftables;
 import io.egressservice.nft.EgressNftables;
-import io.egressservice.nft.GenerationSource;
 import io.egressservice.nft.GuardNftables;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.MarkNftables.MarkElement;
-import io.egressservice.nft.NftException;
 import io.egressservice.nft.NoHostNftables;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.NetworkResolution;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.Planner;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -35,7 +34,6 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
-import java.util.function.Function;
 import org.ovn.k8s.v1.EgressService;
 
 /**
@@ -49,8 +47,7 @@ import org.ovn.k8s.v1.EgressService;
 public final class Dataplane implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
 
-  private final NetnsThread thread;
-  private final RtNetlink netlink;
+  private final Kernel kernel;
   private final EgressNftables nft;
   private final MarkNftables marks;
   private final GenerationSource generation;
@@ -68,73 +65,60 @@ public final class Dataplane implements AutoCloseable {
   private long fastPaths;
   private long fallbacks;
 
-  private Dataplane(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
+  private Dataplane(Kernel kernel, EgressNftables nft, MarkNftables marks,
       GenerationSource generation, int priority, int protocol) {
     // Each side table's commit moves the nftables generation: the SNAT and mark caches must not take it for an edit.
     Runnable otherTableCommitted = () -> {
       nft.otherTableCommitted();
       marks.otherTableCommitted();
     };
-    this.steering = new SteeringDataplane(netlink, thread, protocol);
-    this.noHost = new NoHostSync(thread, otherTableCommitted);
-    this.guard = new TunnelGuard(thread, netlink, otherTableCommitted);
-    this.drain = new FlowDrain(thread, netlink, priority, protocol, otherTableCommitted);
-    this.thread = thread;
-    this.netlink = netlink;
+    this.kernel = kernel;
+    this.steering = new SteeringDataplane(kernel, protocol);
+    this.noHost = new NoHostSync(kernel, otherTableCommitted);
+    this.guard = new TunnelGuard(kernel, otherTableCommitted);
+    this.drain = new FlowDrain(kernel, priority, protocol, otherTableCommitted);
     this.nft = nft;
     this.marks = marks;
     this.generation = generation;
-    this.view = new KernelView(thread, netlink, nft, marks, steering, priority, protocol);
-    this.restarts = new FlowRestarts(thread, guard, drain, view::knownMarks);
-    this.applier = new ChangeApplier(thread, netlink, nft, marks, steering, restarts);
-  }
-  /**
-   * Opens the dataplane of {@code netns} (empty: the current namespace) for rules at {@code priority}
-   * and {@code priority - 1} carrying {@code protocol}.
-   *
-   * @throws DataplaneException when the namespace does not exist or the process lacks privileges
-   */
-  public static Dataplane open(Optional<String> netns, int priority, int protocol) {
-    return open(netns, priority, protocol, GenerationSource::kernel);
+    this.view = new KernelView(kernel, nft, marks, steering, priority, protocol);
+    this.restarts = new FlowRestarts(kernel.flows(), guard, drain, view::knownMarks);
+    this.applier = new ChangeApplier(kernel, nft, marks, steering, restarts);
   }
 
-  /**
-   * As {@link #open(Optional, int, int)}, reading the nftables generation (which lets an unchanged
-   * table go unlisted) from the source {@code generation} makes on the namespace's thread; for tests
-   * and benchmarks ({@code t -> GenerationSource.unavailable("off")} lists on every observe).
-   */
-  public static Dataplane open(Optional<String> netns, int priority, int protocol,
-      Function<NetnsThread, GenerationSource> generation) {
-    NetnsThread thread;
+  /** The dataplane on {@code kernel}; {@link #close()} closes the kernel too (also when this throws). */
+  public static Dataplane open(Kernel kernel, int priority, int protocol) {
+    EgressNftables nft = null;
+    MarkNftables marks = null;
     try {
-      thread = NetnsThread.enter(netns);
-    } catch (NetlinkException e) {
-      throw new DataplaneException(e.getMessage(), e);
-    }
-    try {
-      RtNetlink netlink = RtNetlink.open(thread);
-      EgressNftables nft = EgressNftables.open(thread, generation.apply(thread));
-      MarkNftables marks = MarkNftables.open(thread, generation.apply(thread));
-      return new Dataplane(thread, netlink, nft, marks, generation.apply(thread), priority, protocol);
+      nft = EgressNftables.open(kernel);
+      marks = MarkNftables.open(kernel);
+      return new Dataplane(kernel, nft, marks, kernel.openGeneration(), priority, protocol);
     } catch (NetlinkException | NftException e) {
-      thread.close();
+      closeAfterFailedOpen(kernel, nft, marks);
       throw new DataplaneException(e.getMessage(), e);
     } catch (RuntimeException | UnsatisfiedLinkError e) {
-      thread.close();
-      throw new DataplaneException("cannot open the dataplane of " + thread.describe() + ": " + e.getMessage(), e);
+      closeAfterFailedOpen(kernel, nft, marks);
+      throw new DataplaneException("cannot open the dataplane of " + kernel.describe() + ": " + e.getMessage(), e);
     }
+  }
+
+  private static void closeAfterFailedOpen(Kernel kernel, EgressNftables nft, MarkNftables marks) {
+    if (marks != null) {
+      marks.close();
+    }
+    if (nft != null) {
+      nft.close();
+    }
+    kernel.close();
   }
 
   public String describe() {
-    return thread.describe();
+    return kernel.describe();
   }
 
-  public NetnsThread thread() {
-    return thread;
-  }
-
-  public RtNetlink netlink() {
-    return netlink;
+  /** The kernel this dataplane reads and writes. */
+  public Kernel kernel() {
+    return kernel;
   }
 
   /** How often the nft table was listed or its cached listing reused. */
@@ -495,11 +479,7 @@ public final class Dataplane implements AutoCloseable {
       drain.close();
       nft.close();
     } finally {
-      try {
-        netlink.close();
-      } finally {
-        thread.close();
-      }
+      kernel.close();
     }
   }
 }

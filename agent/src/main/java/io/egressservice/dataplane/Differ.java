@@ -9,7 +9,7 @@ import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.MarkNftables.MarkElement;
 import io.egressservice.nft.MarkNftables.MarkPlan;
 import io.egressservice.nft.MarkNftables.MarkState;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.EgressNftables.NftChange;
 import io.egressservice.nft.EgressNftables.SnatElement;

@@ -1,15 +1,15 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Kernel;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.BatchResult;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.RuleChange;
 import io.egressservice.nft.DrainNftables;
-import io.egressservice.nft.NftClient;
-import io.egressservice.nft.NftException;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.kernel.NftException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -76,17 +76,17 @@ final class FlowDrain implements AutoCloseable {
   /** A drain under way: the rules to delete at its end. */
   record Active(Plan plan, List<Rule> rules) {}
 
-  private final NftClient client;
+  private final Nftables client;
   private final DrainNftables table;
-  private final RtNetlink netlink;
+  private final Routing netlink;
   private final int priority;
   private final int protocol;
   private final Runnable committed;
 
-  FlowDrain(NetnsThread thread, RtNetlink netlink, int priority, int protocol, Runnable committed) {
-    this.client = NftClient.open(thread);
+  FlowDrain(Kernel kernel, int priority, int protocol, Runnable committed) {
+    this.client = kernel.openNftables();
     this.table = new DrainNftables(client);
-    this.netlink = netlink;
+    this.netlink = kernel.routing();
     this.priority = priority;
     this.protocol = protocol;
     this.committed = committed;

@@ -1,8 +1,8 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Flows;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Conntrack;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.SteerRoute;
 import java.util.ArrayList;
@@ -31,13 +31,12 @@ final class FlowRestarts {
   private static final int DRAIN_ROUNDS = 5;
   private static final long DRAIN_ROUND_MILLIS = 5;
 
-  private final NetnsThread thread;
   private final TunnelGuard guard;
   private final FlowDrain drain;
   /** The marks the kernel holds, by table: a drain's mark must be none of them. */
   private final Supplier<Map<Long, Long>> knownMarks;
   /** Restarts the flows of changed endpoints (and keeps what it learned of the kernel across reconciles). */
-  private final Conntrack conntrack = new Conntrack();
+  private final Flows conntrack;
   /** How each local endpoint's traffic leaves, as last applied; null before the first reconcile. */
   private Map<IpPrefix, String> lastTreatment;
   /** The steering tables' routes as last applied with {@link #lastTreatment}: where a switched source was steered. */
@@ -55,8 +54,8 @@ final class FlowRestarts {
     static final EarlyRestart NONE = new EarlyRestart(Set.of(), List.of(), FlowDrain.Plan.NONE);
   }
 
-  FlowRestarts(NetnsThread thread, TunnelGuard guard, FlowDrain drain, Supplier<Map<Long, Long>> knownMarks) {
-    this.thread = thread;
+  FlowRestarts(Flows conntrack, TunnelGuard guard, FlowDrain drain, Supplier<Map<Long, Long>> knownMarks) {
+    this.conntrack = conntrack;
     this.guard = guard;
     this.drain = drain;
     this.knownMarks = knownMarks;
@@ -139,12 +138,12 @@ final class FlowRestarts {
    */
   Conntrack.Found findEarly(EarlyRestart early) {
     guard.holdNewInbound(early.sources());
-    return conntrack.find(thread, early.sources(), early.inCluster());
+    return conntrack.find(early.sources(), early.inCluster());
   }
 
   /** Right after the rule deletions: the entries {@link #findEarly} found go. */
   void deleteEarly(Conntrack.Found found) {
-    earlyFailures.addAll(conntrack.delete(thread, found));
+    earlyFailures.addAll(conntrack.delete(found));
     earlyFound.add(found);
   }
 
@@ -164,9 +163,9 @@ final class FlowRestarts {
         if (round > 0) {
           Thread.sleep(DRAIN_ROUND_MILLIS);
         }
-        Conntrack.Found f = conntrack.find(thread, sources, inCluster).withoutSnat();
+        Conntrack.Found f = conntrack.find(sources, inCluster).withoutSnat();
         if (f.size() > 0) {
-          earlyFailures.addAll(conntrack.delete(thread, f));
+          earlyFailures.addAll(conntrack.delete(f));
           earlyFound.add(f);
         } else if (round > 0) {
           break;
@@ -203,7 +202,7 @@ final class FlowRestarts {
     failures.addAll(earlyFailures);
     earlyFailures.clear();
     guard.holdNewInbound(changed);
-    failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changed, desired.inCluster()));
+    failures.addAll(conntrack.restartFlowsLeavingTheCluster(changed, desired.inCluster()));
     deleteTakeovers(failures);
   }
 
@@ -226,14 +225,14 @@ final class FlowRestarts {
     failures.addAll(earlyFailures);
     earlyFailures.clear();
     guard.holdNewInbound(changedSources);
-    failures.addAll(conntrack.restartFlowsLeavingTheCluster(thread, changedSources, now.inCluster()));
+    failures.addAll(conntrack.restartFlowsLeavingTheCluster(changedSources, now.inCluster()));
     deleteTakeovers(failures);
     lastSteerRoutes = next.steering().routes();
   }
 
   /** The later pass's end: see {@link Conntrack#deleteTakeovers}. */
   private void deleteTakeovers(List<String> failures) {
-    earlyFound.forEach(f -> failures.addAll(conntrack.deleteTakeovers(thread, f)));
+    earlyFound.forEach(f -> failures.addAll(conntrack.deleteTakeovers(f)));
     earlyFound.clear();
   }
 }

@@ -6,7 +6,7 @@ import static io.egressservice.dataplane.SourceCounts.cancel;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.GuardNftables;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.ServiceParts;
 import io.egressservice.plan.SnatEntry;

@@ -1,21 +1,21 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Kernel;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Address;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.RouteType;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.nft.MarkNftables;
-import io.egressservice.nft.NftException;
+import io.egressservice.kernel.NftException;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.NetworkResolution;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -30,8 +30,8 @@ import java.util.Set;
  * that succeeded since applied, so that the fast path can plan without a dump.
  */
 final class KernelView {
-  private final NetnsThread thread;
-  private final RtNetlink netlink;
+  private final Kernel kernel;
+  private final Routing netlink;
   private final EgressNftables nft;
   private final MarkNftables marks;
   private final SteeringDataplane steering;
@@ -50,20 +50,20 @@ final class KernelView {
   private ReversePath.State knownReversePath = ReversePath.State.NONE;
   private Set<Long> knownReversePathTables = Set.of();
 
-  KernelView(NetnsThread thread, RtNetlink netlink, EgressNftables nft, MarkNftables marks,
+  KernelView(Kernel kernel, EgressNftables nft, MarkNftables marks,
       SteeringDataplane steering, int priority, int protocol) {
-    this.thread = thread;
-    this.netlink = netlink;
+    this.kernel = kernel;
+    this.netlink = kernel.routing();
     this.nft = nft;
     this.marks = marks;
     this.steering = steering;
     this.priority = priority;
     this.protocol = protocol;
-    this.tableRoutes = new TableRouteReader(netlink, thread.describe());
+    this.tableRoutes = new TableRouteReader(netlink, kernel.describe());
   }
 
   private String describe() {
-    return thread.describe();
+    return kernel.describe();
   }
 
   /** See {@link Dataplane#observe()}. */
@@ -220,7 +220,7 @@ final class KernelView {
       return observed;
     }
     try {
-      ReversePath.State state = ReversePath.observe(netlink, thread, links, desired.networkMarks().keySet());
+      ReversePath.State state = ReversePath.observe(kernel, links, desired.networkMarks().keySet());
       knownReversePath = state;
       knownReversePathTables = Set.copyOf(desired.networkMarks().keySet());
       return observed.withReversePath(state);

@@ -7,7 +7,7 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.NoHostNftables.Hold;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.HeldEndpoint;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.SteeredEndpoint;
 import java.util.ArrayList;

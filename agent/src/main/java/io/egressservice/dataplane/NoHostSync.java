@@ -1,8 +1,8 @@
 package io.egressservice.dataplane;
 
-import io.egressservice.netlink.NetnsThread;
-import io.egressservice.nft.NftClient;
-import io.egressservice.nft.NftException;
+import io.egressservice.kernel.Kernel;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.kernel.NftException;
 import io.egressservice.nft.NoHostNftables;
 import io.egressservice.plan.DesiredState;
 import java.util.Map;
@@ -18,15 +18,15 @@ final class NoHostSync implements AutoCloseable {
   /** The table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
   private static final long VERIFY_NANOS = 30_000_000_000L;
 
-  private final NftClient client;
+  private final Nftables client;
   private final NoHostNftables table;
   private final Runnable otherTableCommitted;
   /** The table's inputs as last synced; null before the first reconcile (the fast path then falls back). */
   private NoHostInputs inputs;
   private long lastVerifyNanos = System.nanoTime() - VERIFY_NANOS;
 
-  NoHostSync(NetnsThread thread, Runnable otherTableCommitted) {
-    this.client = NftClient.open(thread);
+  NoHostSync(Kernel kernel, Runnable otherTableCommitted) {
+    this.client = kernel.openNftables();
     this.table = new NoHostNftables(client);
     this.otherTableCommitted = otherTableCommitted;
   }

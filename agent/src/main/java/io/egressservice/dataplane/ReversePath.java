@@ -1,14 +1,11 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Kernel;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
-import io.egressservice.netlink.RtNetlink;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import io.egressservice.netlink.Routing;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -37,7 +34,6 @@ import java.util.TreeSet;
  * devices without strict filtering, and other devices never see the setting.
  */
 public final class ReversePath {
-  private static final Path CONF = Path.of("/proc/sys/net/ipv4/conf");
 
   private ReversePath() {}
 
@@ -58,7 +54,8 @@ public final class ReversePath {
    * Reads the state for the networks routed by {@code tables} (IPv4: IPv6 has no rp_filter setting), with the
    * node's {@code links} as already listed for this reconcile.
    */
-  static State observe(RtNetlink netlink, NetnsThread thread, List<Link> links, Collection<Long> tables) {
+  static State observe(Kernel kernel, List<Link> links, Collection<Long> tables) {
+    Routing netlink = kernel.routing();
     if (tables.isEmpty()) {
       return State.NONE;
     }
@@ -77,42 +74,32 @@ public final class ReversePath {
     if (uplinks.isEmpty()) {
       return State.NONE;
     }
-    return thread.call(() -> {
-      int allRp = read("all", "rp_filter").orElse(0);
-      boolean allMark = read("all", "src_valid_mark").orElse(0) != 0;
-      Set<String> strict = new TreeSet<>();
-      Map<String, Integer> need = new TreeMap<>();
-      for (Map.Entry<String, Integer> u : uplinks.entrySet()) {
-        Optional<Integer> rp = read(u.getKey(), "rp_filter");
-        if (rp.isEmpty() || Math.max(allRp, rp.get()) != 1) {
-          continue; // gone, off, or loose (2): any route back to the source will do, the main table's too
-        }
-        strict.add(u.getKey());
-        if (!allMark && read(u.getKey(), "src_valid_mark").orElse(0) == 0) {
-          need.put(u.getKey(), u.getValue());
-        }
+    int allRp = kernel.ipv4Conf("all", "rp_filter").orElse(0);
+    boolean allMark = kernel.ipv4Conf("all", "src_valid_mark").orElse(0) != 0;
+    Set<String> strict = new TreeSet<>();
+    Map<String, Integer> need = new TreeMap<>();
+    for (Map.Entry<String, Integer> u : uplinks.entrySet()) {
+      Optional<Integer> rp = kernel.ipv4Conf(u.getKey(), "rp_filter");
+      if (rp.isEmpty() || Math.max(allRp, rp.get()) != 1) {
+        continue; // gone, off, or loose (2): any route back to the source will do, the main table's too
       }
-      return new State(strict, need);
-    });
+      strict.add(u.getKey());
+      if (!allMark && kernel.ipv4Conf(u.getKey(), "src_valid_mark").orElse(0) == 0) {
+        need.put(u.getKey(), u.getValue());
+      }
+    }
+    return new State(strict, need);
   }
 
   /** Sets src_valid_mark=1 on the device; a message when the kernel refuses it. */
-  static Optional<String> enableSrcValidMark(RtNetlink netlink, String device, int ifindex) {
+  static Optional<String> enableSrcValidMark(Routing netlink, String device, int ifindex) {
     try {
-      netlink.setIpv4DeviceConf(ifindex, RtNetlink.IPV4_DEVCONF_SRC_VMARK, 1);
+      netlink.setIpv4DeviceConf(ifindex, Routing.IPV4_DEVCONF_SRC_VMARK, 1);
       return Optional.empty();
     } catch (NetlinkException e) {
       return Optional.of("cannot set net.ipv4.conf." + device + ".src_valid_mark=1: " + e.getMessage()
           + "; with strict rp_filter on " + device + " the replies of marked connections are dropped there"
           + " (set it on the node, or use --rule-mode source)");
-    }
-  }
-
-  private static Optional<Integer> read(String device, String setting) {
-    try {
-      return Optional.of(Integer.parseInt(Files.readString(CONF.resolve(device).resolve(setting)).trim()));
-    } catch (IOException | NumberFormatException | java.nio.file.InvalidPathException e) {
-      return Optional.empty();
     }
   }
 }

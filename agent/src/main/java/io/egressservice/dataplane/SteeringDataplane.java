@@ -1,20 +1,20 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Kernel;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Address;
 import io.egressservice.netlink.BatchResult;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.RouteChange;
 import io.egressservice.netlink.RouteEncap;
 import io.egressservice.netlink.RouteType;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import io.egressservice.netlink.VxlanDevice;
 import io.egressservice.plan.SteerRoute;
-import io.egressservice.plan.SteeringConfig;
+import io.egressservice.model.SteeringConfig;
 import io.egressservice.plan.SteeringPlan;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -47,16 +47,15 @@ public final class SteeringDataplane {
   static final int OVERHEAD_V4 = 20 + 8 + 8;
   static final int DEFAULT_UNDERLAY_MTU = 1500;
   private static final int RT_TABLE_MAIN = 254;
-  /** IPV4_DEVCONF_RP_FILTER of {@code <linux/ip.h>}. */
-  static final int IPV4_DEVCONF_RP_FILTER = 8;
+  /** Routing.IPV4_DEVCONF_RP_FILTER of {@code <linux/ip.h>}. */
 
-  private final RtNetlink netlink;
-  private final NetnsThread thread;
+  private final Routing netlink;
+  private final Kernel kernel;
   private final int protocol;
 
-  SteeringDataplane(RtNetlink netlink, NetnsThread thread, int protocol) {
-    this.netlink = netlink;
-    this.thread = thread;
+  SteeringDataplane(Kernel kernel, int protocol) {
+    this.netlink = kernel.routing();
+    this.kernel = kernel;
     this.protocol = protocol;
   }
 
@@ -84,16 +83,7 @@ public final class SteeringDataplane {
   }
 
   private OptionalInt readRpFilter() {
-    try {
-      String v = thread.call(() -> Files.readString(rpFilterPath(), StandardCharsets.US_ASCII)).trim();
-      return OptionalInt.of(Integer.parseInt(v));
-    } catch (RuntimeException e) {
-      return OptionalInt.empty();
-    }
-  }
-
-  private static Path rpFilterPath() {
-    return Path.of("/proc/sys/net/ipv4/conf", SteeringPlan.DEVICE, "rp_filter");
+    return kernel.ipv4Conf(SteeringPlan.DEVICE, "rp_filter").map(OptionalInt::of).orElse(OptionalInt.empty());
   }
 
   /**
@@ -230,7 +220,7 @@ public final class SteeringDataplane {
     if (c.setRpFilter()) {
       try {
         // Through rtnetlink, not /proc/sys, which a container usually has read-only.
-        netlink.setIpv4DeviceConf(index, IPV4_DEVCONF_RP_FILTER, 2);
+        netlink.setIpv4DeviceConf(index, Routing.IPV4_DEVCONF_RP_FILTER, 2);
         done.add(change("~ sysctl net.ipv4.conf." + SteeringPlan.DEVICE + ".rp_filter=2"));
       } catch (NetlinkException e) {
         failures.add("sysctl net.ipv4.conf." + SteeringPlan.DEVICE + ".rp_filter=2: " + e.getMessage());

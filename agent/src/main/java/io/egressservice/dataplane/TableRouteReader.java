@@ -4,7 +4,7 @@ import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.Route;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import io.egressservice.plan.TableRoutes;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -23,12 +23,12 @@ import java.util.Set;
 final class TableRouteReader {
   private static final IpPrefix LINK_LOCAL_V6 = IpPrefix.parse("fe80::/10");
 
-  private final RtNetlink netlink;
+  private final Routing netlink;
   private final String where;
   /** Table id to the families it had a route of at the last read; written by the reconcile thread only. */
   private volatile Map<Long, Set<IpFamily>> known = Map.of();
 
-  TableRouteReader(RtNetlink netlink, String where) {
+  TableRouteReader(Routing netlink, String where) {
     this.netlink = netlink;
     this.where = where;
   }

@@ -1,13 +1,13 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.Kernel;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import io.egressservice.nft.GuardNftables;
-import io.egressservice.nft.NftClient;
-import io.egressservice.nft.NftException;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.kernel.NftException;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.ip.IpPrefix;
 import java.util.Collection;
 import org.slf4j.Logger;
@@ -32,7 +32,7 @@ final class TunnelGuard implements AutoCloseable {
   /** The table is listed (to repair a deleted one) at most this often; otherwise written on change only. */
   private static final long VERIFY_NANOS = 30_000_000_000L;
 
-  private final NftClient client;
+  private final Nftables client;
   private final GuardNftables table;
   /** Called after each commit of ours: the other tables' listing caches see the generation move. */
   private final Runnable committed;
@@ -43,11 +43,11 @@ final class TunnelGuard implements AutoCloseable {
   private final Set<IpPrefix> pendingAway = new java.util.LinkedHashSet<>();
   private long lastVerifyNanos = System.nanoTime() - VERIFY_NANOS;
 
-  TunnelGuard(NetnsThread thread, RtNetlink netlink, Runnable committed) {
-    this.client = NftClient.open(thread);
+  TunnelGuard(Kernel kernel, Runnable committed) {
+    this.client = kernel.openNftables();
     this.table = new GuardNftables(client);
     this.committed = committed;
-    this.underlay = new Underlay(thread, netlink);
+    this.underlay = new Underlay(kernel.routing());
   }
 
   /** Links or addresses may have changed: the next full write reads the devices that reach the Nodes again. */

@@ -3,10 +3,9 @@ package io.egressservice.dataplane;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.RouteQuery;
 import io.egressservice.netlink.RouteType;
-import io.egressservice.netlink.RtNetlink;
+import io.egressservice.netlink.Routing;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,13 +21,11 @@ import java.util.TreeSet;
  * address notification), and at the guard's periodic check; a route change alone is seen at the latter.
  */
 final class Underlay {
-  private final NetnsThread thread;
-  private final RtNetlink netlink;
+  private final Routing netlink;
   private List<IpPrefix> readFor;
   private List<String> devices = List.of();
 
-  Underlay(NetnsThread thread, RtNetlink netlink) {
-    this.thread = thread;
+  Underlay(Routing netlink) {
     this.netlink = netlink;
   }
 
@@ -44,7 +41,7 @@ final class Underlay {
     TreeSet<String> out = new TreeSet<>();
     for (IpPrefix ip : nodeInternalIps) {
       try {
-        RouteQuery.Answer a = RouteQuery.get(thread, RouteQuery.Lookup.to(ip));
+        RouteQuery.Answer a = netlink.routeGet(RouteQuery.Lookup.to(ip));
         if (a.type() == RouteType.UNICAST && a.outputInterface().isPresent()) {
           String name = names.get(a.outputInterface().getAsInt());
           if (name != null) {

@@ -1,7 +1,7 @@
 package io.egressservice.explain;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.egressservice.nft.NftClient;
+import io.egressservice.kernel.Nftables;
 import io.egressservice.nft.NoHostNftables;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +20,7 @@ public record HeldSources(String service, List<String> sources, long droppedPack
   }
 
   /** Every service the no-host table holds sources of, by its counter's comment; empty without the table. */
-  public static List<HeldSources> read(NftClient nft) {
+  public static List<HeldSources> read(Nftables nft) {
     JsonNode table = nft.listTableIfPresent("inet", NoHostNftables.TABLE).orElse(null);
     if (table == null) {
       return List.of();

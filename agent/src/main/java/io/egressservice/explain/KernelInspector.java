@@ -12,7 +12,7 @@ import io.egressservice.netlink.Rule;
 import io.egressservice.nft.EgressNftables.IpRange;
 import io.egressservice.nft.EgressNftables.SnatElement;
 import io.egressservice.nft.MarkNftables.MarkElement;
-import io.egressservice.nft.NftClient;
+import io.egressservice.kernel.Nftables;
 import io.egressservice.plan.SteeringPlan;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -31,9 +31,9 @@ import java.util.stream.Collectors;
  */
 public final class KernelInspector {
   private final Dataplane dp;
-  private final NftClient nft;
+  private final Nftables nft;
 
-  public KernelInspector(Dataplane dp, NftClient nft) {
+  public KernelInspector(Dataplane dp, Nftables nft) {
     this.dp = dp;
     this.nft = nft;
   }
@@ -45,7 +45,7 @@ public final class KernelInspector {
    */
   public KernelVerdict inspect(IpPrefix source, IpPrefix destination) {
     ObservedState observed = dp.observe();
-    Map<Integer, String> links = dp.netlink().listLinks().stream()
+    Map<Integer, String> links = dp.kernel().routing().listLinks().stream()
         .collect(Collectors.toMap(Link::index, Link::name, (a, b) -> a));
     RouteQuery.Answer toPod = lookup(RouteQuery.Lookup.to(source));
     if (toPod.gateway().isPresent() || toPod.outputInterface().isEmpty() || toPod.type() != RouteType.UNICAST) {
@@ -96,7 +96,7 @@ public final class KernelInspector {
 
   private RouteQuery.Answer lookup(RouteQuery.Lookup q) {
     try {
-      return RouteQuery.get(dp.thread(), q);
+      return dp.kernel().routing().routeGet(q);
     } catch (NetlinkException e) {
       throw new ExplainException("the kernel of " + dp.describe() + " has no route for it: " + e.getMessage());
     }

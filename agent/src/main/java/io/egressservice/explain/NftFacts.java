@@ -3,7 +3,7 @@ package io.egressservice.explain;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.GuardNftables;
-import io.egressservice.nft.NftClient;
+import io.egressservice.kernel.Nftables;
 import io.egressservice.nft.NoHostNftables;
 import java.util.Optional;
 
@@ -11,7 +11,7 @@ import java.util.Optional;
 record NftFacts(Optional<String> heldBy, long heldDrops, boolean guarded, long guardDrops) {
   static final NftFacts NONE = new NftFacts(Optional.empty(), 0, false, 0);
 
-  static NftFacts read(NftClient nft, IpPrefix source) {
+  static NftFacts read(Nftables nft, IpPrefix source) {
     Optional<String> heldBy = Optional.empty();
     long heldDrops = 0;
     JsonNode noHost = nft.listTableIfPresent("inet", NoHostNftables.TABLE).orElse(null);

@@ -1,6 +1,6 @@
 package io.egressservice.metrics;
 
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;

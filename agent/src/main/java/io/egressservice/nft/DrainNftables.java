@@ -1,5 +1,6 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.Nftables;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.time.Duration;
@@ -35,9 +36,9 @@ public final class DrainNftables {
   /** After mark mode's {@code mark_prerouting} (mangle, -150), whose mark this one replaces for drained flows. */
   static final int PRIORITY = -140;
 
-  private final NftClient nft;
+  private final Nftables nft;
 
-  public DrainNftables(NftClient nft) {
+  public DrainNftables(Nftables nft) {
     this.nft = Objects.requireNonNull(nft);
   }
 

@@ -1,5 +1,7 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.NftException;
+import io.egressservice.kernel.Nftables;
 import static io.egressservice.nft.EgressNftables.CHAIN;
 import static io.egressservice.nft.EgressNftables.CHAIN_PRIORITY;
 import static io.egressservice.nft.EgressTableLayout.expectedRuleExpressions;
@@ -99,8 +101,8 @@ final class EgressListing {
     }
   };
 
-  /** The elements as the kernel holds them, streamed by {@code client} ({@link NftClient#setElements}). */
-  static Elements fromKernel(NftClient client) {
+  /** The elements as the kernel holds them, streamed by {@code client} ({@link Nftables#setElements}). */
+  static Elements fromKernel(Nftables client) {
     return new Elements() {
       @Override
       public Map<IpPrefix, SnatElement> snat(JsonNode item, IpFamily f) {

@@ -1,11 +1,14 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.GenerationSource;
+import io.egressservice.kernel.NftException;
+import io.egressservice.kernel.Kernel;
+import io.egressservice.kernel.Nftables;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.NetnsThread;
 import io.egressservice.nft.EgressListing.Listing;
 import io.egressservice.nft.EgressListing.ObjectStatus;
 import io.egressservice.nft.EgressListing.Observed;
@@ -84,35 +87,31 @@ public final class EgressNftables implements AutoCloseable {
    */
   public static final long MAX_LISTING_AGE_NANOS = 60_000_000_000L;
 
-  private final NftClient client;
+  private final Nftables client;
   private final ListingCache<Listing> cache;
 
-  private EgressNftables(NftClient client, GenerationSource generation) {
+  private EgressNftables(Nftables client, GenerationSource generation) {
     this.client = client;
     this.cache = new ListingCache<>(generation, MAX_LISTING_AGE_NANOS, System::nanoTime);
   }
 
   /**
-   * Opens a libnftables context on {@code thread}; the table is neither read nor written yet. The
-   * nftables generation is read over NETLINK_NETFILTER ({@link GenerationSource#kernel}) so that
-   * unchanged tables are not listed again.
+   * The table of {@code kernel}, read through a libnftables context of its own; neither read nor written yet. The
+   * nftables generation ({@link Kernel#openGeneration}, closed with this object) lets an unchanged table go unlisted;
+   * a source that fails makes every {@link #observe()} and {@link #apply} list the table.
    */
-  public static EgressNftables open(NetnsThread thread) {
-    return open(thread, GenerationSource.kernel(thread));
-  }
-
-  /**
-   * As {@link #open(NetnsThread)} with the generation read from {@code generation} (closed with this
-   * object); a source that fails makes every {@link #observe()} and {@link #apply} list the table.
-   */
-  public static EgressNftables open(NetnsThread thread, GenerationSource generation) {
-    NftClient client;
+  public static EgressNftables open(Kernel kernel) {
+    GenerationSource generation = kernel.openGeneration();
     try {
-      client = NftClient.open(thread);
+      return new EgressNftables(kernel.openNftables(), generation);
     } catch (RuntimeException | Error e) {
       generation.close();
       throw e;
     }
+  }
+
+  /** The same through {@code client}, the generation read from {@code generation} (both closed with this object). */
+  public static EgressNftables open(Nftables client, GenerationSource generation) {
     return new EgressNftables(client, generation);
   }
 

@@ -1,5 +1,7 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.NftException;
+import io.egressservice.kernel.Nftables;
 import static io.egressservice.nft.ElementCommands.difference;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -185,7 +187,7 @@ public final class GuardNftables {
     }
   }
 
-  private final NftClient nft;
+  private final Nftables nft;
   private final Map<String, Long> carried = new HashMap<>();
   /** The shape as last written; empty: unknown (written whole next); {@code Optional.of(Optional.empty())}: absent. */
   private Optional<Optional<Shape>> writtenShape = Optional.empty();
@@ -194,7 +196,7 @@ public final class GuardNftables {
   /** The pairs {@code senders_} holds, as last written. */
   private final Set<Sender> writtenSenders = new HashSet<>();
 
-  public GuardNftables(NftClient nft) {
+  public GuardNftables(Nftables nft) {
     this.nft = Objects.requireNonNull(nft);
   }
 

@@ -1,5 +1,6 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.NftException;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.util.HexFormat;

@@ -1,5 +1,7 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.GenerationSource;
+import io.egressservice.kernel.NftException;
 import io.egressservice.netlink.NetlinkException;
 import java.util.Optional;
 import java.util.OptionalLong;

@@ -1,5 +1,6 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.Nftables;
 import static io.egressservice.nft.MarkNftables.MANGLE_PRIORITY;
 import static io.egressservice.nft.MarkNftables.OUTPUT;
 import static io.egressservice.nft.MarkNftables.PREROUTING;
@@ -70,8 +71,8 @@ final class MarkListing {
     }
   };
 
-  /** The elements as the kernel holds them, streamed by {@code client} ({@link NftClient#setElements}). */
-  static Elements fromKernel(NftClient client) {
+  /** The elements as the kernel holds them, streamed by {@code client} ({@link Nftables#setElements}). */
+  static Elements fromKernel(Nftables client) {
     return new Elements() {
       @Override
       public Map<IpPrefix, MarkElement> marks(JsonNode item, IpFamily f) {

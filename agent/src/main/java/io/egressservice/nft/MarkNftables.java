@@ -1,12 +1,15 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.GenerationSource;
+import io.egressservice.kernel.NftException;
+import io.egressservice.kernel.Kernel;
+import io.egressservice.kernel.Nftables;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.NetnsThread;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -53,17 +56,29 @@ public final class MarkNftables implements AutoCloseable {
   private static final String FAMILY = EgressNftables.FAMILY;
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
 
-  private final NftClient client;
+  private final Nftables client;
   /** Skips the listing while the ruleset generation is unchanged, like {@link EgressNftables}. */
   private final ListingCache<MarkState> cache;
 
-  private MarkNftables(NftClient client, GenerationSource generation) {
+  private MarkNftables(Nftables client, GenerationSource generation) {
     this.client = client;
     this.cache = new ListingCache<>(generation, EgressNftables.MAX_LISTING_AGE_NANOS, System::nanoTime);
   }
 
-  public static MarkNftables open(NetnsThread thread, GenerationSource generation) {
-    return new MarkNftables(NftClient.open(thread), generation);
+  /** The mark part of the table of {@code kernel}, with a libnftables context and generation source of its own. */
+  public static MarkNftables open(Kernel kernel) {
+    GenerationSource generation = kernel.openGeneration();
+    try {
+      return new MarkNftables(kernel.openNftables(), generation);
+    } catch (RuntimeException | Error e) {
+      generation.close();
+      throw e;
+    }
+  }
+
+  /** The same through {@code client}, the generation read from {@code generation} (both closed with this object). */
+  public static MarkNftables open(Nftables client, GenerationSource generation) {
+    return new MarkNftables(client, generation);
   }
 
   /** A source whose packets jump to its network's chain. */

@@ -1,5 +1,7 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.NftException;
+import io.egressservice.kernel.Nftables;
 import static io.egressservice.nft.ElementCommands.difference;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -51,7 +53,7 @@ public final class NoHostNftables {
     }
   }
 
-  private final NftClient nft;
+  private final Nftables nft;
   private final Map<String, Long> carried = new HashMap<>();
   /** What the table holds apart from its element sets, as last written; empty: unknown (write it whole). */
   private Optional<Shape> written = Optional.empty();
@@ -68,7 +70,7 @@ public final class NoHostNftables {
     }
   }
 
-  public NoHostNftables(NftClient nft) {
+  public NoHostNftables(Nftables nft) {
     this.nft = Objects.requireNonNull(nft);
   }
 

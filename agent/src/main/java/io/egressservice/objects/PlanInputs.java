@@ -6,8 +6,8 @@ import io.egressservice.plan.EndpointSliceInfo;
 import io.egressservice.plan.NetworkResolution;
 import io.egressservice.plan.NodeInfo;
 import io.egressservice.plan.NodeInputs;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -218,7 +218,7 @@ public final class PlanInputs {
 
   /**
    * The endpoint's targetRef when it names a Pod of another namespace than the slice's: the only targetRef
-   * the plan refuses ({@link io.egressservice.plan.EndpointTrust}), so the usual ones (a Pod of the Service's
+   * the plan refuses ({@link io.egressservice.model.EndpointTrust}), so the usual ones (a Pod of the Service's
    * own namespace, on every endpoint of the cluster) are neither converted nor kept in the caches.
    */
   public static Optional<ObjectReference> foreignPod(EndpointSlice s, Endpoint e) {

@@ -1,5 +1,8 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
+import io.egressservice.model.SteeringConfig;
 import io.egressservice.ip.IpPrefix;
 import java.util.List;
 import java.util.Map;

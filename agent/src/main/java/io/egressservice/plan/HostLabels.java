@@ -1,5 +1,6 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;

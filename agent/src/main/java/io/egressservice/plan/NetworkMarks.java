@@ -1,5 +1,8 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;

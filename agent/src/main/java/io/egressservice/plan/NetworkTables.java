@@ -1,5 +1,6 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.SteeringConfig;
 import java.util.Optional;
 import java.util.OptionalLong;
 

@@ -1,5 +1,7 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.SteeringConfig;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.util.ArrayList;

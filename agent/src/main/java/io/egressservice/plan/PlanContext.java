@@ -1,5 +1,7 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.ip.IpPrefix;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,6 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
 import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;

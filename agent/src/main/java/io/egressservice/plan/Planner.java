@@ -1,5 +1,8 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.util.ArrayList;

@@ -1,5 +1,9 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.SteeringConfig;
+import io.egressservice.model.NoHost;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.ServiceOutcome.SkippedEndpoint;

@@ -1,5 +1,8 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.EndpointTrust;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.EndpointSliceInfo.Endpoint;
@@ -222,13 +225,13 @@ final class ServiceEvaluator {
         continue;
       }
       // Refused before anything else, so an untrusted address claims nothing (see the oldest-wins rule).
-      Optional<String> distrust = trust.sliceProblem(slice, Optional.of(service));
+      Optional<String> distrust = TrustedEndpoints.sliceProblem(trust, slice, Optional.of(service));
       if (distrust.isPresent()) {
         slice.endpoints().forEach(ep -> ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, distrust.get()))));
         continue;
       }
       for (Endpoint ep : slice.endpoints()) {
-        Optional<String> foreign = trust.endpointProblem(slice, ep);
+        Optional<String> foreign = TrustedEndpoints.endpointProblem(slice, ep);
         if (foreign.isPresent()) {
           ep.addresses().forEach(a -> skipped.add(new SkippedEndpoint(a, foreign.get())));
           continue;

@@ -1,5 +1,7 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.EndpointTrust;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;

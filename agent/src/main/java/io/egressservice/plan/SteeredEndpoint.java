@@ -1,5 +1,6 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.util.Comparator;

@@ -3,8 +3,8 @@ package io.egressservice.allocator;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.plan.EndpointSliceInfo;
-import io.egressservice.plan.EndpointTrust;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.EndpointTrust;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.ServiceInfo;
 import io.egressservice.plan.SourceIpBy;
 import java.util.List;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.egressservice.metrics.AllocatorMetrics;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.SourceIpBy;
 import io.fabric8.kubernetes.api.model.LabelSelectorBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;

@@ -1,5 +1,6 @@
 package io.egressservice.cli;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -11,7 +12,7 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.RtNetlink;
 import io.egressservice.objects.ObjectFiles;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
 import java.nio.file.Path;
@@ -124,7 +125,7 @@ class ApplyCommandNetnsTest {
     assertThat(seen).as("the kill must land in the middle of the change").isLessThan(endpoints + 3);
 
     PlanConfig config = PlanConfig.defaults().withCidrs(List.of(IpPrefix.parse("10.128.0.0/14")), List.of(), List.of());
-    try (Dataplane dp = Dataplane.open(Optional.of(ns.name()), config.priority(), config.ruleProtocol())) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), config.priority(), config.ruleProtocol())) {
       DesiredState plan = dp.plan(ObjectFiles.load(List.of(objects), n -> {}), "node-a", config).desired();
       ApplyReport report = dp.reconcile(plan);
       assertThat(report.succeeded()).isTrue();

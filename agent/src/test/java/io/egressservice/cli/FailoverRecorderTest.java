@@ -3,7 +3,7 @@ package io.egressservice.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.allocator.Allocator;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import org.junit.jupiter.api.Test;

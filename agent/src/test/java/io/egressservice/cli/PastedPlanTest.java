@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.RouteSpec;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.TableRef;

@@ -1,5 +1,6 @@
 package io.egressservice.controller;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static io.egressservice.controller.KubeObjects.NS;
 import static io.egressservice.controller.KubeObjects.egressService;
 import static io.egressservice.controller.KubeObjects.lbService;
@@ -67,7 +68,7 @@ final class AgentKernel implements BeforeEachCallback, AfterEachCallback {
     // ever sent through it here); a test of a network without routes names another table.
     ns.exec("ip", "route", "add", "blackhole", ROUTED_BY_TABLE_100_V4, "table", "100");
     ns.exec("ip", "-6", "route", "add", "blackhole", ROUTED_BY_TABLE_100_V6, "table", "100");
-    dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
+    dataplane = Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), 5000, 201);
     client.nodes().resource(node(NODE, "192.168.1.10", podCidr)).create();
   }
 

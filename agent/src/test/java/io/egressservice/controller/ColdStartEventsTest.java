@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.ServiceOutcome;
 import java.time.Clock;
 import java.time.Duration;

@@ -5,7 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.egressservice.lifecycle.LowPriority;
 import io.egressservice.metrics.AgentMetrics;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;

@@ -1,5 +1,6 @@
 package io.egressservice.controller;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -9,7 +10,7 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.nft.EgressNftables.SnatElement;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
@@ -59,8 +60,8 @@ class HostFollowingTest {
     MockApiObjects.installCrd(client);
     nsA = hostA.ns();
     nsB = hostB.ns();
-    dpA = hostA.closeLater(Dataplane.open(Optional.of(nsA.name()), 5000, 201));
-    dpB = hostB.closeLater(Dataplane.open(Optional.of(nsB.name()), 5000, 201));
+    dpA = hostA.closeLater(Dataplane.open(LinuxKernel.open(Optional.of(nsA.name())), 5000, 201));
+    dpB = hostB.closeLater(Dataplane.open(LinuxKernel.open(Optional.of(nsB.name())), 5000, 201));
   }
 
   /** {@code resource}, closed after the test before both dataplanes and namespaces. */

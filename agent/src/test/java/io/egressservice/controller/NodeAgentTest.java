@@ -10,7 +10,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.egressservice.health.HealthServer;
 import io.egressservice.metrics.AgentMetrics;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;

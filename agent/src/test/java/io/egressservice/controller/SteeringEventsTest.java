@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.Planner;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.ServiceOutcome.SkippedEndpoint;

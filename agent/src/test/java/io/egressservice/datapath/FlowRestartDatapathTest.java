@@ -1,5 +1,6 @@
 package io.egressservice.datapath;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static io.egressservice.testing.LineSockets.ask;
 import static io.egressservice.testing.LineSockets.read;
 import static io.egressservice.testing.LineSockets.reader;
@@ -17,9 +18,9 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.objects.ObjectFiles;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.net.DatagramSocket;
@@ -70,7 +71,7 @@ class FlowRestartDatapathTest extends TopologyCase {
     PlanConfig config = PlanConfig.defaults()
         .withCidrs(List.of(IpPrefix.parse("10.128.0.0/16")), List.of(IpPrefix.parse("172.30.0.0/16")), List.of())
         .withRuleMode(RuleMode.fromFlag(ruleMode), PlanConfig.DEFAULT_MARK_MASK);
-    try (Dataplane dp = Dataplane.open(Optional.of(topo.node().name()), config.priority(), config.ruleProtocol());
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(topo.node().name())), config.priority(), config.ruleProtocol());
         NetnsThread pod1 = NetnsThread.enter(Optional.of(topo.ns("pod1").name()));
         NetnsThread node2 = NetnsThread.enter(Optional.of(topo.ns("node2").name()));
         ServerSocket backend = node2.call(() -> listen(NODE2_POD, BACKEND_PORT));

@@ -1,18 +1,20 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
+import io.egressservice.kernel.linux.NftClient;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.EgressNftables;
-import io.egressservice.nft.GenerationSource;
+import io.egressservice.kernel.GenerationSource;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.MarkNftables.MarkState;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.MarkEntry;
-import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.RuleMode;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
@@ -48,7 +50,7 @@ class DataplaneCacheNetnsTest {
   @Test
   void noChangeReconcileUsesTheCacheAndAHandDeletedElementIsRestored() {
     DesiredState plan = desired(50);
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(plan).succeeded()).isTrue();
       long listings = dp.nftObserveStats().listings();
       assertThat(dp.reconcile(plan).applied()).isEmpty();
@@ -67,7 +69,7 @@ class DataplaneCacheNetnsTest {
 
   @Test
   void aSnatChangeOfOursDoesNotMakeTheNextReconcileListTheTable() {
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
       assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
       long snatListings = dp.nftObserveStats().listings();
@@ -89,7 +91,7 @@ class DataplaneCacheNetnsTest {
 
   @Test
   void aSnatChangeInSeveralTransactionsDoesNotMakeTheMarkPartListTheTable() {
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
       assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
       long markListings = dp.markObserveStats().listings();
@@ -106,7 +108,7 @@ class DataplaneCacheNetnsTest {
 
   @Test
   void aChangeByHandIsReadAgainOnceByEachPartOfTheTable() {
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(desired(50)).succeeded()).isTrue();
       assertThat(dp.reconcile(desired(50)).applied()).isEmpty();
       long snat = dp.nftObserveStats().listings();
@@ -143,7 +145,7 @@ class DataplaneCacheNetnsTest {
   @Test
   void aFullMarkReconcileInSeveralTransactionsKeepsWhatItWroteInsteadOfListingTheTable() {
     int n = EgressNftables.MAX_ELEMENTS_PER_TRANSACTION + 500;
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       // A cold start: the table is created by the SNAT part, then the mark objects and elements in chunks.
       assertThat(dp.reconcile(markMode(n, 0x01000000L)).failures()).isEmpty();
       long listings = dp.nftObserveStats().listings() + dp.markObserveStats().listings();
@@ -156,7 +158,7 @@ class DataplaneCacheNetnsTest {
       assertThat(dp.nftObserveStats().listings() + dp.markObserveStats().listings())
           .as("the mark part kept its own result: no listing of the whole table after it").isEqualTo(listings);
       MarkState kept = dp.observe().marks();
-      try (MarkNftables fresh = MarkNftables.open(dp.thread(), GenerationSource.unavailable("always list"))) {
+      try (MarkNftables fresh = MarkNftables.open(NftClient.open(((LinuxKernel) dp.kernel()).thread()), GenerationSource.unavailable("always list"))) {
         MarkState listed = fresh.observe();
         assertThat(kept.elements()).isEqualTo(listed.elements());
         assertThat(kept.networkChains()).isEqualTo(listed.networkChains());
@@ -170,7 +172,7 @@ class DataplaneCacheNetnsTest {
 
   @Test
   void aMarkElementDeletedByHandAfterAFullMarkReconcileIsSeenAndRestored() {
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(markMode(20, 0x01000000L)).failures()).isEmpty();
       assertThat(dp.reconcile(markMode(20, 0x01000000L)).applied()).isEmpty();
       long marks = dp.markObserveStats().listings();
@@ -187,8 +189,8 @@ class DataplaneCacheNetnsTest {
   @Test
   void withoutAGenerationReconcileStillConvergesAndRepairs() {
     DesiredState plan = desired(20);
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL,
-        t -> GenerationSource.unavailable("injected"))) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name()),
+        t -> GenerationSource.unavailable("injected")), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(plan).succeeded()).isTrue();
       assertThat(dp.reconcile(plan).applied()).isEmpty();
       kernel.ns().exec("nft", "delete", "element", "inet", "egress_service_agent", "snat_v4", "{ 10.244.0.3 }");

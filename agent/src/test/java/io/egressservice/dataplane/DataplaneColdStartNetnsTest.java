@@ -1,12 +1,13 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.EgressNftables;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
@@ -49,7 +50,7 @@ class DataplaneColdStartNetnsTest {
     int n = EgressNftables.MAX_ELEMENTS_PER_TRANSACTION + 1000;
     // A generation that never moves: the listing taken here is reused below, blind to the element added by hand,
     // so the cold apply adds an element the kernel then refuses (EEXIST: same key, another value).
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL, t -> () -> 1L)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name()), t -> () -> 1L), PRIORITY, PROTOCOL)) {
       assertThat(dp.reconcile(desired(1)).succeeded()).isTrue();
       dp.observe();
       // The first element of the first chunk: every transaction that holds it is tried before any commit (after
@@ -85,9 +86,9 @@ class DataplaneColdStartNetnsTest {
     List<RuleSpec> rules = List.of(new RuleSpec(IpFamily.V4, PRIORITY, Optional.empty(), Optional.empty(),
         TableRef.of(100), Optional.empty(), java.util.OptionalLong.of(0x01000000L)));
     DesiredState s = new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")),
-        List.of(), io.egressservice.plan.RuleMode.MARK, io.egressservice.plan.PlanConfig.DEFAULT_MARK_MASK, marks,
+        List.of(), io.egressservice.model.RuleMode.MARK, io.egressservice.model.PlanConfig.DEFAULT_MARK_MASK, marks,
         java.util.Map.of(100L, 0x01000000L));
-    try (Dataplane dp = Dataplane.open(Optional.of(kernel.ns().name()), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       ApplyReport report = dp.reconcile(s);
       assertThat(report.failures()).isEmpty();
       String map = kernel.ns().exec("nft", "list", "map", "inet", "egress_service_agent", "mark_v4");

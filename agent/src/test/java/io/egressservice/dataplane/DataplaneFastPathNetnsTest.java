@@ -1,5 +1,6 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -8,15 +9,15 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.HeldEndpoint;
 import io.egressservice.plan.MarkEntry;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.RouteSpec;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.SteerRoute;
 import io.egressservice.plan.SteeredEndpoint;
-import io.egressservice.plan.SteeringConfig;
+import io.egressservice.model.SteeringConfig;
 import io.egressservice.plan.SteeringPlan;
 import io.egressservice.plan.TableRef;
 import io.egressservice.testing.Netns;
@@ -58,8 +59,8 @@ class DataplaneFastPathNetnsTest {
     Privileges.assumeNetAdmin();
     fastNs = Netns.create("dltf");
     fullNs = Netns.create("dltr");
-    fast = Dataplane.open(Optional.of(fastNs.name()), PRIORITY, PROTOCOL);
-    full = Dataplane.open(Optional.of(fullNs.name()), PRIORITY, PROTOCOL);
+    fast = Dataplane.open(LinuxKernel.open(Optional.of(fastNs.name())), PRIORITY, PROTOCOL);
+    full = Dataplane.open(LinuxKernel.open(Optional.of(fullNs.name())), PRIORITY, PROTOCOL);
   }
 
   @AfterEach
@@ -202,7 +203,7 @@ class DataplaneFastPathNetnsTest {
     assertThat(full.reconcile(current).failures()).isEmpty();
     assertSameKernelState();
 
-    long dumps = fast.netlink().dumpRequests();
+    long dumps = ((LinuxKernel) fast.kernel()).netlink().dumpRequests();
     long snatListings = fast.nftObserveStats().listings();
     long markListings = fast.markObserveStats().listings();
     for (int step = 0; step < 30; step++) {
@@ -232,7 +233,7 @@ class DataplaneFastPathNetnsTest {
       current = next;
     }
     assertThat(fast.fastPathStats().fallbacks()).as("nothing node-wide changed").isZero();
-    assertThat(fast.netlink().dumpRequests()).as("no rule, route, link or address dump").isEqualTo(dumps);
+    assertThat(((LinuxKernel) fast.kernel()).netlink().dumpRequests()).as("no rule, route, link or address dump").isEqualTo(dumps);
     assertThat(fast.nftObserveStats().listings()).as("no listing of the SNAT part").isEqualTo(snatListings);
     assertThat(fast.markObserveStats().listings()).as("no listing of the mark part").isEqualTo(markListings);
 
@@ -294,7 +295,7 @@ class DataplaneFastPathNetnsTest {
     Map<Integer, Service> services = initial(new Random(5), 3);
     DesiredState before = state(services, RuleMode.SOURCE, IN_CLUSTER);
     assertThat(fast.reconcile(before).succeeded()).isTrue();
-    long dumps = fast.netlink().dumpRequests();
+    long dumps = ((LinuxKernel) fast.kernel()).netlink().dumpRequests();
 
     List<IpPrefix> wider = List.of(IpPrefix.parse("10.96.0.0/12"), IpPrefix.parse("10.244.0.0/16"),
         IpPrefix.parse("172.16.0.0/12"));
@@ -303,7 +304,7 @@ class DataplaneFastPathNetnsTest {
 
     assertThat(report.succeeded()).isTrue();
     assertThat(fast.fastPathStats().fallbacks()).isEqualTo(1);
-    assertThat(fast.netlink().dumpRequests()).as("the fallback observes").isGreaterThan(dumps);
+    assertThat(((LinuxKernel) fast.kernel()).netlink().dumpRequests()).as("the fallback observes").isGreaterThan(dumps);
     assertThat(fastNs.exec("ip", "route", "show", "table", "100")).contains("throw 172.16.0.0/12");
     assertThat(fast.reconcile(after).applied()).isEmpty();
   }
@@ -322,17 +323,17 @@ class DataplaneFastPathNetnsTest {
     DesiredState s = state(initial(new Random(2), 2), RuleMode.SOURCE, IN_CLUSTER);
     assertThat(fast.reconcile(s).succeeded()).isTrue();
     NodeFacts first = fast.currentFacts(List.of());
-    long dumps = fast.netlink().dumpRequests();
+    long dumps = ((LinuxKernel) fast.kernel()).netlink().dumpRequests();
 
     fastNs.exec("ip", "addr", "add", "198.51.100.7/32", "dev", "lo");
     NodeFacts again = fast.currentFacts(List.of());
-    assertThat(fast.netlink().dumpRequests()).as("no dump without invalidation").isEqualTo(dumps);
+    assertThat(((LinuxKernel) fast.kernel()).netlink().dumpRequests()).as("no dump without invalidation").isEqualTo(dumps);
     assertThat(again.localAddresses()).isEqualTo(first.localAddresses()).doesNotContain(IpPrefix.parse("198.51.100.7"));
 
     fast.invalidateFacts();
     NodeFacts fresh = fast.currentFacts(List.of());
     assertThat(fresh.localAddresses()).contains(IpPrefix.parse("198.51.100.7"));
-    assertThat(fast.netlink().dumpRequests()).isEqualTo(dumps + 2); // links, addresses
+    assertThat(((LinuxKernel) fast.kernel()).netlink().dumpRequests()).isEqualTo(dumps + 2); // links, addresses
     assertThat(fresh.existingSteerTables()).containsOnlyKeys(STEER_TABLE);
   }
 

@@ -1,5 +1,6 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -7,7 +8,7 @@ import io.egressservice.ip.IpPrefix;
 import io.egressservice.objects.ClusterObjects;
 import io.egressservice.objects.ObjectFiles;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.testing.Netns;
@@ -42,7 +43,7 @@ class DataplaneNetnsTest {
   @BeforeEach
   void setUp() {
     ns = kernel.ns();
-    dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), CONFIG.priority(), CONFIG.ruleProtocol()));
+    dp = kernel.closeLater(Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), CONFIG.priority(), CONFIG.ruleProtocol()));
   }
 
   static ClusterObjects examples() throws Exception {
@@ -451,7 +452,7 @@ class DataplaneNetnsTest {
 
   /** The node's plan in mark mode, with the marks the kernel already uses. */
   private DesiredState markPlanFor(ClusterObjects objects) {
-    return dp.plan(objects, NODE, CONFIG.withRuleMode(io.egressservice.plan.RuleMode.MARK,
+    return dp.plan(objects, NODE, CONFIG.withRuleMode(io.egressservice.model.RuleMode.MARK,
         PlanConfig.DEFAULT_MARK_MASK)).desired();
   }
 

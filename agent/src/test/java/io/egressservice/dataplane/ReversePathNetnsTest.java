@@ -1,5 +1,6 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.netlink.NetnsThread;
@@ -24,6 +25,7 @@ class ReversePathNetnsTest {
   private Netns ns;
   private NetnsThread thread;
   private RtNetlink nl;
+  private LinuxKernel linux;
 
   @BeforeEach
   void setUp() {
@@ -38,6 +40,7 @@ class ReversePathNetnsTest {
     ns.exec("ip", "route", "add", "default", "via", "172.16.2.2", "table", "100");
     thread = kernel.thread();
     nl = kernel.closeLater(RtNetlink.open(thread));
+    linux = kernel.closeLater(LinuxKernel.on(thread));
   }
 
   private void set(String device, String setting, int value) {
@@ -49,7 +52,7 @@ class ReversePathNetnsTest {
   }
 
   private ReversePath.State observe(Long... tables) {
-    return ReversePath.observe(nl, thread, nl.listLinks(), List.of(tables));
+    return ReversePath.observe(linux, nl.listLinks(), List.of(tables));
   }
 
   @Test

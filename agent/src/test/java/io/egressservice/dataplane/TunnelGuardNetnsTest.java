@@ -1,17 +1,18 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.GuardNftables;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
-import io.egressservice.plan.PlanConfig;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
 import io.egressservice.plan.ServiceOutcome;
 import io.egressservice.plan.SnatEntry;
-import io.egressservice.plan.SteeringConfig;
+import io.egressservice.model.SteeringConfig;
 import io.egressservice.plan.SteeringPeers;
 import io.egressservice.plan.SteeringPlan;
 import io.egressservice.plan.TunnelSender;
@@ -51,7 +52,7 @@ class TunnelGuardNetnsTest {
   @BeforeEach
   void setUp() {
     ns = kernel.ns();
-    dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), PRIORITY, PROTOCOL));
+    dp = kernel.closeLater(Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), PRIORITY, PROTOCOL));
   }
 
   /** The host of web and db: its own endpoint 10.244.1.5 (web) and the given steered-in ones, all SNATed. */

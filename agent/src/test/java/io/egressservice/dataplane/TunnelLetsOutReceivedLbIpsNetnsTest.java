@@ -1,5 +1,6 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -38,7 +39,7 @@ class TunnelLetsOutReceivedLbIpsNetnsTest {
   void setUp() {
     ns = kernel.ns();
     dp = kernel.closeLater(
-        Dataplane.open(Optional.of(ns.name()), TunnelGuardNetnsTest.PRIORITY, TunnelGuardNetnsTest.PROTOCOL));
+        Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), TunnelGuardNetnsTest.PRIORITY, TunnelGuardNetnsTest.PROTOCOL));
   }
 
   @Test

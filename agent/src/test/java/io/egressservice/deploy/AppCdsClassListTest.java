@@ -44,7 +44,7 @@ class AppCdsClassListTest {
     assertThat(classes).as("the training run is the node agent ('run'), with its informers, dataplane and allocator")
         .contains("io/egressservice/cli/RunCommand", "io/egressservice/controller/NodeAgent",
             "io/egressservice/dataplane/Dataplane", "io/egressservice/allocator/Allocator",
-            "io/egressservice/informers/ClusterInformers", "io/egressservice/nft/Libnftables");
+            "io/egressservice/informers/ClusterInformers", "io/egressservice/kernel/linux/Libnftables");
     assertThat(classes).as("the node jar has no embedded API server: the list must not name its classes")
         .noneMatch(c -> c.startsWith("io/fabric8/mockwebserver/") || c.startsWith("io/vertx/")
             || c.startsWith("io/netty/") || c.startsWith("org/bouncycastle/"));

@@ -1,5 +1,6 @@
 package io.egressservice.k3s;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -12,8 +13,8 @@ import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.objects.EgressServices;
 import io.egressservice.plan.EndpointSliceInfo;
-import io.egressservice.plan.EndpointTrust;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.EndpointTrust;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
 import io.fabric8.kubernetes.api.model.Node;
@@ -187,7 +188,7 @@ class K3sIntegrationTest {
     Privileges.assumeNetAdmin();
     ns = Netns.create("k3s");
     toClose.add(ns);
-    Dataplane dataplane = Dataplane.open(Optional.of(ns.name()), 5000, 201);
+    Dataplane dataplane = Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), 5000, 201);
     toClose.add(dataplane);
     EgressService created = admin.resources(EgressService.class).inNamespace(NS).withName("web").get();
     assertThatThrownBy(() -> agentClient.resource(created).updateStatus())

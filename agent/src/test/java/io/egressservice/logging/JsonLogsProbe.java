@@ -1,8 +1,9 @@
 package io.egressservice.logging;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.DataplaneException;
-import io.egressservice.nft.GenerationSource;
+import io.egressservice.kernel.GenerationSource;
 import java.lang.ref.Reference;
 import java.util.Optional;
 import org.slf4j.LoggerFactory;
@@ -22,8 +23,8 @@ public final class JsonLogsProbe {
     ProcessLogging logging = ProcessLogging.install();
     logging.captureNativeStderr();
     java.util.logging.Logger.getLogger("io.egressservice.probe.jul").warning("through java.util.logging");
-    try (Dataplane dp = Dataplane.open(Optional.empty(), 5000, 201,
-        t -> GenerationSource.unavailable("switched off by the probe"))) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.empty(),
+        t -> GenerationSource.unavailable("switched off by the probe")), 5000, 201)) {
       dp.observe();
     } catch (DataplaneException e) {
       LoggerFactory.getLogger(JsonLogsProbe.class).error("observe failed: {}", e.getMessage());

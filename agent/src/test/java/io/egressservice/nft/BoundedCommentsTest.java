@@ -2,7 +2,7 @@ package io.egressservice.nft;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 

@@ -1,5 +1,8 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.GenerationSource;
+import io.egressservice.kernel.linux.LinuxKernel;
+import io.egressservice.kernel.linux.NftClient;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
@@ -26,8 +29,8 @@ class EgressNftablesCacheNetnsTest {
 
   @BeforeEach
   void setUp() {
-    nft = netns.closeLater(EgressNftables.open(netns.thread()));
-    oracle = netns.closeLater(EgressNftables.open(netns.thread(),
+    nft = netns.closeLater(EgressNftables.open(NftClient.open(netns.thread()), LinuxKernel.generation(netns.thread())));
+    oracle = netns.closeLater(EgressNftables.open(NftClient.open(netns.thread()),
         GenerationSource.unavailable("test oracle: always list")));
   }
 
@@ -113,7 +116,7 @@ class EgressNftablesCacheNetnsTest {
 
   @Test
   void whenTheGenerationCannotBeReadEveryObserveListsAndStillSeesEverything() {
-    try (EgressNftables noGen = EgressNftables.open(netns.thread(), () -> {
+    try (EgressNftables noGen = EgressNftables.open(NftClient.open(netns.thread()), () -> {
       throw new IllegalStateException("injected GETGEN failure");
     })) {
       noGen.apply(new NftChange(Set.of(A, B), Set.of(), Optional.empty()), true);

@@ -1,5 +1,8 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.NftException;
+import io.egressservice.kernel.linux.LinuxKernel;
+import io.egressservice.kernel.linux.NftClient;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -44,7 +47,7 @@ class EgressNftablesNetnsTest {
 
   @BeforeEach
   void setUp() {
-    nft = netns.closeLater(EgressNftables.open(netns.thread()));
+    nft = netns.closeLater(EgressNftables.open(NftClient.open(netns.thread()), LinuxKernel.generation(netns.thread())));
   }
 
   private JsonNode listJson() {

@@ -1,5 +1,8 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.GenerationSource;
+import io.egressservice.kernel.linux.LinuxKernel;
+import io.egressservice.kernel.linux.NftClient;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.egressservice.ip.IpPrefix;
@@ -47,8 +50,8 @@ class MarkExpectedStateNetnsTest {
   @Test
   void whatAFullMarkTransactionIsExpectedToLeavePlansLikeAListingOfTheKernel() {
     kernel.ns().exec("nft", "add", "table", "inet", EgressNftables.TABLE);
-    try (MarkNftables marks = MarkNftables.open(kernel.thread(), GenerationSource.kernel(kernel.thread()));
-        MarkNftables lister = MarkNftables.open(kernel.thread(), GenerationSource.unavailable("always list"))) {
+    try (MarkNftables marks = MarkNftables.open(NftClient.open(kernel.thread()), LinuxKernel.generation(kernel.thread()));
+        MarkNftables lister = MarkNftables.open(NftClient.open(kernel.thread()), GenerationSource.unavailable("always list"))) {
       List<MarkPlan> plans = transitions();
       for (int i = 0; i < plans.size(); i++) {
         MarkPlan plan = plans.get(i);

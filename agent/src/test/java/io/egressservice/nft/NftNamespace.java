@@ -1,5 +1,6 @@
 package io.egressservice.nft;
 
+import io.egressservice.kernel.linux.NftClient;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;

@@ -1,5 +1,8 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.EndpointTrust;
 import static io.egressservice.plan.Fixture.outcome;
 import static io.egressservice.plan.Fixture.skipped;
 import static io.egressservice.plan.Fixture.snat;

@@ -1,5 +1,11 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
+import io.egressservice.model.SteeringConfig;
+import io.egressservice.model.RemoteEndpoints;
+import io.egressservice.model.NoHost;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,5 +1,7 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.ObjectRef;
+import io.egressservice.model.PlanConfig;
 import static io.egressservice.plan.Fixture.ep;
 import static io.egressservice.plan.Fixture.outcome;
 import static io.egressservice.plan.Fixture.snat;

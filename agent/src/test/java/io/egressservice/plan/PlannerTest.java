@@ -1,5 +1,7 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.RuleMode;
 import static io.egressservice.plan.Fixture.ep;
 import static io.egressservice.plan.Fixture.inClusterRules;
 import static io.egressservice.plan.Fixture.throwRoutes;

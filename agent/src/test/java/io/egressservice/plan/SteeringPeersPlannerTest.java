@@ -1,5 +1,8 @@
 package io.egressservice.plan;
 
+import io.egressservice.model.PlanConfig;
+import io.egressservice.model.SteeringConfig;
+import io.egressservice.model.RemoteEndpoints;
 import static io.egressservice.plan.Fixture.ep;
 import static io.egressservice.plan.Fixture.outcome;
 import static org.assertj.core.api.Assertions.assertThat;

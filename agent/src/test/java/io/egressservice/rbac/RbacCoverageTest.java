@@ -1,5 +1,6 @@
 package io.egressservice.rbac;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -13,7 +14,7 @@ import io.egressservice.controller.NodeAgent;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.objects.EgressServices;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.testing.MockApiObjects;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
@@ -95,7 +96,7 @@ class RbacCoverageTest {
     Netns ns = kernel.ns();
     KubernetesClient agentClient = kernel.closeLater(clientAs("node-agent-under-test"));
     KubernetesClient allocatorClient = kernel.closeLater(clientAs("allocator-under-test"));
-    Dataplane dp = kernel.closeLater(Dataplane.open(Optional.of(ns.name()), 5000, 201));
+    Dataplane dp = kernel.closeLater(Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), 5000, 201));
     // The processes stop before their requests are read, so that what they send on the way out is checked too.
     List<AutoCloseable> closing = new ArrayList<>();
     // Their own workloads, which each watches to tell an uninstall from a restart (egress-service-*-uninstall).

@@ -21,7 +21,7 @@ import java.util.function.Consumer;
  * <p>Errors come back as the typed {@link NetlinkException}s, with the request and the namespace in
  * the message (and the kernel's extended-ACK text when it gives one).
  */
-public final class RtNetlink implements AutoCloseable {
+public final class RtNetlink implements Routing, AutoCloseable {
   /** Upper bound of one encoded rule request (v6 src+dst, both ifnames and every u32). */
   private static final int MAX_RULE_MESSAGE = 256;
   /** Upper bound of one encoded route request (rtmsg, v6 dst and gateway, table, oif, metric, ip6 encap). */
@@ -69,6 +69,7 @@ public final class RtNetlink implements AutoCloseable {
   }
 
   /** "netns X" or "the current network namespace". */
+  @Override
   public String describe() {
     return thread.describe();
   }
@@ -79,6 +80,7 @@ public final class RtNetlink implements AutoCloseable {
    * All rules of one family: {@code ip -4 rule show} / {@code ip -6 rule show}. Retried when the
    * kernel flags the dump as interrupted (NLM_F_DUMP_INTR: the list changed while being read).
    */
+  @Override
   public List<Rule> listRules(IpFamily family) {
     return channel.dump(
         "list " + ruleCommand(family),
@@ -123,6 +125,7 @@ public final class RtNetlink implements AutoCloseable {
    * {@link BatchResult#failed()} with its typed error and does not stop the others (there is no
    * transaction: the kernel applies each request on its own).
    */
+  @Override
   public BatchResult<RuleChange> apply(List<RuleChange> changes) {
     return apply(changes, true);
   }
@@ -133,6 +136,7 @@ public final class RtNetlink implements AutoCloseable {
    * answers EEXIST: an add of a rule that is already there makes a second copy. Only for adds the caller
    * knows to be absent (planned against a fresh dump or an exact kernel view).
    */
+  @Override
   public BatchResult<RuleChange> apply(List<RuleChange> changes, boolean exclusive) {
     List<RuleChange> in = List.copyOf(changes);
     int addFlags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | (exclusive ? NLM_F_EXCL : 0);
@@ -155,10 +159,16 @@ public final class RtNetlink implements AutoCloseable {
 
   // --------------------------------------------------------------------------------------- routes
 
+  @Override
+  public RouteQuery.Answer routeGet(RouteQuery.Lookup lookup) {
+    return RouteQuery.get(thread, lookup);
+  }
+
   /**
    * The routes of one table and family: {@code ip [-6] route show table N} (all route types; cache
    * clones are skipped). The kernel dumps every table; the table is filtered here on RTA_TABLE.
    */
+  @Override
   public List<Route> listRoutes(IpFamily family, int table) {
     return channel.dump(
         "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table " + Integer.toUnsignedString(table),
@@ -174,6 +184,7 @@ public final class RtNetlink implements AutoCloseable {
    * the node's. An older kernel dumps every table and the table is filtered here. A table that does not exist has
    * no routes (the kernel answers ENOENT for it).
    */
+  @Override
   public List<Route> listTableRoutes(IpFamily family, int table) {
     String op = "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table "
         + Integer.toUnsignedString(table);
@@ -207,6 +218,7 @@ public final class RtNetlink implements AutoCloseable {
    * lines, chunked as {@link #apply} chunks rules; a failed request is reported in {@link
    * BatchResult#failed()} with its typed error and does not stop the others.
    */
+  @Override
   public BatchResult<RouteChange> applyRoutes(List<RouteChange> changes) {
     List<RouteChange> in = List.copyOf(changes);
     return channel.batch(in, MAX_ROUTE_MESSAGE, (c, s) -> {
@@ -224,6 +236,7 @@ public final class RtNetlink implements AutoCloseable {
    * own so no other request is judged strictly), so a node with large routing tables sends only these;
    * the result is filtered here too, for older kernels.
    */
+  @Override
   public List<Route> listRoutes(IpFamily family, RouteType type, int protocol) {
     String op = "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table all type "
         + type.name().toLowerCase(java.util.Locale.ROOT) + " proto " + protocol;
@@ -238,6 +251,7 @@ public final class RtNetlink implements AutoCloseable {
    * The routes of every table of one family: {@code ip [-6] route show table all} (cache clones
    * skipped), for a caller that looks at several tables with one dump.
    */
+  @Override
   public List<Route> listAllRoutes(IpFamily family) {
     return channel.dump(
         "list " + (family == IpFamily.V6 ? "ip -6 route" : "ip route") + " table all",
@@ -252,13 +266,12 @@ public final class RtNetlink implements AutoCloseable {
   // ---------------------------------------------------------------------------------------- links
 
   /** {@code ip -d link show}: every device with its index, name, kind and VRF table. */
+  @Override
   public List<Link> listLinks() {
     return channel.dump("list links (ip link show)", s -> LinkCodec.encodeDump(writer, s),
         m -> m.type() == RTM_NEWLINK ? Optional.of(LinkCodec.decode(m.payload())) : Optional.empty());
   }
 
-  /** {@code net.ipv4.conf.<dev>.src_valid_mark} (IPV4_DEVCONF_SRC_VMARK). */
-  public static final int IPV4_DEVCONF_SRC_VMARK = 24;
 
   /**
    * Sets {@code net.ipv4.conf.<device>.<setting>} through rtnetlink (RTM_SETLINK, IFLA_INET_CONF), which
@@ -267,6 +280,7 @@ public final class RtNetlink implements AutoCloseable {
    * @param confId the IPV4_DEVCONF_* id, e.g. {@link #IPV4_DEVCONF_SRC_VMARK}
    * @throws NetlinkException.NotFound when the device is gone
    */
+  @Override
   public void setIpv4DeviceConf(int ifindex, int confId, int value) {
     channel.request("set ipv4 devconf " + confId + "=" + value + " on ifindex " + ifindex,
         s -> LinkCodec.encodeSetIpv4Conf(writer, s, ifindex, confId, value));
@@ -278,6 +292,7 @@ public final class RtNetlink implements AutoCloseable {
    *
    * @throws NetlinkException.AlreadyExists when a device of that name exists (EEXIST)
    */
+  @Override
   public Link createVxlan(VxlanDevice device) {
     channel.request("add ip link '" + device.name() + " type vxlan external" + (device.gpe() ? " gpe" : "") + " dstport "
         + device.port() + "'", s -> LinkCodec.encodeCreateVxlan(writer, s, device));
@@ -304,12 +319,14 @@ public final class RtNetlink implements AutoCloseable {
   }
 
   /** {@code ip link set dev #INDEX [mtu M] [alias A] up|down} (mtu 0, no alias: left as they are). */
+  @Override
   public void setLink(int index, int mtu, boolean up, Optional<String> alias) {
     channel.request("set ip link #" + index + (mtu > 0 ? " mtu " + mtu : "") + alias.map(a -> " alias " + a).orElse("")
         + (up ? " up" : " down"), s -> LinkCodec.encodeSet(writer, s, index, mtu, up, alias));
   }
 
   /** {@code ip link del dev #INDEX}: NotFound (ENODEV) when there is no such device. */
+  @Override
   public void deleteLink(int index) {
     channel.request("delete ip link #" + index, s -> LinkCodec.encodeDelete(writer, s, index));
   }
@@ -317,11 +334,13 @@ public final class RtNetlink implements AutoCloseable {
   // ------------------------------------------------------------------------------------ addresses
 
   /** {@code ip addr add ...}: AlreadyExists when the device has that address. */
+  @Override
   public void addAddress(Address address) {
     channel.request("add ip addr '" + address + "'", s -> AddressCodec.encodeAdd(writer, s, address));
   }
 
   /** {@code ip addr show}: every IPv4 and IPv6 address on every device of the namespace. */
+  @Override
   public List<Address> listAddresses() {
     return channel.dump("list addresses (ip addr show)", s -> AddressCodec.encodeDump(writer, s),
         m -> m.type() == RTM_NEWADDR ? AddressCodec.decode(m.payload()) : Optional.empty());
@@ -342,6 +361,7 @@ public final class RtNetlink implements AutoCloseable {
    * A listener that throws is logged and does not stop the subscription. The listener may call this
    * connection (e.g. re-list rules: it runs on another thread) and may close the subscription.
    */
+  @Override
   public Subscription subscribe(Set<ChangeGroup> groups, Consumer<ChangeEvent> listener, Runnable onOverflow) {
     channel.checkOpen();
     Subscription sub = Notifications.subscribe(thread, groups, listener, onOverflow);

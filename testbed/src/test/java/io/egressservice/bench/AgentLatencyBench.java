@@ -1,5 +1,6 @@
 package io.egressservice.bench;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import ch.qos.logback.classic.Level;
 import io.egressservice.controller.KubernetesEvents;
 import io.egressservice.controller.NodeAgent;
@@ -13,7 +14,7 @@ import io.egressservice.netlink.ChangeKind;
 import io.egressservice.netlink.RtNetlink;
 import io.egressservice.netlink.Subscription;
 import io.egressservice.objects.EgressServices;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.testbed.VersionEndpoint;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Service;
@@ -272,7 +273,7 @@ public final class AgentLatencyBench {
   }
 
   void startAgent() {
-    dataplane = Dataplane.open(Optional.of(netns), PRIORITY, PROTOCOL);
+    dataplane = Dataplane.open(LinuxKernel.open(Optional.of(netns)), PRIORITY, PROTOCOL);
     agent = new NodeAgent(client, dataplane,
         new NodeAgent.Settings(NODE, PlanConfig.defaults(), Duration.ofMinutes(10), Duration.ofSeconds(2)),
         new AgentMetrics(), new KubernetesEvents(client, NODE, Clock.systemUTC()), Clock.systemUTC());

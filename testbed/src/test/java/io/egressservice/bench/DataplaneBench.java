@@ -1,14 +1,16 @@
 package io.egressservice.bench;
 
+import io.egressservice.kernel.linux.LinuxKernel;
+import io.egressservice.kernel.linux.NftClient;
 import io.egressservice.dataplane.ApplyReport;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.Differ;
 import io.egressservice.dataplane.ObservedState;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.nft.GenerationSource;
+import io.egressservice.kernel.GenerationSource;
 import io.egressservice.plan.DesiredState;
-import io.egressservice.plan.ObjectRef;
+import io.egressservice.model.ObjectRef;
 import io.egressservice.plan.RuleSpec;
 import io.egressservice.plan.SnatEntry;
 import io.egressservice.plan.TableRef;
@@ -180,7 +182,7 @@ public final class DataplaneBench {
     rules.sort(RuleSpec.ORDER);
     snat.sort(SnatEntry.ORDER);
     return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, IN_CLUSTER, List.of(),
-        io.egressservice.plan.RuleMode.SOURCE, io.egressservice.plan.PlanConfig.DEFAULT_MARK_MASK, List.of(),
+        io.egressservice.model.RuleMode.SOURCE, io.egressservice.model.PlanConfig.DEFAULT_MARK_MASK, List.of(),
         java.util.Map.of(), routes, List.of());
   }
 
@@ -190,7 +192,7 @@ public final class DataplaneBench {
    */
   static void fastPath(int n, int reps) {
     String ns = newNetns();
-    try (Dataplane dp = Dataplane.open(Optional.of(ns), PRIORITY, PROTOCOL)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(ns)), PRIORITY, PROTOCOL)) {
       List<List<IpPrefix>> services = spread(n);
       DesiredState current = desiredServices(services);
       long t0 = System.nanoTime();
@@ -212,7 +214,7 @@ public final class DataplaneBench {
         eps.set(0, endpoint(i + 1, 246)); // a new address for its first endpoint
         DesiredState next = desiredServices(services);
         boolean viaFast = i % 2 == 0;
-        long d0 = dp.netlink().dumpRequests();
+        long d0 = ((LinuxKernel) dp.kernel()).netlink().dumpRequests();
         long l0 = dp.nftObserveStats().listings();
         t0 = System.nanoTime();
         ApplyReport report = viaFast ? dp.reconcileChanged(current, next, Set.of(service(which)))
@@ -223,7 +225,7 @@ public final class DataplaneBench {
         into[0][i / 2] = ms(report.kernelNanos());
         into[1][i / 2] = ms(wall);
         if (viaFast) {
-          dumps += dp.netlink().dumpRequests() - d0;
+          dumps += ((LinuxKernel) dp.kernel()).netlink().dumpRequests() - d0;
           listings += dp.nftObserveStats().listings() - l0;
         }
         current = next;
@@ -255,8 +257,8 @@ public final class DataplaneBench {
   static Row measure(int n) {
     String ns = newNetns();
     Function<NetnsThread, GenerationSource> off = t -> GenerationSource.unavailable("benchmark: cache off");
-    try (Dataplane dp = Dataplane.open(Optional.of(ns), PRIORITY, PROTOCOL);
-        Dataplane noCache = Dataplane.open(Optional.of(ns), PRIORITY, PROTOCOL, off)) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(ns)), PRIORITY, PROTOCOL);
+        Dataplane noCache = Dataplane.open(LinuxKernel.open(Optional.of(ns), off), PRIORITY, PROTOCOL)) {
       List<IpPrefix> eps = endpoints(n);
       DesiredState plan = desired(eps);
 
@@ -333,9 +335,9 @@ public final class DataplaneBench {
   static void breakdown(int n, int reps) {
     String ns = newNetns();
     int r = 2 * reps + 1;
-    try (Dataplane dp = Dataplane.open(Optional.of(ns), PRIORITY, PROTOCOL);
-        Dataplane noCache = Dataplane.open(Optional.of(ns), PRIORITY, PROTOCOL,
-            t -> GenerationSource.unavailable("benchmark: cache off"))) {
+    try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(ns)), PRIORITY, PROTOCOL);
+        Dataplane noCache = Dataplane.open(LinuxKernel.open(Optional.of(ns),
+            t -> GenerationSource.unavailable("benchmark: cache off")), PRIORITY, PROTOCOL)) {
       DesiredState plan = desired(endpoints(n));
       dp.reconcile(plan);
       ObservedState obs = dp.observe();
@@ -343,8 +345,8 @@ public final class DataplaneBench {
           n, obs.rules().size(), r);
       System.out.printf(Locale.ROOT, "  ip rule dump, both families (RtNetlink.listRules x2)   %7.2f%n",
           medianMs(r, () -> {
-            dp.netlink().listRules(IpFamily.V4);
-            dp.netlink().listRules(IpFamily.V6);
+            ((LinuxKernel) dp.kernel()).netlink().listRules(IpFamily.V4);
+            ((LinuxKernel) dp.kernel()).netlink().listRules(IpFamily.V6);
           }));
       System.out.printf(Locale.ROOT, "  Dataplane.observe (dumps + filter + nft, cached)         %7.2f%n",
           medianMs(r, dp::observe));
@@ -379,14 +381,14 @@ public final class DataplaneBench {
       }
       System.out.printf(Locale.ROOT, "The parts of a 1%% change (%d endpoints) at N=%,d, ms (one run each):%n", k, n);
       System.out.printf(Locale.ROOT, "  RtNetlink.apply, %d rule adds                          %7.2f%n", k,
-          medianMs(1, () -> dp.netlink().apply(adds)));
-      try (EgressNftables nft = EgressNftables.open(dp.thread())) {
+          medianMs(1, () -> ((LinuxKernel) dp.kernel()).netlink().apply(adds)));
+      try (EgressNftables nft = EgressNftables.open(NftClient.open(((LinuxKernel) dp.kernel()).thread()), LinuxKernel.generation(((LinuxKernel) dp.kernel()).thread()))) {
         nft.observe();
         System.out.printf(Locale.ROOT, "  EgressNftables.apply, %d deletes + %d adds (cached)    %7.2f%n", k, k,
             medianMs(1, () -> nft.apply(new NftChange(addSnat, deleteSnat, Optional.empty()), true)));
       }
       System.out.printf(Locale.ROOT, "  RtNetlink.apply, %d rule deletes                       %7.2f%n", k,
-          medianMs(1, () -> dp.netlink().apply(deletes)));
+          medianMs(1, () -> ((LinuxKernel) dp.kernel()).netlink().apply(deletes)));
     } finally {
       deleteNetns(ns);
     }

@@ -1,7 +1,7 @@
 package io.egressservice.bench;
 
 import io.egressservice.netlink.NetnsThread;
-import io.egressservice.nft.NftClient;
+import io.egressservice.kernel.linux.NftClient;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

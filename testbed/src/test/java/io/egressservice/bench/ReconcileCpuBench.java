@@ -1,5 +1,6 @@
 package io.egressservice.bench;
 
+import io.egressservice.kernel.linux.LinuxKernel;
 import io.egressservice.dataplane.ApplyReport;
 import io.egressservice.dataplane.ChangeSet;
 import io.egressservice.dataplane.Dataplane;
@@ -16,7 +17,7 @@ import io.egressservice.plan.IncrementalPlanner;
 import io.egressservice.plan.NodeObservations;
 import io.egressservice.plan.PlanDelta;
 import io.egressservice.plan.NodeInputs;
-import io.egressservice.plan.PlanConfig;
+import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.Planner;
 import io.egressservice.plan.RuleSpec;
 import io.fabric8.kubernetes.api.model.Node;
@@ -101,7 +102,7 @@ public final class ReconcileCpuBench {
     IncrementalPlanner planner = feed.load(new ClusterObjects(egressServices, svcs, slices, List.of(node)), NODE, config,
         memo);
     Map<Rule, Integer> expected = new HashMap<>();
-    try (Dataplane dataplane = Dataplane.open(Optional.of(netns), AgentLatencyBench.PRIORITY, AgentLatencyBench.PROTOCOL)) {
+    try (Dataplane dataplane = Dataplane.open(LinuxKernel.open(Optional.of(netns)), AgentLatencyBench.PRIORITY, AgentLatencyBench.PROTOCOL)) {
       AgentLatencyBench.run("ip", "-n", netns, "route", "add", "unreachable", "default", "table", "100");
       int warmup = Math.max(200, reconciles / 2);
       long[] cpu = new long[phases.length];

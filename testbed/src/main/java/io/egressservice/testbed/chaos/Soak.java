@@ -1,7 +1,7 @@
 package io.egressservice.testbed.chaos;
 
 import io.egressservice.ip.IpFamily;
-import io.egressservice.plan.RuleMode;
+import io.egressservice.model.RuleMode;
 import io.egressservice.testbed.Cluster;
 import io.egressservice.testbed.Traffic;
 import java.io.IOException;
