@@ -1,6 +1,9 @@
 package io.egressservice.netlink;
 
+import java.util.Optional;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * A live subscription to rtnetlink notifications (see {@link RtNetlink#subscribe}). Events are
@@ -21,6 +24,46 @@ public final class Subscription implements AutoCloseable {
     this.thread = thread;
     this.description = description;
   }
+
+  /**
+   * A subscription that an in-memory {@link Routing} feeds instead of the kernel: each event given to the returned
+   * {@link Feed#sink()} reaches {@code listener} on the subscription's own thread, in the order given, as the kernel's
+   * notifications do (so a listener never runs on the stack of the call that made the change); none after {@link
+   * #close()}. A listener that throws is logged and delivery goes on. Needs no privileges: the thread stays in the
+   * process's namespace.
+   */
+  public static Feed fed(String description, Consumer<ChangeEvent> listener) {
+    NetnsThread t = NetnsThread.enter(Optional.empty());
+    Subscription sub = new Subscription(t, description);
+    t.call(() -> {
+      sub.runningOn(Thread.currentThread());
+      return null;
+    });
+    Consumer<ChangeEvent> sink = event -> {
+      if (sub.closing()) {
+        return;
+      }
+      try {
+        t.submit(() -> {
+          if (!sub.closing()) {
+            sub.countDelivered();
+            try {
+              listener.accept(event);
+            } catch (RuntimeException e) {
+              System.getLogger(Subscription.class.getName()).log(System.Logger.Level.WARNING,
+                  sub + ": listener failed: " + e, e);
+            }
+          }
+        });
+      } catch (RejectedExecutionException e) {
+        // closed meanwhile: the event is not delivered, as after close()
+      }
+    };
+    return new Feed(sub, sink);
+  }
+
+  /** A {@link #fed} subscription and where its events go in. */
+  public record Feed(Subscription subscription, Consumer<ChangeEvent> sink) {}
 
   void runningOn(Thread t) {
     loopThread = t;
