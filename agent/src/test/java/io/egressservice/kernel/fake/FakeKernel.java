@@ -27,7 +27,7 @@ public final class FakeKernel implements Kernel {
     this.nftables = new FakeNftables(describe());
   }
 
-  /** A new namespace: {@code lo} (down), the default rules, no routes, an empty ruleset. */
+  /** A namespace as the agent finds one: {@code lo} up with 127.0.0.1/8 and ::1, the default rules, an empty ruleset. */
   public static FakeKernel create(String name) {
     return new FakeKernel(name);
   }

@@ -70,9 +70,11 @@ public final class FakeRouting implements Routing {
 
   FakeRouting(String where) {
     this.where = where;
-    // A new namespace: lo (down), the default rules (protocol kernel).
-    links.put(LO, new Link(LO, "lo", Optional.empty(), OptionalInt.empty(), Optional.empty(), 65536, false,
+    // A namespace as the agent finds one: lo up with its addresses, the default rules (protocol kernel).
+    links.put(LO, new Link(LO, "lo", Optional.empty(), OptionalInt.empty(), Optional.empty(), 65536, true,
         Optional.empty()));
+    addresses.add(new Address(IpFamily.V4, LO, IpPrefix.parse("127.0.0.1"), 8, Address.SCOPE_HOST));
+    addresses.add(new Address(IpFamily.V6, LO, IpPrefix.parse("::1"), 128, Address.SCOPE_HOST));
     for (IpFamily f : IpFamily.values()) {
       List<Rule> list = new ArrayList<>();
       list.add(Rule.lookup(f, 0, RT_TABLE_LOCAL).protocol(RTPROT_KERNEL));
@@ -189,18 +191,36 @@ public final class FakeRouting implements Routing {
       .thenComparing(r -> r.destination().orElse(IpPrefix.of(new byte[r.family().byteLength()], 0)))
       .thenComparingLong(r -> Integer.toUnsignedLong(r.metric().orElse(0)));
 
-  /** The local route of an address and, below a host prefix, the connected one ({@code proto kernel}). */
+  /**
+   * The routes an address brings while its device is up: its local route; below a host prefix the subnet's route
+   * ({@code proto kernel}; on {@code lo} a local route for the whole subnet), and for IPv4 below /31 the subnet's
+   * broadcast route.
+   */
   private static List<Route> connectedRoutes(Address a) {
     List<Route> out = new ArrayList<>();
-    Route local = new Route(a.family(), RT_TABLE_LOCAL, RouteType.LOCAL, Optional.of(a.local()), Optional.empty(),
-        OptionalInt.of(a.index()), RTPROT_KERNEL, a.family() == IpFamily.V6 ? OptionalInt.of(0) : OptionalInt.empty());
-    out.add(local);
+    boolean v6 = a.family() == IpFamily.V6;
+    out.add(new Route(a.family(), RT_TABLE_LOCAL, RouteType.LOCAL, Optional.of(a.local()), Optional.empty(),
+        OptionalInt.of(a.index()), RTPROT_KERNEL, v6 ? OptionalInt.of(0) : OptionalInt.empty()));
     if (a.prefixLength() < a.family().bits()) {
-      out.add(new Route(a.family(), RT_TABLE_MAIN, RouteType.UNICAST, Optional.of(a.subnet()), Optional.empty(),
-          OptionalInt.of(a.index()), RTPROT_KERNEL,
-          a.family() == IpFamily.V6 ? OptionalInt.of(256) : OptionalInt.empty()));
+      out.add(a.index() == LO && !v6
+          ? new Route(a.family(), RT_TABLE_LOCAL, RouteType.LOCAL, Optional.of(a.subnet()), Optional.empty(),
+              OptionalInt.of(a.index()), RTPROT_KERNEL, OptionalInt.empty())
+          : new Route(a.family(), RT_TABLE_MAIN, RouteType.UNICAST, Optional.of(a.subnet()), Optional.empty(),
+              OptionalInt.of(a.index()), RTPROT_KERNEL, v6 ? OptionalInt.of(256) : OptionalInt.empty()));
+    }
+    if (!v6 && a.prefixLength() < 31) {
+      out.add(new Route(a.family(), RT_TABLE_LOCAL, RouteType.BROADCAST, Optional.of(lastAddress(a.subnet())),
+          Optional.empty(), OptionalInt.of(a.index()), RTPROT_KERNEL, OptionalInt.empty()));
     }
     return out;
+  }
+
+  private static IpPrefix lastAddress(IpPrefix p) {
+    byte[] raw = p.lastAddress().toByteArray();
+    byte[] b = new byte[p.family().byteLength()];
+    int n = Math.min(raw.length, b.length);
+    System.arraycopy(raw, raw.length - n, b, b.length - n, n);
+    return IpPrefix.host(b);
   }
 
   @Override
@@ -227,6 +247,11 @@ public final class FakeRouting implements Routing {
     Route route = asked;
     if (route.family() == IpFamily.V6 && route.metric().isEmpty()) {
       route = route.metric(1024); // what the kernel reports for an IPv6 route added without one
+    }
+    if (route.family() == IpFamily.V6 && route.oif().isEmpty() && (route.type() == RouteType.THROW
+        || route.type() == RouteType.BLACKHOLE || route.type() == RouteType.UNREACHABLE
+        || route.type() == RouteType.PROHIBIT)) {
+      route = route.dev(LO); // IPv6 reject routes hang on the loopback device, and are listed with it
     }
     if (route.type() == RouteType.UNICAST || route.type() == RouteType.LOCAL) {
       if (route.oif().isPresent()) {
@@ -285,9 +310,8 @@ public final class FakeRouting implements Routing {
         return;
       }
     }
-    // IPv4 answers ESRCH, IPv6 ENOENT: both are NotFound.
-    throw NetlinkException.fromErrno(request.family() == IpFamily.V4 ? NetlinkException.ESRCH : NetlinkException.ENOENT,
-        "delete " + routeCommand(request) + " '" + request + "'", where);
+    throw NetlinkException.fromErrno(NetlinkException.ESRCH, "delete " + routeCommand(request) + " '" + request + "'",
+        where);
   }
 
   private static String routeCommand(Route r) {
