@@ -35,6 +35,7 @@ public final class FakeNftables implements Nftables {
   private final String where;
   private NftRuleset ruleset = new NftRuleset();
   private long generation = 1;
+  private volatile boolean scriptsRefusedAsNftErrors;
 
   FakeNftables(String where) {
     this.where = where;
@@ -80,12 +81,25 @@ public final class FakeNftables implements Nftables {
       }
       Matcher m = TABLE_LINE.matcher(line.strip());
       if (!m.matches()) {
-        throw new UnsupportedOperationException("the fake speaks libnftables JSON only (runScript takes 'add table'"
-            + " and 'delete table' lines, not: " + line.strip() + ")");
+        String why = "the fake speaks libnftables JSON only (runScript takes 'add table' and 'delete table' lines,"
+            + " not: " + line.strip() + ")";
+        if (scriptsRefusedAsNftErrors) {
+          throw new NftException("nft failed in " + where + ": " + why, why, null);
+        }
+        throw new UnsupportedOperationException(why);
       }
       cmds.addObject().putObject(m.group(1)).putObject("table").put("family", m.group(2)).put("name", m.group(3));
     }
     return run(NftTransaction.document(cmds));
+  }
+
+  /**
+   * From now on a script the fake cannot read is refused as nft refuses a transaction ({@link NftException}), not
+   * with {@link UnsupportedOperationException}: for a test of a whole reconcile of which a table still written in
+   * nft's syntax is not part.
+   */
+  public void refuseScriptsAsNftErrors() {
+    scriptsRefusedAsNftErrors = true;
   }
 
   @Override
