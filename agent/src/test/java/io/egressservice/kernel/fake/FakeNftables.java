@@ -103,24 +103,22 @@ public final class FakeNftables implements Nftables {
   }
 
   @Override
-  public synchronized Optional<JsonNode> listTableIfPresent(String family, String name) {
-    Table t = ruleset.tables.get(NftRuleset.key(family, name));
-    if (t == null) {
-      return Optional.empty();
-    }
-    ArrayNode items = NftRuleset.listStart();
-    NftRuleset.listTable(t, items, true);
-    return Optional.of(NftTransaction.document(items));
+  public Optional<JsonNode> listTableIfPresent(String family, String name) {
+    return listing(family, name, true);
   }
 
   @Override
-  public synchronized Optional<JsonNode> tableDefinitionsIfPresent(String family, String name) {
+  public Optional<JsonNode> tableDefinitionsIfPresent(String family, String name) {
+    return listing(family, name, false);
+  }
+
+  private synchronized Optional<JsonNode> listing(String family, String name, boolean elements) {
     Table t = ruleset.tables.get(NftRuleset.key(family, name));
     if (t == null) {
       return Optional.empty();
     }
     ArrayNode items = NftRuleset.listStart();
-    NftRuleset.listTable(t, items, false);
+    NftRuleset.listTable(t, items, elements);
     return Optional.of(NftTransaction.document(items));
   }
 

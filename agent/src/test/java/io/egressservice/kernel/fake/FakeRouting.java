@@ -100,15 +100,22 @@ public final class FakeRouting implements Routing {
 
   @Override
   public synchronized BatchResult<RuleChange> apply(List<RuleChange> changes, boolean exclusive) {
-    List<RuleChange> ok = new ArrayList<>();
-    List<BatchResult.Failure<RuleChange>> failed = new ArrayList<>();
-    for (RuleChange c : changes) {
+    return batch(changes, c -> {
+      if (c.op() == RuleChange.Op.ADD) {
+        addRule(c.rule(), exclusive);
+      } else {
+        deleteRule(c.rule());
+      }
+    });
+  }
+
+  /** Each change on its own, as the kernel acknowledges each request: a refused one does not stop the others. */
+  private static <C> BatchResult<C> batch(List<C> changes, Consumer<C> each) {
+    List<C> ok = new ArrayList<>();
+    List<BatchResult.Failure<C>> failed = new ArrayList<>();
+    for (C c : changes) {
       try {
-        if (c.op() == RuleChange.Op.ADD) {
-          addRule(c.rule(), exclusive);
-        } else {
-          deleteRule(c.rule());
-        }
+        each.accept(c);
         ok.add(c);
       } catch (NetlinkException e) {
         failed.add(new BatchResult.Failure<>(c, e));
@@ -225,21 +232,13 @@ public final class FakeRouting implements Routing {
 
   @Override
   public synchronized BatchResult<RouteChange> applyRoutes(List<RouteChange> changes) {
-    List<RouteChange> ok = new ArrayList<>();
-    List<BatchResult.Failure<RouteChange>> failed = new ArrayList<>();
-    for (RouteChange c : changes) {
-      try {
-        if (c.op() == RouteChange.Op.ADD) {
-          addRoute(c.route());
-        } else {
-          deleteRoute(c.route());
-        }
-        ok.add(c);
-      } catch (NetlinkException e) {
-        failed.add(new BatchResult.Failure<>(c, e));
+    return batch(changes, c -> {
+      if (c.op() == RouteChange.Op.ADD) {
+        addRoute(c.route());
+      } else {
+        deleteRoute(c.route());
       }
-    }
-    return new BatchResult<>(ok, failed);
+    });
   }
 
   private void addRoute(Route asked) {

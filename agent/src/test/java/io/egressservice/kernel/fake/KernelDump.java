@@ -2,9 +2,7 @@ package io.egressservice.kernel.fake;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
-import io.egressservice.netlink.Address;
 import io.egressservice.netlink.Link;
-import io.egressservice.netlink.Route;
 import io.egressservice.netlink.Routing;
 import io.egressservice.netlink.Rule;
 import java.util.ArrayList;
