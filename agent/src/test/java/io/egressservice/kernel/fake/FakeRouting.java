@@ -32,6 +32,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * The routing side of one fake namespace, as rtnetlink behaves for what the agent asks of it: rules in the kernel's
@@ -142,16 +144,22 @@ public final class FakeRouting implements Routing {
   }
 
   private void deleteRule(Rule request) {
-    List<Rule> list = rules.get(request.family());
+    if (!removeFirst(rules.get(request.family()), r -> RuleMatch.deleteMatches(request, r), r -> event(
+        ChangeKind.DELETED, r))) {
+      throw NetlinkException.fromErrno(NetlinkException.ENOENT, "delete " + ruleCommand(request) + " '" + request
+          + "'", where);
+    }
+  }
+
+  /** Removes the first element {@code match} takes and announces it; false when there is none. */
+  private <T> boolean removeFirst(List<T> list, Predicate<T> match, Function<T, ChangeEvent> event) {
     for (int i = 0; i < list.size(); i++) {
-      if (RuleMatch.deleteMatches(request, list.get(i))) {
-        Rule gone = list.remove(i);
-        announce(event(ChangeKind.DELETED, gone));
-        return;
+      if (match.test(list.get(i))) {
+        announce(event.apply(list.remove(i)));
+        return true;
       }
     }
-    throw NetlinkException.fromErrno(NetlinkException.ENOENT, "delete " + ruleCommand(request) + " '" + request + "'",
-        where);
+    return false;
   }
 
   private static String ruleCommand(Rule r) {
@@ -296,21 +304,19 @@ public final class FakeRouting implements Routing {
 
   /** As {@code ip route del}: destination and table exactly; type, protocol, device, gateway, metric when given. */
   private void deleteRoute(Route request) {
-    for (int i = 0; i < routes.size(); i++) {
-      Route r = routes.get(i);
-      if (r.family() == request.family() && r.table() == request.table()
-          && r.destination().equals(request.destination()) && r.type() == request.type()
-          && (request.protocol() == 0 || r.protocol() == request.protocol())
-          && (request.oif().isEmpty() || r.oif().equals(request.oif()))
-          && (request.gateway().isEmpty() || r.gateway().equals(request.gateway()))
-          && (request.metric().isEmpty() || r.metric().orElse(defaultMetric(r)) == request.metric().getAsInt())) {
-        Route gone = routes.remove(i);
-        announce(event(ChangeKind.DELETED, gone));
-        return;
-      }
+    if (!removeFirst(routes, r -> deleteMatches(request, r), r -> event(ChangeKind.DELETED, r))) {
+      throw NetlinkException.fromErrno(NetlinkException.ESRCH, "delete " + routeCommand(request) + " '" + request
+          + "'", where);
     }
-    throw NetlinkException.fromErrno(NetlinkException.ESRCH, "delete " + routeCommand(request) + " '" + request + "'",
-        where);
+  }
+
+  private static boolean deleteMatches(Route request, Route r) {
+    return r.family() == request.family() && r.table() == request.table()
+        && r.destination().equals(request.destination()) && r.type() == request.type()
+        && (request.protocol() == 0 || r.protocol() == request.protocol())
+        && (request.oif().isEmpty() || r.oif().equals(request.oif()))
+        && (request.gateway().isEmpty() || r.gateway().equals(request.gateway()))
+        && (request.metric().isEmpty() || r.metric().orElse(defaultMetric(r)) == request.metric().getAsInt());
   }
 
   private static String routeCommand(Route r) {
