@@ -68,10 +68,10 @@ public final class KernelDump {
     Map<String, TreeMap<String, List<String>>> tables = new TreeMap<>();
     Map<String, List<String>> rulesByChain = new HashMap<>();
     for (JsonNode item : listing.path("nftables")) {
-      if (!item.fields().hasNext()) {
+      if (!item.properties().iterator().hasNext()) {
         continue;
       }
-      Map.Entry<String, JsonNode> only = item.fields().next();
+      Map.Entry<String, JsonNode> only = item.properties().iterator().next();
       if (only.getKey().equals("metainfo")) {
         continue;
       }

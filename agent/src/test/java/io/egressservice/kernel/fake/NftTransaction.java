@@ -67,7 +67,7 @@ final class NftTransaction {
     }
     for (JsonNode c : cmds) {
       command = c;
-      Iterator<Map.Entry<String, JsonNode>> verbs = c.fields();
+      Iterator<Map.Entry<String, JsonNode>> verbs = c.properties().iterator();
       if (!verbs.hasNext()) {
         throw new Refused(EINVAL, c);
       }
@@ -75,7 +75,7 @@ final class NftTransaction {
       if (verb.getKey().equals("metainfo")) {
         continue;
       }
-      Iterator<Map.Entry<String, JsonNode>> objects = verb.getValue().fields();
+      Iterator<Map.Entry<String, JsonNode>> objects = verb.getValue().properties().iterator();
       if (!objects.hasNext()) {
         throw new Refused(EINVAL, c);
       }
