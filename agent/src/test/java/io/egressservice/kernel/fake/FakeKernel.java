@@ -82,6 +82,9 @@ public final class FakeKernel implements Kernel {
     return KernelDump.routing(routing) + KernelDump.nftables(nftables.listRuleset());
   }
 
+  /** Ends the subscriptions made through {@link #routing()}; the state stays readable (for a test's last look). */
   @Override
-  public void close() {}
+  public void close() {
+    routing.closeSubscriptions();
+  }
 }

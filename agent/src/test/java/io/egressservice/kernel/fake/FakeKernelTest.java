@@ -149,6 +149,18 @@ class FakeKernelTest {
     }
   }
 
+  @Test
+  void aClosedKernelEndsItsSubscriptions() {
+    List<ChangeEvent> events = new CopyOnWriteArrayList<>();
+    Subscription s = routing.subscribe(Set.of(ChangeGroup.IPV4_RULE), events::add, () -> {});
+
+    kernel.close();
+    routing.apply(List.of(RuleChange.add(rule(5000, "10.0.0.1"))));
+
+    assertThat(s.isClosed()).isTrue();
+    assertThat(events).isEmpty();
+  }
+
   // ---------------------------------------------------------------------------------------------- nftables
 
   private JsonNode doc(String json) throws Exception {

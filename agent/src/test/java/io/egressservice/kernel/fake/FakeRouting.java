@@ -478,6 +478,12 @@ public final class FakeRouting implements Routing {
     return feed.subscription();
   }
 
+  /** Ends every subscription made through it, as closing an rtnetlink connection does. */
+  void closeSubscriptions() {
+    listeners.forEach(l -> l.subscription().close());
+    listeners.clear();
+  }
+
   /** Called with the lock held: every subscriber sees the changes in the order they were made. */
   private void announce(ChangeEvent e) {
     listeners.removeIf(l -> l.subscription().isClosed());
