@@ -14,6 +14,7 @@ import io.egressservice.netlink.Link;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.RouteChange;
 import io.egressservice.netlink.RouteEncap;
+import io.egressservice.netlink.RouteQuery;
 import io.egressservice.netlink.RouteType;
 import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.RuleChange;
@@ -160,6 +161,45 @@ class FakeKernelConformanceNetnsTest {
       return k.routing().listRoutes(V4, 100).size() + " routes, " + k.routing().listAddresses().size()
           + " addresses";
     });
+  }
+
+  @Test
+  void routeGetAndHandMadeDevicesAnswerTheSame() {
+    // By hand on both: a veth pair, one end with an address of each family, a default route through its subnet.
+    netns.ns().exec("ip", "link", "add", "eth0", "mtu", "1500", "type", "veth", "peer", "name", "peer0");
+    netns.ns().exec("ip", "link", "set", "peer0", "up");
+    netns.ns().exec("ip", "link", "set", "eth0", "up");
+    netns.ns().exec("ip", "addr", "add", "192.168.1.10/24", "dev", "eth0");
+    netns.ns().exec("ip", "-6", "addr", "add", "fd00:1::10/64", "dev", "eth0", "nodad");
+    netns.ns().exec("ip", "route", "add", "default", "via", "192.168.1.1", "proto", "static");
+    Link eth0 = fake.routing().byHand().addLink("eth0", "veth", 1500, true);
+    fake.routing().byHand().addLink("peer0", "veth", 1500, true);
+    fake.routing().byHand().addAddress(new Address(V4, eth0.index(), IpPrefix.parse("192.168.1.10"), 24,
+        Address.SCOPE_GLOBAL));
+    fake.routing().byHand().addAddress(new Address(V6, eth0.index(), IpPrefix.parse("fd00:1::10"), 64,
+        Address.SCOPE_GLOBAL));
+    fake.routing().byHand().addRoute(Route.of(V4, 254, RouteType.UNICAST, Optional.empty())
+        .via(IpPrefix.parse("192.168.1.1")).protocol(4));
+
+    for (String to : List.of("192.168.1.20", "192.168.1.10", "127.0.0.1", "8.8.8.8", "fd00:1::20", "2001:db8::1")) {
+      onBoth("ip route get " + to, k -> routeGet(k, to));
+    }
+    // The first rule of its own splits the local table from main: a local answer then names the local table.
+    onBoth("a rule", k -> outcome(k.routing().apply(List.of(RuleChange.add(owned(V4, 5000, "10.0.0.1", 100))))));
+    onBoth("ip route get 192.168.1.10 beside a rule", k -> routeGet(k, "192.168.1.10"));
+    assertThat(withoutIpv6LinkLocal(KernelDump.routing(fake.routing())))
+        .as("everything, as canonical text").isEqualTo(withoutIpv6LinkLocal(KernelDump.routing(linux.routing())));
+  }
+
+  private static String routeGet(Kernel k, String to) {
+    try {
+      RouteQuery.Answer a = k.routing().routeGet(RouteQuery.Lookup.to(IpPrefix.parse(to)));
+      String dev = a.outputInterface().isPresent() ? k.routing().listLinks().stream()
+          .filter(l -> l.index() == a.outputInterface().getAsInt()).map(Link::name).findFirst().orElse("?") : "-";
+      return a.type() + " table " + a.table() + " dev " + dev + " via " + a.gateway();
+    } catch (io.egressservice.netlink.NetlinkException e) {
+      return "errno " + e.errno();
+    }
   }
 
   private static int index(Kernel k, String name) {

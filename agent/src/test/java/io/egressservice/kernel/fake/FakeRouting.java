@@ -67,6 +67,11 @@ public final class FakeRouting implements Routing {
   private final Map<Integer, Map<Integer, Integer>> devconf = new HashMap<>();
   private final List<Listener> listeners = new CopyOnWriteArrayList<>();
   private int nextIndex = 2;
+  /**
+   * Whether an IPv4 rule was ever added: until then the kernel keeps the local table merged into main, and answers a
+   * route lookup from the local table as main's ({@code fib_unmerge} undoes the merge on the first rule, for good).
+   */
+  private boolean ipv4RuleAdded;
 
   private record Listener(Set<ChangeGroup> groups, Subscription subscription, Consumer<ChangeEvent> sink) {}
 
@@ -140,6 +145,7 @@ public final class FakeRouting implements Routing {
       at++;
     }
     list.add(at, rule);
+    ipv4RuleAdded |= rule.family() == IpFamily.V4;
     announce(event(ChangeKind.NEW, rule));
   }
 
@@ -362,7 +368,9 @@ public final class FakeRouting implements Routing {
       Optional<IpPrefix> src = r.type() == RouteType.LOCAL ? r.destination()
           : addresses.stream().filter(a -> a.family() == f && r.oif().isPresent() && a.index() == r.oif().getAsInt())
               .map(Address::local).findFirst();
-      return new RouteQuery.Answer(f, Integer.toUnsignedLong(r.table()), r.type(), out, r.gateway(), src);
+      long table = f == IpFamily.V4 && r.table() == RT_TABLE_LOCAL && !ipv4RuleAdded ? RT_TABLE_MAIN
+          : Integer.toUnsignedLong(r.table());
+      return new RouteQuery.Answer(f, table, r.type(), out, r.gateway(), src);
     }
     throw NetlinkException.fromErrno(ENETUNREACH, op, where);
   }
