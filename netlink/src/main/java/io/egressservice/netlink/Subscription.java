@@ -28,27 +28,27 @@ public final class Subscription implements AutoCloseable {
   /**
    * A subscription that an in-memory {@link Routing} feeds instead of the kernel: each event given to the returned
    * {@link Feed#sink()} reaches {@code listener} on the subscription's own thread, in the order given, as the kernel's
-   * notifications do (so a listener never runs on the stack of the call that made the change); none after {@link
-   * #close()}. A listener that throws is logged and delivery goes on. Needs no privileges: the thread stays in the
-   * process's namespace.
+   * notifications do (so a listener never runs on the stack of the call that made the change), and {@link
+   * Feed#overflow()} runs {@code onOverflow} there as a lost notification would; nothing after {@link #close()}. A
+   * listener that throws is logged and delivery goes on. Needs no privileges: the thread stays in the process's
+   * namespace.
    */
-  public static Feed fed(String description, Consumer<ChangeEvent> listener) {
+  public static Feed fed(String description, Consumer<ChangeEvent> listener, Runnable onOverflow) {
     NetnsThread t = NetnsThread.enter(Optional.empty());
     Subscription sub = new Subscription(t, description);
     t.call(() -> {
       sub.runningOn(Thread.currentThread());
       return null;
     });
-    Consumer<ChangeEvent> sink = event -> {
+    Consumer<Runnable> onThread = task -> {
       if (sub.closing()) {
         return;
       }
       try {
         t.submit(() -> {
           if (!sub.closing()) {
-            sub.countDelivered();
             try {
-              listener.accept(event);
+              task.run();
             } catch (RuntimeException e) {
               System.getLogger(Subscription.class.getName()).log(System.Logger.Level.WARNING,
                   sub + ": listener failed: " + e, e);
@@ -56,14 +56,20 @@ public final class Subscription implements AutoCloseable {
           }
         });
       } catch (RejectedExecutionException e) {
-        // closed meanwhile: the event is not delivered, as after close()
+        // closed meanwhile: nothing is delivered, as after close()
       }
     };
-    return new Feed(sub, sink);
+    return new Feed(sub, event -> onThread.accept(() -> {
+      sub.countDelivered();
+      listener.accept(event);
+    }), () -> onThread.accept(() -> {
+      sub.countOverflow();
+      onOverflow.run();
+    }));
   }
 
-  /** A {@link #fed} subscription and where its events go in. */
-  public record Feed(Subscription subscription, Consumer<ChangeEvent> sink) {}
+  /** A {@link #fed} subscription, where its events go in, and how to make it lose some. */
+  public record Feed(Subscription subscription, Consumer<ChangeEvent> sink, Runnable overflow) {}
 
   void runningOn(Thread t) {
     loopThread = t;

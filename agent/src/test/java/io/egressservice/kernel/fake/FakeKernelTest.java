@@ -150,6 +150,18 @@ class FakeKernelTest {
   }
 
   @Test
+  void lostNotificationsAreReportedToEachSubscriptionOnItsThread() {
+    List<Thread> overflows = new CopyOnWriteArrayList<>();
+    try (Subscription s = routing.subscribe(Set.of(ChangeGroup.LINK), e -> {},
+        () -> overflows.add(Thread.currentThread()))) {
+      routing.byHand().loseNotifications();
+
+      await().atMost(Duration.ofSeconds(5)).until(() -> s.overflows() == 1);
+      assertThat(overflows).hasSize(1).doesNotContain(Thread.currentThread());
+    }
+  }
+
+  @Test
   void aClosedKernelEndsItsSubscriptions() {
     List<ChangeEvent> events = new CopyOnWriteArrayList<>();
     Subscription s = routing.subscribe(Set.of(ChangeGroup.IPV4_RULE), events::add, () -> {});

@@ -73,7 +73,7 @@ public final class FakeRouting implements Routing {
    */
   private boolean ipv4RuleAdded;
 
-  private record Listener(Set<ChangeGroup> groups, Subscription subscription, Consumer<ChangeEvent> sink) {}
+  private record Listener(Set<ChangeGroup> groups, Subscription.Feed feed) {}
 
   FakeRouting(String where) {
     this.where = where;
@@ -481,23 +481,23 @@ public final class FakeRouting implements Routing {
       throw new IllegalArgumentException("subscribe to at least one group");
     }
     Set<ChangeGroup> wanted = EnumSet.copyOf(groups);
-    Subscription.Feed feed = Subscription.fed("subscription to " + wanted + " in " + where, listener);
-    listeners.add(new Listener(wanted, feed.subscription(), feed.sink()));
+    Subscription.Feed feed = Subscription.fed("subscription to " + wanted + " in " + where, listener, onOverflow);
+    listeners.add(new Listener(wanted, feed));
     return feed.subscription();
   }
 
   /** Ends every subscription made through it, as closing an rtnetlink connection does. */
   void closeSubscriptions() {
-    listeners.forEach(l -> l.subscription().close());
+    listeners.forEach(l -> l.feed().subscription().close());
     listeners.clear();
   }
 
   /** Called with the lock held: every subscriber sees the changes in the order they were made. */
   private void announce(ChangeEvent e) {
-    listeners.removeIf(l -> l.subscription().isClosed());
+    listeners.removeIf(l -> l.feed().subscription().isClosed());
     for (Listener l : listeners) {
       if (l.groups().contains(e.group())) {
-        l.sink().accept(e);
+        l.feed().sink().accept(e);
       }
     }
   }
@@ -592,6 +592,16 @@ public final class FakeRouting implements Routing {
     /** {@code ip addr add}. */
     public void addAddress(Address address) {
       FakeRouting.this.addAddress(address);
+    }
+
+    /**
+     * The kernel dropped notifications (ENOBUFS: a listener fell behind): each subscription's {@code onOverflow} runs
+     * on its thread, after the events announced before, and the listener must list again.
+     */
+    public void loseNotifications() {
+      synchronized (FakeRouting.this) {
+        listeners.forEach(l -> l.feed().overflow().run());
+      }
     }
 
     /** {@code sysctl net.ipv4.conf.DEVICE.rp_filter} and the like, by IPV4_DEVCONF id. */
