@@ -1,5 +1,10 @@
 package io.egressservice.kernel.fake;
 
+import static io.egressservice.kernel.fake.KernelRoutes.LO;
+import static io.egressservice.kernel.fake.KernelRoutes.RTPROT_KERNEL;
+import static io.egressservice.kernel.fake.KernelRoutes.RT_TABLE_LOCAL;
+import static io.egressservice.kernel.fake.KernelRoutes.RT_TABLE_MAIN;
+
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Address;
@@ -43,20 +48,17 @@ import java.util.function.Predicate;
  * metric), a route through a missing device refused (ENODEV), an IPv4 one through a down device too (ENETDOWN), a
  * gateway's device found from the connected routes (else ENETUNREACH); links ({@code lo}, VXLAN devices), addresses
  * and the connected and local routes they bring while their device is up; {@code ip route get} by walking the rules.
- * Every change, made through it or {@linkplain #byHand() by hand}, is announced to the subscriptions on their own
+ * Every change, made through it or {@linkplain #byHand() by hand} ({@link HandEdits}), is announced to the subscriptions on their own
  * threads.
  *
- * <p>Not modelled: multipath routes, IPv6 link-local addresses and their routes, broadcast routes, neighbours, VRFs,
- * the order of a route dump (routes are listed sorted by table, destination and metric).
+ * <p>Not modelled: multipath routes, IPv6 link-local addresses and their routes (and the multicast route), neighbours,
+ * VRFs, notifications of the connected routes when a device goes up or down, the order of a route dump (routes are
+ * listed sorted by table, destination and metric), lost notifications unless {@link HandEdits#loseNotifications()}.
  */
 public final class FakeRouting implements Routing {
-  private static final int RT_TABLE_MAIN = 254;
-  private static final int RT_TABLE_LOCAL = 255;
-  private static final int RTPROT_KERNEL = 2;
   private static final int ENETDOWN = 100;
   private static final int ENETUNREACH = 101;
   private static final int EHOSTUNREACH = 113;
-  static final int LO = 1;
 
   private final String where;
   private final Map<IpFamily, List<Rule>> rules = new EnumMap<>(IpFamily.class);
@@ -131,7 +133,7 @@ public final class FakeRouting implements Routing {
     return new BatchResult<>(ok, failed);
   }
 
-  private void addRule(Rule rule, boolean exclusive) {
+  void addRule(Rule rule, boolean exclusive) {
     String op = "add " + ruleCommand(rule) + " '" + rule + "'";
     List<Rule> list = rules.get(rule.family());
     if (exclusive && list.contains(rule)) {
@@ -146,11 +148,11 @@ public final class FakeRouting implements Routing {
     }
     list.add(at, rule);
     ipv4RuleAdded |= rule.family() == IpFamily.V4;
-    announce(event(ChangeKind.NEW, rule));
+    announce(ChangeEvents.event(ChangeKind.NEW, rule));
   }
 
-  private void deleteRule(Rule request) {
-    if (!removeFirst(rules.get(request.family()), r -> RuleMatch.deleteMatches(request, r), r -> event(
+  void deleteRule(Rule request) {
+    if (!removeFirst(rules.get(request.family()), r -> RuleMatch.deleteMatches(request, r), r -> ChangeEvents.event(
         ChangeKind.DELETED, r))) {
       throw NetlinkException.fromErrno(NetlinkException.ENOENT, "delete " + ruleCommand(request) + " '" + request
           + "'", where);
@@ -200,48 +202,11 @@ public final class FakeRouting implements Routing {
     routes.stream().filter(r -> r.family() == family).forEach(out::add);
     for (Address a : addresses) {
       if (a.family() == family && links.get(a.index()).up()) {
-        out.addAll(connectedRoutes(a));
+        out.addAll(KernelRoutes.connected(a));
       }
     }
-    out.sort(ROUTE_ORDER);
+    out.sort(KernelRoutes.ORDER);
     return out;
-  }
-
-  private static final Comparator<Route> ROUTE_ORDER = Comparator.<Route>comparingLong(
-          r -> Integer.toUnsignedLong(r.table()))
-      .thenComparing(r -> r.destination().orElse(IpPrefix.of(new byte[r.family().byteLength()], 0)))
-      .thenComparingLong(r -> Integer.toUnsignedLong(r.metric().orElse(0)));
-
-  /**
-   * The routes an address brings while its device is up: its local route; below a host prefix the subnet's route
-   * ({@code proto kernel}; on {@code lo} a local route for the whole subnet), and for IPv4 below /31 the subnet's
-   * broadcast route.
-   */
-  private static List<Route> connectedRoutes(Address a) {
-    List<Route> out = new ArrayList<>();
-    boolean v6 = a.family() == IpFamily.V6;
-    out.add(new Route(a.family(), RT_TABLE_LOCAL, RouteType.LOCAL, Optional.of(a.local()), Optional.empty(),
-        OptionalInt.of(a.index()), RTPROT_KERNEL, v6 ? OptionalInt.of(0) : OptionalInt.empty()));
-    if (a.prefixLength() < a.family().bits()) {
-      out.add(a.index() == LO && !v6
-          ? new Route(a.family(), RT_TABLE_LOCAL, RouteType.LOCAL, Optional.of(a.subnet()), Optional.empty(),
-              OptionalInt.of(a.index()), RTPROT_KERNEL, OptionalInt.empty())
-          : new Route(a.family(), RT_TABLE_MAIN, RouteType.UNICAST, Optional.of(a.subnet()), Optional.empty(),
-              OptionalInt.of(a.index()), RTPROT_KERNEL, v6 ? OptionalInt.of(256) : OptionalInt.empty()));
-    }
-    if (!v6 && a.prefixLength() < 31) {
-      out.add(new Route(a.family(), RT_TABLE_LOCAL, RouteType.BROADCAST, Optional.of(lastAddress(a.subnet())),
-          Optional.empty(), OptionalInt.of(a.index()), RTPROT_KERNEL, OptionalInt.empty()));
-    }
-    return out;
-  }
-
-  private static IpPrefix lastAddress(IpPrefix p) {
-    byte[] raw = p.lastAddress().toByteArray();
-    byte[] b = new byte[p.family().byteLength()];
-    int n = Math.min(raw.length, b.length);
-    System.arraycopy(raw, raw.length - n, b, b.length - n, n);
-    return IpPrefix.host(b);
   }
 
   @Override
@@ -255,7 +220,7 @@ public final class FakeRouting implements Routing {
     });
   }
 
-  private void addRoute(Route asked) {
+  void addRoute(Route asked) {
     String op = "add " + routeCommand(asked) + " '" + asked + "'";
     Route route = asked;
     if (route.family() == IpFamily.V6 && route.metric().isEmpty()) {
@@ -291,38 +256,19 @@ public final class FakeRouting implements Routing {
       }
     }
     Route adding = route;
-    if (routes.stream().anyMatch(r -> sameKey(r, adding))) {
+    if (routes.stream().anyMatch(r -> KernelRoutes.sameKey(r, adding))) {
       throw NetlinkException.fromErrno(NetlinkException.EEXIST, op, where);
     }
     routes.add(route);
-    announce(event(ChangeKind.NEW, route));
-  }
-
-  /** The kernel's identity of a route in a table: family, table, destination, metric. */
-  private static boolean sameKey(Route a, Route b) {
-    return a.family() == b.family() && a.table() == b.table() && a.destination().equals(b.destination())
-        && a.metric().orElse(defaultMetric(a)) == b.metric().orElse(defaultMetric(b));
-  }
-
-  private static int defaultMetric(Route r) {
-    return r.family() == IpFamily.V6 ? 1024 : 0;
+    announce(ChangeEvents.event(ChangeKind.NEW, route));
   }
 
   /** As {@code ip route del}: destination and table exactly; type, protocol, device, gateway, metric when given. */
-  private void deleteRoute(Route request) {
-    if (!removeFirst(routes, r -> deleteMatches(request, r), r -> event(ChangeKind.DELETED, r))) {
+  void deleteRoute(Route request) {
+    if (!removeFirst(routes, r -> KernelRoutes.deleteMatches(request, r), r -> ChangeEvents.event(ChangeKind.DELETED, r))) {
       throw NetlinkException.fromErrno(NetlinkException.ESRCH, "delete " + routeCommand(request) + " '" + request
           + "'", where);
     }
-  }
-
-  private static boolean deleteMatches(Route request, Route r) {
-    return r.family() == request.family() && r.table() == request.table()
-        && r.destination().equals(request.destination()) && r.type() == request.type()
-        && (request.protocol() == 0 || r.protocol() == request.protocol())
-        && (request.oif().isEmpty() || r.oif().equals(request.oif()))
-        && (request.gateway().isEmpty() || r.gateway().equals(request.gateway()))
-        && (request.metric().isEmpty() || r.metric().orElse(defaultMetric(r)) == request.metric().getAsInt());
   }
 
   private static String routeCommand(Route r) {
@@ -398,7 +344,7 @@ public final class FakeRouting implements Routing {
         Optional.of(device.alias()), device.mtu() > 0 ? device.mtu() : 1450, true,
         Optional.of(new Link.Vxlan(device.port(), true, device.gpe(), false)));
     links.put(link.index(), link);
-    announce(event(ChangeKind.NEW, link));
+    announce(ChangeEvents.event(ChangeKind.NEW, link));
     return link;
   }
 
@@ -408,7 +354,7 @@ public final class FakeRouting implements Routing {
     Link changed = new Link(l.index(), l.name(), l.kind(), l.vrfTable(), alias.isPresent() ? alias : l.alias(),
         mtu > 0 ? mtu : l.mtu(), up, l.vxlan());
     links.put(index, changed);
-    announce(event(ChangeKind.NEW, changed));
+    announce(ChangeEvents.event(ChangeKind.NEW, changed));
   }
 
   @Override
@@ -418,18 +364,18 @@ public final class FakeRouting implements Routing {
     for (Address a : List.copyOf(addresses)) {
       if (a.index() == index) {
         addresses.remove(a);
-        announce(event(ChangeKind.DELETED, a));
+        announce(ChangeEvents.event(ChangeKind.DELETED, a));
       }
     }
     for (Route r : List.copyOf(routes)) {
       if (r.oif().isPresent() && r.oif().getAsInt() == index) {
         routes.remove(r);
-        announce(event(ChangeKind.DELETED, r));
+        announce(ChangeEvents.event(ChangeKind.DELETED, r));
       }
     }
     devconf.remove(index);
     links.remove(index);
-    announce(event(ChangeKind.DELETED, l));
+    announce(ChangeEvents.event(ChangeKind.DELETED, l));
   }
 
   private Link existing(int index, String op) {
@@ -455,9 +401,9 @@ public final class FakeRouting implements Routing {
       throw NetlinkException.fromErrno(NetlinkException.EEXIST, op, where);
     }
     addresses.add(address);
-    announce(event(ChangeKind.NEW, address));
+    announce(ChangeEvents.event(ChangeKind.NEW, address));
     if (l.up()) {
-      connectedRoutes(address).forEach(r -> announce(event(ChangeKind.NEW, r)));
+      KernelRoutes.connected(address).forEach(r -> announce(ChangeEvents.event(ChangeKind.NEW, r)));
     }
   }
 
@@ -502,111 +448,27 @@ public final class FakeRouting implements Routing {
     }
   }
 
-  private static ChangeEvent event(ChangeKind kind, Rule r) {
-    ChangeGroup g = r.family() == IpFamily.V4 ? ChangeGroup.IPV4_RULE : ChangeGroup.IPV6_RULE;
-    return new ChangeEvent(kind, g, Optional.of(r), Optional.empty(), Optional.empty(), Optional.empty());
-  }
-
-  private static ChangeEvent event(ChangeKind kind, Route r) {
-    ChangeGroup g = r.family() == IpFamily.V4 ? ChangeGroup.IPV4_ROUTE : ChangeGroup.IPV6_ROUTE;
-    return new ChangeEvent(kind, g, Optional.empty(), Optional.of(r), Optional.empty(), Optional.empty());
-  }
-
-  private static ChangeEvent event(ChangeKind kind, Link l) {
-    return new ChangeEvent(kind, ChangeGroup.LINK, Optional.empty(), Optional.empty(), Optional.of(l), Optional.empty());
-  }
-
-  private static ChangeEvent event(ChangeKind kind, Address a) {
-    ChangeGroup g = a.family() == IpFamily.V4 ? ChangeGroup.IPV4_ADDRESS : ChangeGroup.IPV6_ADDRESS;
-    return new ChangeEvent(kind, g, Optional.empty(), Optional.empty(), Optional.empty(), Optional.of(a));
-  }
-
   // ------------------------------------------------------------------------------------------ by hand
 
   /** Changes made as an administrator would make them with {@code ip}, beside the agent: drift, announced. */
   public HandEdits byHand() {
-    return new HandEdits();
+    return new HandEdits(this);
   }
 
-  /** Drift: each edit as one {@code ip} command would make it, refused as that command would be. */
-  public final class HandEdits {
-    private HandEdits() {}
-
-    /** {@code ip rule add} (exclusive). */
-    public void addRule(Rule rule) {
-      synchronized (FakeRouting.this) {
-        FakeRouting.this.addRule(rule, true);
-      }
+  /** {@code ip link add NAME type KIND mtu M [up]}. */
+  synchronized Link addLink(String name, String kind, int mtu, boolean up) {
+    if (links.values().stream().anyMatch(l -> l.name().equals(name))) {
+      throw NetlinkException.fromErrno(NetlinkException.EEXIST, "add ip link " + name, where);
     }
+    Link link = new Link(nextIndex++, name, Optional.of(kind), OptionalInt.empty(), Optional.empty(), mtu, up,
+        Optional.empty());
+    links.put(link.index(), link);
+    announce(ChangeEvents.event(ChangeKind.NEW, link));
+    return link;
+  }
 
-    /** {@code ip rule del}. */
-    public void deleteRule(Rule rule) {
-      synchronized (FakeRouting.this) {
-        FakeRouting.this.deleteRule(rule);
-      }
-    }
-
-    /** {@code ip route add}. */
-    public void addRoute(Route route) {
-      synchronized (FakeRouting.this) {
-        FakeRouting.this.addRoute(route);
-      }
-    }
-
-    /** {@code ip route del}. */
-    public void deleteRoute(Route route) {
-      synchronized (FakeRouting.this) {
-        FakeRouting.this.deleteRoute(route);
-      }
-    }
-
-    /** {@code ip link add NAME type KIND [mtu M]} (up): a device of another kind than VXLAN (veth, dummy ...). */
-    public Link addLink(String name, String kind, int mtu, boolean up) {
-      synchronized (FakeRouting.this) {
-        if (links.values().stream().anyMatch(l -> l.name().equals(name))) {
-          throw NetlinkException.fromErrno(NetlinkException.EEXIST, "add ip link " + name, where);
-        }
-        Link link = new Link(nextIndex++, name, Optional.of(kind), OptionalInt.empty(), Optional.empty(), mtu, up,
-            Optional.empty());
-        links.put(link.index(), link);
-        announce(event(ChangeKind.NEW, link));
-        return link;
-      }
-    }
-
-    /** {@code ip link add NAME type vxlan ...}. */
-    public Link addVxlan(VxlanDevice device) {
-      return createVxlan(device);
-    }
-
-    /** {@code ip link set dev #INDEX [mtu M] [alias A] up|down}. */
-    public void setLink(int index, int mtu, boolean up, Optional<String> alias) {
-      FakeRouting.this.setLink(index, mtu, up, alias);
-    }
-
-    /** {@code ip link del}. */
-    public void deleteLink(int index) {
-      FakeRouting.this.deleteLink(index);
-    }
-
-    /** {@code ip addr add}. */
-    public void addAddress(Address address) {
-      FakeRouting.this.addAddress(address);
-    }
-
-    /**
-     * The kernel dropped notifications (ENOBUFS: a listener fell behind): each subscription's {@code onOverflow} runs
-     * on its thread, after the events announced before, and the listener must list again.
-     */
-    public void loseNotifications() {
-      synchronized (FakeRouting.this) {
-        listeners.forEach(l -> l.feed().overflow().run());
-      }
-    }
-
-    /** {@code sysctl net.ipv4.conf.DEVICE.rp_filter} and the like, by IPV4_DEVCONF id. */
-    public void setIpv4DeviceConf(int ifindex, int confId, int value) {
-      FakeRouting.this.setIpv4DeviceConf(ifindex, confId, value);
-    }
+  /** Each subscription's {@code onOverflow}, on its thread, after the events announced before. */
+  synchronized void loseNotifications() {
+    listeners.forEach(l -> l.feed().overflow().run());
   }
 }
