@@ -179,7 +179,7 @@ public final class Dataplane implements AutoCloseable {
    * What the plan needs to know of this node: how the given {@code spec.network} values resolve
    * here, the node's addresses, and (from {@code observed}, no second dump) the marks in use.
    */
-  public NodeFacts facts(Collection<String> networks, ObservedState observed) {
+  public KernelFacts facts(Collection<String> networks, ObservedState observed) {
     return view.facts(networks, observed, view.links());
   }
 
@@ -189,7 +189,7 @@ public final class Dataplane implements AutoCloseable {
    * marks and steering tables from the last observation, as updated by the reconciles that succeeded since.
    * Before any observation, one (a dump) is made.
    */
-  public NodeFacts currentFacts(Collection<String> networks) {
+  public KernelFacts currentFacts(Collection<String> networks) {
     return view.currentFacts(networks);
   }
 
@@ -227,7 +227,7 @@ public final class Dataplane implements AutoCloseable {
       }
     }
     List<Link> links = view.links();
-    NodeFacts facts = view.facts(networks, observed, links);
+    KernelFacts facts = view.facts(networks, observed, links);
     DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.localAddresses(), facts.networks(),
         config, facts.existingMarks(), facts.existingSteerTables(), memo));
     observed = view.withReversePath(desired, observed, links);
