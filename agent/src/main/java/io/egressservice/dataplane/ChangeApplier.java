@@ -49,6 +49,14 @@ final class ChangeApplier {
   /** What the fast path plans nft transactions from instead of a listing. */
   record KnownElements(Collection<SnatElement> snat, List<IpPrefix> marksRemoved, List<MarkElement> marksAdded) {}
 
+  /** How rule adds go to the kernel. */
+  enum RuleAdds {
+    /** With NLM_F_EXCL: the kernel refuses a rule that is already there (a one-shot apply from a stale diff). */
+    EXCLUSIVE,
+    /** Without: the kernel skips its duplicate scan; only for rules planned against a fresh dump or the exact view. */
+    KNOWN_ABSENT
+  }
+
   ChangeApplier(Kernel kernel, EgressNftables nft, MarkNftables marks,
       SteeringDataplane steering, FlowRestarts restarts) {
     this.kernel = kernel;
@@ -65,13 +73,15 @@ final class ChangeApplier {
 
   /**
    * @param known the fast path's knowledge of the nft elements involved (the transactions are planned from it,
-   *     without a listing); null: planned from the (cached) listing
-   * @param exclusive rule adds with NLM_F_EXCL; false only for adds planned against a fresh dump or the kernel
-   *     view, which cannot be present (the kernel's duplicate scan makes an add cost twice the rule list)
+   *     without a listing); empty: planned from the (cached) listing
+   * @param ruleAdds whether the kernel checks each added rule for a duplicate (it makes an add cost twice the rule
+   *     list): only where the diff may be stale
    * @param early sources whose flows restart right after the rule deletions, when all went well so far
    *     ({@link FlowRestarts#forFullReconcile}, {@link FlowRestarts#forChanged})
    */
-  ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive, FlowRestarts.EarlyRestart early) {
+  ApplyReport apply(ChangeSet changes, Optional<KnownElements> known, RuleAdds ruleAdds,
+      FlowRestarts.EarlyRestart early) {
+    boolean exclusive = ruleAdds == RuleAdds.EXCLUSIVE;
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     long kernel = 0;
@@ -120,8 +130,8 @@ final class ChangeApplier {
         // Every commit of ours on the SNAT part, told to the mark cache as it happens: it keeps its listing instead
         // of listing the whole table again (a base repair touches only SNAT objects; the table exists after it).
         Runnable snatCommitted = marks::snatCommitted;
-        if (known != null) {
-          nft.applyKnown(changes.nft(), known.snat());
+        if (known.isPresent()) {
+          nft.applyKnown(changes.nft(), known.get().snat());
           snatCommitted.run();
         } else {
           refused = nft.applyInBatches(changes.nft(), true, snatCommitted);
@@ -168,8 +178,8 @@ final class ChangeApplier {
       List<Change> markChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.MARK).toList();
       try {
         List<MarkNftables.Refusal> refused = List.of();
-        if (known != null) {
-          marks.runKnown(changes.markCommands(), known.marksRemoved(), known.marksAdded());
+        if (known.isPresent()) {
+          marks.runKnown(changes.markCommands(), known.get().marksRemoved(), known.get().marksAdded());
           nft.marksCommitted();
         } else {
           refused = marks.runInBatches(changes.markCommands(), changes.markOutcome(), nft::marksCommitted);
