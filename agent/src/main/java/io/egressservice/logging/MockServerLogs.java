@@ -9,7 +9,7 @@ import java.util.logging.Logger;
  * the rest of the code logs through SLF4J alone.
  */
 public final class MockServerLogs {
-  /** Held: java.util.logging drops loggers nobody references, and the level set on them with them. */
+  /** Held: java.util.logging drops the loggers nobody references, and with them the levels set on them. */
   private static final Logger MOCK_SERVER = Logger.getLogger("io.fabric8.mockwebserver");
 
   private MockServerLogs() {}
