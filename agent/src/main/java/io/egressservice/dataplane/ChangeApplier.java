@@ -25,6 +25,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Writes a change set to one namespace's kernel, in its order: steering before, route additions, rule additions,
@@ -35,7 +37,7 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class ChangeApplier {
   /** Under the dataplane's name: its lines read as they did before this part had a file of its own. */
-  private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
+  private static final Logger LOG = LoggerFactory.getLogger(Dataplane.class);
 
   private final Kernel kernel;
   private final Routing netlink;
@@ -248,10 +250,10 @@ final class ChangeApplier {
         // Not ours (ours would have been observed): someone else's route to that destination, which the
         // admin meant for the table's users. Left alone and said once; not a failure, so readiness holds.
         if (conflicts.add(f.change().route())) {
-          LOG.log(System.Logger.Level.WARNING, "{0}: table {1} already has a route to {2} that is not the agent''s;"
-              + " left alone, so the service''s traffic to {2} follows it instead of being thrown back",
-              describe(), Integer.toUnsignedString(f.change().route().table()),
-              f.change().route().destination().map(Object::toString).orElse("default"));
+          String destination = f.change().route().destination().map(Object::toString).orElse("default");
+          LOG.warn("{}: table {} already has a route to {} that is not the agent's;"
+              + " left alone, so the service's traffic to {} follows it instead of being thrown back",
+              describe(), Integer.toUnsignedString(f.change().route().table()), destination, destination);
         }
         continue;
       }

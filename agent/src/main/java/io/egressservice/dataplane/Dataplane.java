@@ -31,6 +31,8 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The kernel side of one network namespace: observes what the agent owns, diffs it against the plan
@@ -41,7 +43,7 @@ import java.util.function.Function;
  * tables ({@link TunnelGuard}, {@link NoHostSync}, {@link FlowDrain}) follow the plan around them.
  */
 public final class Dataplane implements AutoCloseable {
-  private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
+  private static final Logger LOG = LoggerFactory.getLogger(Dataplane.class);
 
   private final Kernel kernel;
   private final EgressNftables nft;
@@ -301,7 +303,7 @@ public final class Dataplane implements AutoCloseable {
     Optional<String> refusal = fastPathRefusal(previous, next);
     if (refusal.isPresent()) {
       fallbacks++;
-      LOG.log(System.Logger.Level.DEBUG, "{0}: full reconcile instead of the fast path: {1}", describe(), refusal.get());
+      LOG.debug("{}: full reconcile instead of the fast path: {}", describe(), refusal.get());
       return reconcile(next);
     }
     ServiceSlices.Slice before = ServiceSlices.restrict(previous, changed);
