@@ -51,6 +51,32 @@ class SideTablesListingNetnsTest {
     assertThat(listing(GuardNftables.TABLE)).isEqualTo(expected("guard-table-without-steering.nft"));
   }
 
+  @Test
+  void theNoHostGuardsSourcesComeAndGoByElementKeepingTheTable() {
+    NoHostNftables noHost = new NoHostNftables(nft.client());
+    List<NoHostNftables.Hold> holds = List.of(new NoHostNftables.Hold("shop/web", IpPrefix.parse("10.128.2.5")));
+    List<IpPrefix> inCluster = prefixes("10.128.0.0/16");
+    noHost.sync(holds, inCluster, prefixes("5.5.5.5"), prefixes("10.128.1.5"), true, false);
+    long handle = tableHandle();
+
+    noHost.sync(holds, inCluster, prefixes("6.6.6.6"), prefixes("10.128.1.5", "fd10:128:1::5"), true, true);
+    assertThat(tableHandle()).as("the same table: changed by element, not rewritten").isEqualTo(handle);
+    assertThat(noHost.updateElements(prefixes("7.7.7.7"), prefixes("6.6.6.6"), List.of(), prefixes("10.128.1.5")))
+        .isTrue();
+    assertThat(tableHandle()).isEqualTo(handle);
+    String listed = listing(NoHostNftables.TABLE);
+    assertThat(listed).contains("elements = { 7.7.7.7 }", "elements = { fd10:128:1::5 }")
+        .doesNotContain("5.5.5.5", "6.6.6.6", "10.128.1.5 ");
+
+    noHost.sync(List.of(), inCluster, List.of(), List.of(), true, false);
+    assertThat(tableHandle()).as("a hold gone: the table is written whole").isNotEqualTo(handle);
+  }
+
+  private long tableHandle() {
+    return nft.ns().json("nft", "-j", "list", "table", "inet", NoHostNftables.TABLE).get("nftables").get(1)
+        .get("table").get("handle").asLong();
+  }
+
   private String listing(String table) {
     return nft.ns().exec("nft", "list", "table", "inet", table).replaceAll(" expires [0-9a-z]+", "");
   }
