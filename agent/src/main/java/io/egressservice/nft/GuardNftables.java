@@ -92,6 +92,11 @@ import java.util.Set;
  * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
  * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
  * Nodes' addresses, the devices that reach them or the in-cluster destinations. The counters' values before a rewrite are carried over.
+ *
+ * <p>Element changes, holds and removal are libnftables-json ({@link TableWriter}); the whole table alone is an nft
+ * script, because libnftables-json of nftables 1.0.6 cannot declare the {@code senders_} sets: it reads a set's key
+ * only as data type names, and a raw payload's type ({@code integer}) has no size there ("can not use variable sized
+ * data types"); the {@code typeof} key object came to the JSON parser in later nftables releases.
  */
 public final class GuardNftables {
   public static final String TABLE = "egress_service_agent_guard";
@@ -252,8 +257,11 @@ public final class GuardNftables {
     writtenShape = Optional.empty();
     written.clear();
     writtenSenders.clear();
-    String replace = "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
-    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), sources));
+    if (want.isEmpty()) {
+      nft.run(TableWriter.remove("inet", TABLE));
+    } else {
+      nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n" + script(want.get(), sources));
+    }
     writtenShape = Optional.of(want);
     if (want.isPresent()) {
       sources.bySet().forEach((set, now) -> written.put(set, new HashSet<>(now)));

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.List;
 
 /**
  * The libnftables-json(5) expressions and statements the agent's rules are made of, in the form nft 1.0.6 reads
@@ -70,11 +69,6 @@ public final class Expr {
     return wrap("payload", F.objectNode().put("protocol", protocol).put("field", field));
   }
 
-  /** Raw payload: {@code @th,224,32}. */
-  public static ObjectNode raw(String base, int offset, int length) {
-    return wrap("payload", F.objectNode().put("base", base).put("offset", offset).put("len", length));
-  }
-
   /** {@code meta iifname}, {@code meta mark}, {@code meta nfproto}. */
   public static ObjectNode meta(String key) {
     return wrap("meta", F.objectNode().put("key", key));
@@ -83,14 +77,6 @@ public final class Expr {
   /** {@code ct direction}, {@code ct state}, {@code ct status}. */
   public static ObjectNode ct(String key) {
     return wrap("ct", F.objectNode().put("key", key));
-  }
-
-  /** {@code fib flags... result}, e.g. {@code fib saddr . iif oif}. */
-  public static ObjectNode fib(List<String> flags, String result) {
-    ObjectNode fib = F.objectNode().put("result", result);
-    ArrayNode f = fib.putArray("flags");
-    flags.forEach(f::add);
-    return wrap("fib", fib);
   }
 
   /** {@code left . right}. */
@@ -136,10 +122,6 @@ public final class Expr {
 
   public static ObjectNode drop() {
     return F.objectNode().putNull("drop");
-  }
-
-  public static ObjectNode accept() {
-    return F.objectNode().putNull("accept");
   }
 
   private static ObjectNode wrap(String key, JsonNode body) {

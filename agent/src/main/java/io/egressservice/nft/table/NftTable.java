@@ -200,12 +200,6 @@ public record NftTable(String family, String name, List<Counter> counters, List<
       all.add(statements);
       return new Chain(name, hook, all);
     }
-
-    public Chain withRules(Collection<? extends JsonNode> more) {
-      List<JsonNode> all = new ArrayList<>(rules);
-      all.addAll(more);
-      return new Chain(name, hook, all);
-    }
   }
 
   /** Where a base chain hangs: its type ({@code filter}, {@code nat}, {@code route}), hook, priority, policy. */

@@ -75,6 +75,20 @@ class TableWriterTest {
   }
 
   @Test
+  void aMapsElementsCarryTheirValueAndComment() {
+    NftTable t = NftTable.of("inet", "t").withSet(new NftSet("snat_v4", List.of("ipv4_addr"),
+        Optional.of("ipv4_addr"), Set.of(), List.of(Element.of("10.0.0.1").withComment("shop/web")
+            .withValue(Expr.text("5.5.5.5")))));
+
+    JsonNode doc = TableWriter.replace(t);
+
+    assertThat(verbs(doc)).containsExactly("add table", "delete table", "add table", "add map", "add element");
+    assertThat(doc.at("/nftables/3/add/map/map").asText()).isEqualTo("ipv4_addr");
+    assertThat(doc.at("/nftables/4/add/element/elem/0").toString())
+        .isEqualTo("[{\"elem\":{\"val\":\"10.0.0.1\",\"comment\":\"shop/web\"}},\"5.5.5.5\"]");
+  }
+
+  @Test
   void removingATableThatMayBeAbsentAddsItFirst() {
     assertThat(verbs(TableWriter.remove("inet", "t"))).containsExactly("add table", "delete table");
   }
