@@ -148,4 +148,13 @@ class LayeringTest {
 
   @ArchTest
   static final ArchRule packagesHaveNoCycles = slices().matching("io.egressservice.(*)..").should().beFreeOfCycles();
+
+  @ArchTest
+  static final ArchRule oneLoggingApi = noClasses()
+      .that().resideOutsideOfPackages("io.egressservice.logging..", "io.egressservice.netlink..")
+      .should().dependOnClassesThat().resideInAPackage("java.util.logging..")
+      .orShould().dependOnClassesThat().belongToAnyOf(System.Logger.class, System.LoggerFinder.class)
+      .because("the agent logs through SLF4J alone; the logging package bridges the JDK's two APIs into it (for the"
+          + " libraries that use them), and the netlink library logs through System.Logger so it brings no logging"
+          + " framework of its own (netlink/README.md)");
 }

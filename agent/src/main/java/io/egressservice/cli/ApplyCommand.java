@@ -57,7 +57,7 @@ public final class ApplyCommand implements Callable<Integer> {
     PlanCommand.warnIfUnknownNode(loaded, node, spec.commandLine().getErr());
     config = KernelAccess.admit(config); // kernel features probed: a fallback taken, or exit 2 naming what is missing
     try (Dataplane dp = KernelAccess.open(netns.value(), config.priority(), config.ruleProtocol())) {
-      NodePlan plan = dp.plan(loaded, node, config);
+      NodePlan plan = KernelPlan.of(dp, loaded, node, config);
       DesiredState desired = plan.desired();
       if (dryRun) {
         ChangeSet diff = Dataplane.diff(plan);

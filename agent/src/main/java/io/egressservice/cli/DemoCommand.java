@@ -1,5 +1,6 @@
 package io.egressservice.cli;
 
+import io.egressservice.logging.MockServerLogs;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -49,16 +50,12 @@ public final class DemoCommand implements Callable<Integer> {
 
   /** The demo tells its own story on stdout; the agent's and the mock server's logs would drown it. */
   private static void quietLogs() {
-    MOCK_SERVER_LOG.setLevel(java.util.logging.Level.WARNING);
+    MockServerLogs.warningsOnly();
     if (org.slf4j.LoggerFactory.getLogger("io.egressservice") instanceof ch.qos.logback.classic.Logger agentLog
         && System.getenv("EGRESS_AGENT_LOG_LEVEL") == null) {
       agentLog.setLevel(ch.qos.logback.classic.Level.WARN);
     }
   }
-
-  /** Held so the level set on it is not lost when java.util.logging drops unreferenced loggers. */
-  private static final java.util.logging.Logger MOCK_SERVER_LOG =
-      java.util.logging.Logger.getLogger("io.fabric8.mockwebserver");
 
   /** Whether this jar carries the mock API server the demo runs in-process (the node jar does not). */
   static boolean hasEmbeddedApiServer() {

@@ -14,7 +14,6 @@ import io.egressservice.health.PortHolder;
 import io.egressservice.health.ProbeIdentity;
 import io.egressservice.informers.ClusterInformers;
 import io.egressservice.lifecycle.FailFast;
-import io.egressservice.lifecycle.TestFaults;
 import io.egressservice.lifecycle.Threads;
 import io.egressservice.metrics.AgentMetrics;
 import io.egressservice.metrics.AllocatorMetrics;
@@ -139,7 +138,7 @@ public final class RunCommand implements Callable<Integer> {
     policy.attach(informers, client);
     NodeAgent agent = new NodeAgent(informers, dataplane,
         new NodeAgent.Settings(nodeName, config, resync, Duration.ofSeconds(30)), metrics,
-        new KubernetesEvents(client, nodeName, Clock.systemUTC()), TestFaults.clock(Clock.systemUTC()));
+        new KubernetesEvents(client, nodeName, Clock.systemUTC()), Clock.systemUTC());
     // A port another process holds must not stop this node's egress: the agent reconciles without it and binds
     // once it is free (HealthListener); meanwhile the probes fail, which is what they should say.
     HealthListener health = HealthListener.start(

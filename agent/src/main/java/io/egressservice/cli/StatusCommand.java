@@ -111,7 +111,7 @@ public final class StatusCommand implements Callable<Integer> {
       // services map such comments back to their names.
       Map<String, String> serviceByComment = new HashMap<>();
       if (loaded != null) {
-        DesiredState plan = dp.plan(loaded, node, config).desired();
+        DesiredState plan = KernelPlan.of(dp, loaded, node, config).desired();
         for (RuleSpec r : plan.rules()) {
           if (r.from().isPresent() && r.service().isPresent()) {
             names.put(r.from().get(), r.service().get().toString());

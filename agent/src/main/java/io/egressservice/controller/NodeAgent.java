@@ -13,7 +13,7 @@ import io.egressservice.netlink.Rule;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.Subscription;
 import io.egressservice.dataplane.Differ;
-import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.dataplane.KernelFacts;
 import io.egressservice.objects.ChangeFeed;
 import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
@@ -443,7 +443,7 @@ public final class NodeAgent implements AutoCloseable {
     return new Hosting(settings.nodeName(), hosting.stream().map(ObjectRef::toString).toList());
   }
 
-  private static NodeObservations observations(NodeFacts facts) {
+  private static NodeObservations observations(KernelFacts facts) {
     return new NodeObservations(facts.localAddresses(), facts.networks(), facts.existingMarks(),
         facts.existingSteerTables());
   }

@@ -25,6 +25,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Writes a change set to one namespace's kernel, in its order: steering before, route additions, rule additions,
@@ -35,7 +37,7 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class ChangeApplier {
   /** Under the dataplane's name: its lines read as they did before this part had a file of its own. */
-  private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
+  private static final Logger LOG = LoggerFactory.getLogger(Dataplane.class);
 
   private final Kernel kernel;
   private final Routing netlink;
@@ -48,6 +50,14 @@ final class ChangeApplier {
 
   /** What the fast path plans nft transactions from instead of a listing. */
   record KnownElements(Collection<SnatElement> snat, List<IpPrefix> marksRemoved, List<MarkElement> marksAdded) {}
+
+  /** How rule adds go to the kernel. */
+  enum RuleAdds {
+    /** With NLM_F_EXCL: the kernel refuses a rule that is already there (a one-shot apply from a stale diff). */
+    EXCLUSIVE,
+    /** Without: the kernel skips its duplicate scan; only for rules planned against a fresh dump or the exact view. */
+    KNOWN_ABSENT
+  }
 
   ChangeApplier(Kernel kernel, EgressNftables nft, MarkNftables marks,
       SteeringDataplane steering, FlowRestarts restarts) {
@@ -65,13 +75,15 @@ final class ChangeApplier {
 
   /**
    * @param known the fast path's knowledge of the nft elements involved (the transactions are planned from it,
-   *     without a listing); null: planned from the (cached) listing
-   * @param exclusive rule adds with NLM_F_EXCL; false only for adds planned against a fresh dump or the kernel
-   *     view, which cannot be present (the kernel's duplicate scan makes an add cost twice the rule list)
+   *     without a listing); empty: planned from the (cached) listing
+   * @param ruleAdds whether the kernel checks each added rule for a duplicate (it makes an add cost twice the rule
+   *     list): only where the diff may be stale
    * @param early sources whose flows restart right after the rule deletions, when all went well so far
    *     ({@link FlowRestarts#forFullReconcile}, {@link FlowRestarts#forChanged})
    */
-  ApplyReport apply(ChangeSet changes, KnownElements known, boolean exclusive, FlowRestarts.EarlyRestart early) {
+  ApplyReport apply(ChangeSet changes, Optional<KnownElements> known, RuleAdds ruleAdds,
+      FlowRestarts.EarlyRestart early) {
+    boolean exclusive = ruleAdds == RuleAdds.EXCLUSIVE;
     List<Change> applied = new ArrayList<>();
     List<String> failures = new ArrayList<>();
     long kernel = 0;
@@ -120,8 +132,8 @@ final class ChangeApplier {
         // Every commit of ours on the SNAT part, told to the mark cache as it happens: it keeps its listing instead
         // of listing the whole table again (a base repair touches only SNAT objects; the table exists after it).
         Runnable snatCommitted = marks::snatCommitted;
-        if (known != null) {
-          nft.applyKnown(changes.nft(), known.snat());
+        if (known.isPresent()) {
+          nft.applyKnown(changes.nft(), known.get().snat());
           snatCommitted.run();
         } else {
           refused = nft.applyInBatches(changes.nft(), true, snatCommitted);
@@ -168,8 +180,8 @@ final class ChangeApplier {
       List<Change> markChanges = nftChanges.stream().filter(c -> c.kind() == Change.Kind.MARK).toList();
       try {
         List<MarkNftables.Refusal> refused = List.of();
-        if (known != null) {
-          marks.runKnown(changes.markCommands(), known.marksRemoved(), known.marksAdded());
+        if (known.isPresent()) {
+          marks.runKnown(changes.markCommands(), known.get().marksRemoved(), known.get().marksAdded());
           nft.marksCommitted();
         } else {
           refused = marks.runInBatches(changes.markCommands(), changes.markOutcome(), nft::marksCommitted);
@@ -238,10 +250,10 @@ final class ChangeApplier {
         // Not ours (ours would have been observed): someone else's route to that destination, which the
         // admin meant for the table's users. Left alone and said once; not a failure, so readiness holds.
         if (conflicts.add(f.change().route())) {
-          LOG.log(System.Logger.Level.WARNING, "{0}: table {1} already has a route to {2} that is not the agent''s;"
-              + " left alone, so the service''s traffic to {2} follows it instead of being thrown back",
-              describe(), Integer.toUnsignedString(f.change().route().table()),
-              f.change().route().destination().map(Object::toString).orElse("default"));
+          String destination = f.change().route().destination().map(Object::toString).orElse("default");
+          LOG.warn("{}: table {} already has a route to {} that is not the agent's;"
+              + " left alone, so the service's traffic to {} follows it instead of being thrown back",
+              describe(), Integer.toUnsignedString(f.change().route().table()), destination, destination);
         }
         continue;
       }

@@ -15,13 +15,10 @@ import io.egressservice.nft.GuardNftables;
 import io.egressservice.nft.MarkNftables;
 import io.egressservice.nft.MarkNftables.MarkElement;
 import io.egressservice.nft.NoHostNftables;
-import io.egressservice.objects.ClusterObjects;
-import io.egressservice.objects.PlanInputs;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.NetworkResolution;
 import io.egressservice.model.ObjectRef;
 import io.egressservice.model.PlanConfig;
-import io.egressservice.plan.Planner;
 import io.egressservice.model.RuleMode;
 import io.egressservice.plan.RuleSpec;
 import java.util.ArrayList;
@@ -32,9 +29,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
-import org.ovn.k8s.v1.EgressService;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The kernel side of one network namespace: observes what the agent owns, diffs it against the plan
@@ -45,7 +43,7 @@ import org.ovn.k8s.v1.EgressService;
  * tables ({@link TunnelGuard}, {@link NoHostSync}, {@link FlowDrain}) follow the plan around them.
  */
 public final class Dataplane implements AutoCloseable {
-  private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
+  private static final Logger LOG = LoggerFactory.getLogger(Dataplane.class);
 
   private final Kernel kernel;
   private final EgressNftables nft;
@@ -179,7 +177,7 @@ public final class Dataplane implements AutoCloseable {
    * What the plan needs to know of this node: how the given {@code spec.network} values resolve
    * here, the node's addresses, and (from {@code observed}, no second dump) the marks in use.
    */
-  public NodeFacts facts(Collection<String> networks, ObservedState observed) {
+  public KernelFacts facts(Collection<String> networks, ObservedState observed) {
     return view.facts(networks, observed, view.links());
   }
 
@@ -189,7 +187,7 @@ public final class Dataplane implements AutoCloseable {
    * marks and steering tables from the last observation, as updated by the reconciles that succeeded since.
    * Before any observation, one (a dump) is made.
    */
-  public NodeFacts currentFacts(Collection<String> networks) {
+  public KernelFacts currentFacts(Collection<String> networks) {
     return view.currentFacts(networks);
   }
 
@@ -208,28 +206,16 @@ public final class Dataplane implements AutoCloseable {
   }
 
   /**
-   * The node's plan for {@code objects}: one observation of the owned state feeds both the plan's
-   * node facts and the diff that {@link #reconcile(NodePlan)} applies.
+   * The node's plan made by {@code planner} from this node's facts (how {@code networks}, the {@code spec.network}
+   * values in play, resolve here; its addresses; the marks and steering tables in use): one observation of the owned
+   * state feeds both those facts and the diff that {@link #reconcile(NodePlan)} applies.
    */
-  public NodePlan plan(ClusterObjects objects, String node, PlanConfig config) {
-    return plan(objects, node, config, PlanInputs.Memo.none());
-  }
-
-  /** The same, converting only the objects {@code memo} has not seen (an informer-backed caller's memo). */
-  public NodePlan plan(ClusterObjects objects, String node, PlanConfig config, PlanInputs.Memo memo) {
+  public NodePlan plan(Collection<String> networks, Function<KernelFacts, DesiredState> planner) {
     long start = System.nanoTime();
     ObservedState observed = observe();
     long observeNanos = System.nanoTime() - start;
-    TreeSet<String> networks = new TreeSet<>();
-    for (EgressService es : objects.egressServices()) {
-      if (es.getSpec() != null && es.getSpec().getNetwork() != null) {
-        networks.add(es.getSpec().getNetwork().trim());
-      }
-    }
     List<Link> links = view.links();
-    NodeFacts facts = view.facts(networks, observed, links);
-    DesiredState desired = Planner.plan(PlanInputs.of(node, objects, facts.localAddresses(), facts.networks(),
-        config, facts.existingMarks(), facts.existingSteerTables(), memo));
+    DesiredState desired = planner.apply(view.facts(networks, observed, links));
     observed = view.withReversePath(desired, observed, links);
     return new NodePlan(desired, Differ.wantedRules(desired), observed, observeNanos,
         view.steeringMtu(desired, links));
@@ -252,7 +238,7 @@ public final class Dataplane implements AutoCloseable {
     FlowRestarts.EarlyRestart early = restarts.forFullReconcile(plan.desired());
     ChangeSet changes = Differ.diff(plan.desired(), plan.wantedRules(), plan.observed(), plan.steeringMtu(),
         appliedRules);
-    ApplyReport applied = withHolds(applier.apply(changes, null, false, early), plan.desired());
+    ApplyReport applied = withHolds(applier.apply(changes, Optional.empty(), ChangeApplier.RuleAdds.KNOWN_ABSENT, early), plan.desired());
     ApplyReport report = withGuard(guarded, applied, guard.afterApply());
     afterFullReconcile(plan.desired(), plan.wantedRules(), report);
     return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + plan.observeNanos());
@@ -265,15 +251,8 @@ public final class Dataplane implements AutoCloseable {
     if (desired.ruleMode() == RuleMode.MARK) {
       observed = view.withReversePath(desired, observed, view.links());
     }
-    long observeNanos = System.nanoTime() - start;
-    List<String> guarded = guard.sync(desired);
-    FlowRestarts.EarlyRestart early = restarts.forFullReconcile(desired);
-    Map<Rule, RuleSpec> wanted = Differ.wantedRules(desired);
-    ApplyReport applied = withHolds(applier.apply(Differ.diff(desired, wanted, observed, view.steeringMtu(desired),
-        appliedRules), null, false, early), desired);
-    ApplyReport report = withGuard(guarded, applied, guard.afterApply());
-    afterFullReconcile(desired, wanted, report);
-    return new ApplyReport(report.applied(), report.failures(), report.kernelNanos() + observeNanos);
+    return reconcile(new NodePlan(desired, Differ.wantedRules(desired), observed, System.nanoTime() - start,
+        view.steeringMtu(desired)));
   }
 
   /**
@@ -324,7 +303,7 @@ public final class Dataplane implements AutoCloseable {
     Optional<String> refusal = fastPathRefusal(previous, next);
     if (refusal.isPresent()) {
       fallbacks++;
-      LOG.log(System.Logger.Level.DEBUG, "{0}: full reconcile instead of the fast path: {1}", describe(), refusal.get());
+      LOG.debug("{}: full reconcile instead of the fast path: {}", describe(), refusal.get());
       return reconcile(next);
     }
     ServiceSlices.Slice before = ServiceSlices.restrict(previous, changed);
@@ -364,7 +343,8 @@ public final class Dataplane implements AutoCloseable {
     long guardNanos = System.nanoTime() - guardStart;
     FlowRestarts.EarlyRestart early = restarts.forChanged(was, now, previous, next);
     ApplyReport report = applier.apply(changes,
-        new ChangeApplier.KnownElements(expected.nft().snat(), marksRemoved, marksAdded), false, early);
+        Optional.of(new ChangeApplier.KnownElements(expected.nft().snat(), marksRemoved, marksAdded)),
+        ChangeApplier.RuleAdds.KNOWN_ABSENT, early);
     appliedRules.afterFastPath(wantedNow);
     fastPaths++;
     long t = System.nanoTime() - guardNanos;
@@ -419,7 +399,7 @@ public final class Dataplane implements AutoCloseable {
    * form of every object, which the next reconcile completes.
    */
   public ApplyReport apply(ChangeSet changes) {
-    return applier.apply(changes, null, true, FlowRestarts.EarlyRestart.NONE);
+    return applier.apply(changes, Optional.empty(), ChangeApplier.RuleAdds.EXCLUSIVE, FlowRestarts.EarlyRestart.NONE);
   }
 
   /** Removes everything the agent owns in this namespace, and nothing else. */

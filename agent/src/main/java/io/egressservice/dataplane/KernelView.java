@@ -124,16 +124,16 @@ final class KernelView {
   }
 
   /** The facts from {@code observed} and the given {@code links} (no second dump). */
-  NodeFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
+  KernelFacts facts(Collection<String> networks, ObservedState observed, List<Link> links) {
     knownLinks = links;
     knownAddresses = localAddresses();
     NetworkResolution resolved = NetworkResolver.resolve(networks, links, rtTables.current());
     resolved = resolved.withRoutes(tableRoutes.read(resolved.tablesOf(networks)));
-    return new NodeFacts(resolved, knownAddresses, existingMarks(observed.rules()), observed.steering().tables());
+    return new KernelFacts(resolved, knownAddresses, existingMarks(observed.rules()), observed.steering().tables());
   }
 
   /** See {@link Dataplane#currentFacts(Collection)}. */
-  NodeFacts currentFacts(Collection<String> networks) {
+  KernelFacts currentFacts(Collection<String> networks) {
     if (knownMarks == null || knownSteerTables == null) {
       observe();
     }
@@ -145,7 +145,7 @@ final class KernelView {
     }
     NetworkResolution resolved = NetworkResolver.resolve(networks, knownLinks, rtTables.current());
     resolved = resolved.withRoutes(tableRoutes.current(resolved.tablesOf(networks)));
-    return new NodeFacts(resolved, knownAddresses, knownMarks, knownSteerTables);
+    return new KernelFacts(resolved, knownAddresses, knownMarks, knownSteerTables);
   }
 
   /** See {@link Dataplane#mayEndNoRouteWarning(Route)}. */

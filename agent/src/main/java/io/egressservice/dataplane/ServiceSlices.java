@@ -58,8 +58,8 @@ final class ServiceSlices {
     List<HeldEndpoint> held = ServiceParts.of(d.held(), services, HeldEndpoint::service);
     SteeringPlan steering = new SteeringPlan(steered, d.steering().routes(), d.steering().receives(),
         d.steering().port());
-    DesiredState slice = new DesiredState(d.node(), d.priority(), d.ruleProtocol(), rules, snat, d.inCluster(),
-        List.of(), d.ruleMode(), d.markMask(), marks, d.networkMarks(), d.routes(), List.of(), steering, held);
+    DesiredState slice = d.toBuilder().rules(rules).snat(snat).services(List.of()).marks(marks).refusedInputs(List.of())
+        .steering(steering).held(held).build();
     return new Slice(slice, nodeRules);
   }
 

@@ -4,7 +4,16 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.classic.spi.ThrowableProxyUtil;
 import ch.qos.logback.core.encoder.EncoderBase;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonFactoryBuilder;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.io.SerializedString;
 import io.egressservice.text.Printable;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -32,6 +41,7 @@ public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
   private static final byte[] NOTHING = new byte[0];
   private static final Set<String> FIELDS =
       Set.of("time", "level", "loggerName", "threadName", "message", "mdc", "throwable");
+  private static final JsonFactory JSON = new JsonFactoryBuilder().characterEscapes(new TerminalSafeEscapes()).build();
 
   @Override
   public byte[] headerBytes() {
@@ -45,81 +55,70 @@ public final class JsonLineEncoder extends EncoderBase<ILoggingEvent> {
 
   @Override
   public byte[] encode(ILoggingEvent event) {
-    StringBuilder sb = new StringBuilder(256);
-    sb.append("{\"time\":");
-    string(sb, RFC_3339.format(Instant.ofEpochMilli(event.getTimeStamp())));
-    sb.append(",\"level\":");
-    string(sb, event.getLevel().toString());
-    sb.append(",\"loggerName\":");
-    string(sb, event.getLoggerName());
-    sb.append(",\"threadName\":");
-    string(sb, event.getThreadName());
-    sb.append(",\"message\":");
-    string(sb, event.getFormattedMessage());
-    List<KeyValuePair> pairs = event.getKeyValuePairs();
-    if (pairs != null) {
-      for (KeyValuePair kv : pairs) {
-        if (kv.key != null && !FIELDS.contains(kv.key)) {
-          sb.append(',');
-          string(sb, kv.key);
-          sb.append(':');
-          string(sb, kv.value == null ? null : String.valueOf(kv.value));
-        }
-      }
-    }
-    Map<String, String> mdc = event.getMDCPropertyMap();
-    if (mdc != null && !mdc.isEmpty()) {
-      sb.append(",\"mdc\":{");
-      boolean first = true;
-      for (Map.Entry<String, String> e : mdc.entrySet()) {
-        if (!first) {
-          sb.append(',');
-        }
-        first = false;
-        string(sb, e.getKey());
-        sb.append(':');
-        string(sb, e.getValue());
-      }
-      sb.append('}');
-    }
-    IThrowableProxy thrown = event.getThrowableProxy();
-    if (thrown != null) {
-      sb.append(",\"throwable\":");
-      string(sb, ThrowableProxyUtil.asString(thrown));
-    }
-    sb.append("}\n");
-    return sb.toString().getBytes(StandardCharsets.UTF_8);
-  }
-
-  /**
-   * Appends {@code s} as a JSON string (RFC 8259 escapes; {@code null} as JSON null), with DEL, the C1 controls, the
-   * line separators and bidirectional overrides as {@code \}{@code uHHHH} too: the same string to a parser, nothing a
-   * terminal acts on when a person reads the line.
-   */
-  static void string(StringBuilder sb, String s) {
-    if (s == null) {
-      sb.append("null");
-      return;
-    }
-    sb.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> sb.append("\\\"");
-        case '\\' -> sb.append("\\\\");
-        case '\n' -> sb.append("\\n");
-        case '\r' -> sb.append("\\r");
-        case '\t' -> sb.append("\\t");
-        default -> {
-          // JSON's own (every C0 control), and what Printable escapes for a terminal: DEL, C1, bidi overrides
-          if (c < 0x20 || (Printable.escapes(c) && !Character.isSurrogate(c))) {
-            sb.append(String.format("\\u%04x", (int) c));
-          } else {
-            sb.append(c);
+    // Characters, not bytes: Jackson's byte writer would escape every surrogate pair; this way an emoji in a
+    // message stays itself, as UTF-8.
+    StringWriter line = new StringWriter(256);
+    try (JsonGenerator json = JSON.createGenerator(line)) {
+      json.writeStartObject();
+      json.writeStringField("time", RFC_3339.format(Instant.ofEpochMilli(event.getTimeStamp())));
+      json.writeStringField("level", event.getLevel().toString());
+      json.writeStringField("loggerName", event.getLoggerName());
+      json.writeStringField("threadName", event.getThreadName());
+      json.writeStringField("message", event.getFormattedMessage());
+      List<KeyValuePair> pairs = event.getKeyValuePairs();
+      if (pairs != null) {
+        for (KeyValuePair kv : pairs) {
+          if (kv.key != null && !FIELDS.contains(kv.key)) {
+            json.writeStringField(kv.key, kv.value == null ? null : String.valueOf(kv.value));
           }
         }
       }
+      Map<String, String> mdc = event.getMDCPropertyMap();
+      if (mdc != null && !mdc.isEmpty()) {
+        json.writeObjectFieldStart("mdc");
+        for (Map.Entry<String, String> e : mdc.entrySet()) {
+          json.writeStringField(e.getKey(), e.getValue());
+        }
+        json.writeEndObject();
+      }
+      IThrowableProxy thrown = event.getThrowableProxy();
+      if (thrown != null) {
+        json.writeStringField("throwable", ThrowableProxyUtil.asString(thrown));
+      }
+      json.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException("a StringWriter does not fail", e);
     }
-    sb.append('"');
+    return line.append('\n').toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * RFC 8259's escapes, with DEL, the C1 controls, the line separators and bidirectional overrides (what {@link
+   * Printable} escapes for a terminal) as {@code \}{@code uhhhh} too: the same string to a parser, nothing a terminal
+   * acts on when a person reads the line. Every C0 control but newline, return and tab is {@code \}{@code u00hh}
+   * (not {@code \b}, {@code \f}), lower-case, as the format always wrote them.
+   */
+  private static final class TerminalSafeEscapes extends CharacterEscapes {
+    private final int[] ascii = standardAsciiEscapesForJSON();
+
+    TerminalSafeEscapes() {
+      for (char c = 0; c < ascii.length; c++) {
+        if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f) {
+          ascii[c] = ESCAPE_CUSTOM;
+        }
+      }
+    }
+
+    @Override
+    public int[] getEscapeCodesForAscii() {
+      return ascii;
+    }
+
+    @Override
+    public SerializableString getEscapeSequence(int c) {
+      boolean escaped = c < 0x20 || (c <= Character.MAX_VALUE && Printable.escapes((char) c)
+          && !Character.isSurrogate((char) c));
+      return escaped ? new SerializedString(String.format("\\u%04x", c)) : null;
+    }
   }
 }

@@ -1,11 +1,28 @@
 package io.egressservice.nft;
 
-import io.egressservice.kernel.Nftables;
+import static io.egressservice.nft.table.Expr.and;
+import static io.egressservice.nft.table.Expr.ct;
+import static io.egressservice.nft.table.Expr.flags;
+import static io.egressservice.nft.table.Expr.in;
+import static io.egressservice.nft.table.Expr.is;
+import static io.egressservice.nft.table.Expr.meta;
+import static io.egressservice.nft.table.Expr.number;
+import static io.egressservice.nft.table.Expr.or;
+import static io.egressservice.nft.table.Expr.payload;
+import static io.egressservice.nft.table.Expr.rule;
+import static io.egressservice.nft.table.Expr.set;
+import static io.egressservice.nft.table.Expr.text;
+
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.nft.table.NftTable;
+import io.egressservice.nft.table.NftTable.Chain;
+import io.egressservice.nft.table.NftTable.Element;
+import io.egressservice.nft.table.NftTable.NftSet;
+import io.egressservice.nft.table.TableWriter;
 import java.time.Duration;
 import java.util.Collection;
-import java.util.List;
 import java.util.Objects;
 
 /**
@@ -29,7 +46,7 @@ import java.util.Objects;
  * the local route and its SNAT, and is never marked. Only the mask's bits of the mark change. The elements expire by
  * themselves, so an agent that dies mid-switch leaves no mark behind for long. Kernel: the {@code inet} family's
  * prerouting hook (3.14), {@code ct status} and {@code meta mark set} (3.13), element timeouts (4.1); all on RHEL 9's
- * 5.14.
+ * 5.14. Timeouts are whole seconds (what libnftables-json of nftables 1.0.6 reads).
  */
 public final class DrainNftables {
   public static final String TABLE = "egress_service_agent_drain";
@@ -47,41 +64,32 @@ public final class DrainNftables {
    * established flows without SNAT get {@code value} in the bits of {@code mask}.
    */
   public void write(Collection<IpPrefix> sources, long mask, long value, Duration expiry) {
-    nft.runScript(replace() + script(sources, mask, value, expiry));
+    nft.run(TableWriter.replace(table(sources, mask, value, expiry)));
   }
 
   /** Removes the table (a no-op when it is absent). */
   public void delete() {
-    nft.runScript(replace());
-  }
-
-  private static String replace() {
-    return "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
+    nft.run(TableWriter.remove("inet", TABLE));
   }
 
   /** The table (package-visible for its test). */
-  static String script(Collection<IpPrefix> sources, long mask, long value, Duration expiry) {
+  static NftTable table(Collection<IpPrefix> sources, long mask, long value, Duration expiry) {
     if ((value & ~mask) != 0 || value == 0) {
       throw new IllegalArgumentException("drain mark 0x" + Long.toHexString(value) + " is not a non-zero value in mask 0x"
           + Long.toHexString(mask));
     }
     long keep = ~mask & 0xffffffffL;
-    StringBuilder sb = new StringBuilder("table inet ").append(TABLE).append(" {\n");
-    StringBuilder chain = new StringBuilder();
+    NftTable table = NftTable.of("inet", TABLE);
+    Chain chain = Chain.base("prerouting", "filter", "prerouting", PRIORITY);
     for (IpFamily f : IpFamily.values()) {
-      String fam = f == IpFamily.V4 ? "v4" : "v6";
-      String ip = f == IpFamily.V4 ? "ip" : "ip6";
-      List<String> of = sources.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct().sorted()
-          .map(a -> a + " timeout " + Math.max(1, expiry.toMillis()) + "ms").toList();
-      sb.append("  set sources_").append(fam).append(" { type ").append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr")
-          .append("; flags timeout; ").append(of.isEmpty() ? "" : "elements = { " + String.join(", ", of) + " } ")
-          .append("}\n");
-      chain.append("    ").append(ip).append(" saddr @sources_").append(fam)
-          .append(" ct direction original ct status & (snat | confirmed) == confirmed meta mark set meta mark & 0x")
-          .append(Long.toHexString(keep)).append(" | 0x").append(Long.toHexString(value)).append('\n');
+      String set = "sources_" + (f == IpFamily.V4 ? "v4" : "v6");
+      table = table.withSet(NftSet.of(set, f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr").withFlags("timeout")
+          .withElements(sources.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct().sorted()
+              .map(a -> Element.of(a).withTimeout(expiry)).toList()));
+      chain = chain.withRule(rule(in(payload(f.nftName(), "saddr"), set), is(ct("direction"), text("original")),
+          is(and(ct("status"), flags("confirmed", "snat")), text("confirmed")),
+          set(meta("mark"), or(and(meta("mark"), number(keep)), number(value)))));
     }
-    sb.append("  chain prerouting {\n    type filter hook prerouting priority ").append(PRIORITY)
-        .append("; policy accept;\n").append(chain).append("  }\n}\n");
-    return sb.toString();
+    return table.withChain(chain);
   }
 }

@@ -1,10 +1,13 @@
 package io.egressservice.nft;
 
-import io.egressservice.kernel.NftException;
 import io.egressservice.kernel.Nftables;
-import static io.egressservice.nft.ElementCommands.difference;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.egressservice.nft.table.CarriedCounters;
+import io.egressservice.nft.table.Expr;
+import io.egressservice.nft.table.NftTable.Element;
+import io.egressservice.nft.table.NftTable.SetChange;
+import io.egressservice.nft.table.TableWriter;
+import java.util.ArrayList;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.util.Collection;
@@ -16,7 +19,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
-import java.util.TreeMap;
 
 /**
  * Who may use the steering port, what may leave through the tunnel, and that opted-in sources cannot be forged: a
@@ -90,6 +92,11 @@ import java.util.TreeMap;
  * <p>The sets of sources change by element ({@link #updateElements}: O(change)); the table is written whole, in
  * one transaction that replaces the old one (no moment without it), only when its shape changes: the port, the
  * Nodes' addresses, the devices that reach them or the in-cluster destinations. The counters' values before a rewrite are carried over.
+ *
+ * <p>Element changes, holds and removal are libnftables-json ({@link TableWriter}); the whole table alone is an nft
+ * script, because libnftables-json of nftables 1.0.6 cannot declare the {@code senders_} sets: it reads a set's key
+ * only as data type names, and a raw payload's type ({@code integer}) has no size there ("can not use variable sized
+ * data types"); the {@code typeof} key object came to the JSON parser in later nftables releases.
  */
 public final class GuardNftables {
   public static final String TABLE = "egress_service_agent_guard";
@@ -142,11 +149,20 @@ public final class GuardNftables {
 
     /** As an element of {@code senders_v4/v6}: the address, and the inner source as the raw payload's number. */
     String element() {
+      return node.addressText() + " . " + innerNumber();
+    }
+
+    /** The same as libnftables-json writes it (a number as hex text: an IPv6 address outgrows JSON's integers). */
+    Element jsonElement() {
+      return Element.of(Expr.concat(Expr.text(node.addressText()), Expr.text(innerNumber())));
+    }
+
+    private String innerNumber() {
       StringBuilder hex = new StringBuilder("0x");
       for (byte b : inner.addressBytes()) {
         hex.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
       }
-      return node.addressText() + " . " + hex;
+      return hex.toString();
     }
   }
 
@@ -188,7 +204,7 @@ public final class GuardNftables {
   }
 
   private final Nftables nft;
-  private final Map<String, Long> carried = new HashMap<>();
+  private final CarriedCounters counters;
   /** The shape as last written; empty: unknown (written whole next); {@code Optional.of(Optional.empty())}: absent. */
   private Optional<Optional<Shape>> writtenShape = Optional.empty();
   /** What each set holds as last written, by set name prefix ({@code steered_}, {@code ours_}, ...). */
@@ -198,6 +214,7 @@ public final class GuardNftables {
 
   public GuardNftables(Nftables nft) {
     this.nft = Objects.requireNonNull(nft);
+    this.counters = CarriedCounters.byName(nft, "inet", TABLE);
   }
 
   /**
@@ -225,8 +242,8 @@ public final class GuardNftables {
         sources.bySet().forEach((set, now) -> {
           Set<IpPrefix> was = written.getOrDefault(set, Set.of());
           Set<IpPrefix> is = new HashSet<>(now);
-          added.put(set, difference(is, was));
-          removed.put(set, difference(was, is));
+          added.put(set, is.stream().filter(p -> !was.contains(p)).toList());
+          removed.put(set, was.stream().filter(p -> !is.contains(p)).toList());
         });
         Set<Sender> senders = new HashSet<>(sources.senders());
         updateElements(added, removed, senders.stream().filter(p -> !writtenSenders.contains(p)).toList(),
@@ -234,12 +251,17 @@ public final class GuardNftables {
       }
       return;
     }
-    carryCounters();
+    if (writtenShape.isEmpty() || writtenShape.get().isPresent()) {
+      counters.carry();
+    }
     writtenShape = Optional.empty();
     written.clear();
     writtenSenders.clear();
-    String replace = "add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n";
-    nft.runScript(want.isEmpty() ? replace : replace + script(want.get(), sources));
+    if (want.isEmpty()) {
+      nft.run(TableWriter.remove("inet", TABLE));
+    } else {
+      nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n" + script(want.get(), sources));
+    }
     writtenShape = Optional.of(want);
     if (want.isPresent()) {
       sources.bySet().forEach((set, now) -> written.put(set, new HashSet<>(now)));
@@ -262,18 +284,13 @@ public final class GuardNftables {
     if (writtenShape.isEmpty() || writtenShape.get().isEmpty() || sources.isEmpty()) {
       return false;
     }
-    StringBuilder sb = new StringBuilder();
+    // add refreshes nothing of an element already there; delete first is not possible without knowing it is
+    List<SetChange> changes = new ArrayList<>();
     for (IpFamily f : IpFamily.values()) {
-      List<String> of = sources.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct().toList();
-      if (!of.isEmpty()) {
-        // add refreshes nothing of an element already there; delete first is not possible without knowing it is
-        sb.append("add element inet ").append(TABLE).append(' ').append(RESTARTING).append(fam(f)).append(" { ")
-            .append(of.stream().map(a -> a + " timeout " + Math.max(1, hold.toMillis()) + "ms")
-                .collect(java.util.stream.Collectors.joining(", ")))
-            .append(" }\n");
-      }
+      changes.add(new SetChange(RESTARTING + fam(f), sources.stream().filter(p -> p.family() == f)
+          .map(IpPrefix::addressText).distinct().map(a -> Element.of(a).withTimeout(hold)).toList(), List.of()));
     }
-    nft.runScript(sb.toString());
+    nft.run(TableWriter.elementChanges("inet", TABLE, changes));
     return true;
   }
 
@@ -302,19 +319,24 @@ public final class GuardNftables {
     List<Sender> sendersIn = port ? sendersAdded.stream().filter(p -> !writtenSenders.contains(p)).distinct().toList()
         : List.of();
     List<Sender> sendersOut = sendersRemoved.stream().filter(writtenSenders::contains).distinct().toList();
-    StringBuilder sb = new StringBuilder();
-    // Deletes first: a source that stops being ours is never accepted a moment longer than it must.
-    removed.forEach((set, of) -> ElementCommands.append(sb, "delete", TABLE, set,
-        of.stream().filter(p -> written.getOrDefault(set, Set.of()).contains(p)).toList()));
-    appendSenders(sb, "delete", sendersOut);
-    added.forEach((set, of) -> ElementCommands.append(sb, "add", TABLE, set,
-        of.stream().filter(p -> !written.getOrDefault(set, Set.of()).contains(p)).toList()));
-    appendSenders(sb, "add", sendersIn);
-    if (sb.length() == 0) {
+    List<SetChange> changes = new ArrayList<>();
+    // Deletes come first in the transaction: a source that stops being ours is never accepted a moment longer.
+    for (IpFamily f : IpFamily.values()) {
+      for (String set : Sources.NONE.bySet().keySet()) {
+        Set<IpPrefix> held = written.getOrDefault(set, Set.of());
+        changes.add(new SetChange(set + fam(f),
+            of(added.get(set), f).filter(p -> !held.contains(p)).map(p -> Element.of(p.addressText())).toList(),
+            of(removed.get(set), f).filter(held::contains).map(p -> Element.of(p.addressText())).toList()));
+      }
+      changes.add(new SetChange("senders_" + fam(f),
+          sendersIn.stream().filter(p -> p.node().family() == f).map(Sender::jsonElement).toList(),
+          sendersOut.stream().filter(p -> p.node().family() == f).map(Sender::jsonElement).toList()));
+    }
+    if (changes.stream().allMatch(SetChange::isEmpty)) {
       return true;
     }
     try {
-      nft.runScript(sb.toString());
+      nft.run(TableWriter.elementChanges("inet", TABLE, changes));
     } catch (RuntimeException e) {
       writtenShape = Optional.empty(); // the next sync writes it whole
       throw e;
@@ -326,14 +348,9 @@ public final class GuardNftables {
     return true;
   }
 
-  private static void appendSenders(StringBuilder sb, String verb, Collection<Sender> senders) {
-    for (IpFamily f : IpFamily.values()) {
-      List<String> of = senders.stream().filter(p -> p.node().family() == f).map(Sender::element).sorted().toList();
-      if (!of.isEmpty()) {
-        sb.append(verb).append(" element inet ").append(TABLE).append(" senders_").append(fam(f)).append(" { ")
-            .append(String.join(", ", of)).append(" }\n");
-      }
-    }
+  /** The distinct addresses of {@code family} among {@code all} (none when absent). */
+  private static java.util.stream.Stream<IpPrefix> of(Collection<IpPrefix> all, IpFamily family) {
+    return all == null ? java.util.stream.Stream.empty() : all.stream().filter(p -> p.family() == family).distinct();
   }
 
   /** The sources the table's {@code away_} sets hold, as last written (empty when the table is not known). */
@@ -349,35 +366,15 @@ public final class GuardNftables {
 
   /** Packets dropped since this instance started, by counter ({@link #PORT}, {@link #TUNNEL}, {@link #SPOOFED}, {@link #UNSTEERED}). */
   public synchronized Map<String, Long> droppedPackets() {
-    Map<String, Long> out = new TreeMap<>(carried);
-    current().forEach((k, v) -> out.merge(k, v, Long::sum));
-    return out;
+    return counters.total(writtenShape.isEmpty() || writtenShape.get().isPresent());
   }
 
   /** Removes the table (cleanup). */
   public synchronized void delete() {
-    nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
+    nft.run(TableWriter.remove("inet", TABLE));
     writtenShape = Optional.of(Optional.empty());
     written.clear();
     writtenSenders.clear();
-  }
-
-  private void carryCounters() {
-    try {
-      current().forEach((k, v) -> carried.merge(k, v, Long::sum));
-    } catch (NftException e) {
-      // the counts since the last read are lost; the table is rewritten anyway
-    }
-  }
-
-  private Map<String, Long> current() {
-    Map<String, Long> out = new HashMap<>();
-    if (writtenShape.isPresent() && writtenShape.get().isEmpty()) {
-      return out;
-    }
-    nft.countersIfPresent("inet", TABLE).orElse(List.of())
-        .forEach(c -> out.merge(c.name(), c.packets(), Long::sum));
-    return out;
   }
 
   /** The whole table. */

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.EgressNftables.IpRange;
+import io.egressservice.nft.table.NftTable.Element;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -76,6 +77,12 @@ final class IpRanges {
     ObjectNode range = F.objectNode();
     range.putArray("range").add(r.first().addressText()).add(r.last().addressText());
     return range;
+  }
+
+  /** The elements of an interval set that hold exactly the addresses of {@code prefixes} of {@code family}. */
+  static List<Element> intervalElements(Collection<IpPrefix> prefixes, IpFamily family) {
+    return merge(prefixes.stream().filter(p -> p.family() == family).map(IpRange::of).toList()).stream()
+        .map(r -> Element.of(intervalElement(r))).toList();
   }
 
   /** The host prefix of {@code address} (an unsigned number) in {@code family}. */

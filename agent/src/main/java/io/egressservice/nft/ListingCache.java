@@ -7,6 +7,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The last parsed listing of the owned table, keyed by the nftables generation it was read at.
@@ -27,7 +29,7 @@ import java.util.function.Supplier;
  * <p>Not thread safe; {@link EgressNftables} synchronizes.
  */
 final class ListingCache<T> {
-  private static final System.Logger LOG = System.getLogger(EgressNftables.class.getName());
+  private static final Logger LOG = LoggerFactory.getLogger(EgressNftables.class);
   /** Reads of a listing while commits keep landing between its parts. */
   static final int CONSISTENT_READ_ATTEMPTS = 3;
 
@@ -78,8 +80,7 @@ final class ListingCache<T> {
       failures++;
       if (!failureLogged) {
         failureLogged = true;
-        LOG.log(System.Logger.Level.WARNING,
-            "cannot read the nftables generation, listing the table on every observe: {0}", e.getMessage());
+        LOG.warn("cannot read the nftables generation, listing the table on every observe: {}", e.getMessage());
       }
       return OptionalLong.empty();
     }

@@ -1,14 +1,30 @@
 package io.egressservice.nft;
 
-import io.egressservice.kernel.NftException;
-import io.egressservice.kernel.Nftables;
-import static io.egressservice.nft.ElementCommands.difference;
+import static io.egressservice.nft.table.Expr.counter;
+import static io.egressservice.nft.table.Expr.ct;
+import static io.egressservice.nft.table.Expr.drop;
+import static io.egressservice.nft.table.Expr.in;
+import static io.egressservice.nft.table.Expr.is;
+import static io.egressservice.nft.table.Expr.isNot;
+import static io.egressservice.nft.table.Expr.meta;
+import static io.egressservice.nft.table.Expr.notIn;
+import static io.egressservice.nft.table.Expr.payload;
+import static io.egressservice.nft.table.Expr.rule;
+import static io.egressservice.nft.table.Expr.text;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.nft.table.CarriedCounters;
+import io.egressservice.nft.table.NftTable;
+import io.egressservice.nft.table.NftTable.Chain;
+import io.egressservice.nft.table.NftTable.Element;
+import io.egressservice.nft.table.NftTable.NftSet;
+import io.egressservice.nft.table.NftTable.SetChange;
+import io.egressservice.nft.table.TableWriter;
+import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -37,13 +53,16 @@ import java.util.stream.Collectors;
  *
  * Only the original direction is dropped: replies of the pods to connections from outside (the Service's own
  * ingress) still flow, and so does everything inside the cluster. The table is rare and small (it exists only
- * while a service has no host), so it is written whole in one transaction when it changes; the counters' values
- * before a rewrite are carried over here, so {@link #droppedPackets()} only grows.
+ * while a service has no host), so it is written whole in one transaction when it changes, but for the LB IPs and
+ * our sources of its guard, which come and go by element; the counters' values before a rewrite are carried over
+ * here, so {@link #droppedPackets()} only grows.
  */
 public final class NoHostNftables {
   public static final String TABLE = "egress_service_agent_nohost";
   /** The counter key of steered packets dropped because they would have left without the LB IP. */
   public static final String STEERED_GUARD = "(left without the LB IP)";
+  /** The guard's sets, whose elements come and go without a rewrite (the guard's lines themselves stay). */
+  private static final Set<String> BY_ELEMENT = Set.of("lb_v4", "lb_v6", "ours_v4", "ours_v6");
 
   /** One held endpoint: the service ({@code namespace/name}) and the source address. */
   public record Hold(String service, IpPrefix source) {
@@ -54,24 +73,13 @@ public final class NoHostNftables {
   }
 
   private final Nftables nft;
-  private final Map<String, Long> carried = new HashMap<>();
-  /** What the table holds apart from its element sets, as last written; empty: unknown (write it whole). */
-  private Optional<Shape> written = Optional.empty();
-  /** With a guard: the {@code lb_*} and {@code ours_*} elements as last written. */
-  private Set<IpPrefix> writtenLb = new HashSet<>();
-  private Set<IpPrefix> writtenOurs = new HashSet<>();
-
-  /** The table's structure; its {@code lb_*} and {@code ours_*} sets change by element, not by a rewrite. */
-  private record Shape(Set<Hold> holds, List<IpPrefix> inCluster, boolean guard) {
-    static final Shape ABSENT = new Shape(Set.of(), List.of(), false);
-
-    boolean absent() {
-      return holds.isEmpty() && !guard;
-    }
-  }
+  private final CarriedCounters counters;
+  /** The table as last written: empty: unknown (written whole next); {@code Optional.of(Optional.empty())}: absent. */
+  private Optional<Optional<NftTable>> written = Optional.empty();
 
   public NoHostNftables(Nftables nft) {
     this.nft = Objects.requireNonNull(nft);
+    this.counters = CarriedCounters.byComment(nft, "inet", TABLE);
   }
 
   /**
@@ -104,41 +112,33 @@ public final class NoHostNftables {
    */
   public synchronized void sync(List<Hold> holds, List<IpPrefix> inCluster, List<IpPrefix> lbIps,
       List<IpPrefix> ours, boolean guard, boolean verify) {
-    Shape want = new Shape(Set.copyOf(holds), List.copyOf(inCluster), guard);
-    if (want.absent()) {
-      want = Shape.ABSENT;
-    }
+    Optional<NftTable> want = holds.isEmpty() && !guard ? Optional.empty()
+        : Optional.of(table(holds, inCluster, lbIps, ours, guard));
     if (verify) {
-      boolean present = nft.tablePresent("inet", TABLE);
-      if (!present) {
-        written = Optional.of(Shape.ABSENT);
-      } else if (written.isEmpty() || written.get().absent()) {
+      if (!nft.tablePresent("inet", TABLE)) {
+        written = Optional.of(Optional.empty());
+      } else if (written.isEmpty() || written.get().isEmpty()) {
         written = Optional.empty(); // someone else's change (or an earlier run's table): written whole
       }
     }
-    if (written.isPresent() && written.get().equals(want)) {
-      if (want.guard()) {
-        Set<IpPrefix> lb = new HashSet<>(lbIps);
-        Set<IpPrefix> our = new HashSet<>(ours);
-        updateElements(difference(lb, writtenLb), difference(writtenLb, lb), difference(our, writtenOurs),
-            difference(writtenOurs, our));
-      }
+    if (written.isPresent() && written.get().isEmpty() && want.isEmpty()) {
       return;
     }
-    boolean present = written.isEmpty() || !written.get().absent();
-    if (present) {
-      carryCounters();
+    Optional<NftTable> known = written.orElse(Optional.empty());
+    if (want.isPresent() && TableWriter.sameShape(want.get(), known, BY_ELEMENT)) {
+      JsonNode changes = TableWriter.transaction(want.get(), known, BY_ELEMENT);
+      if (!TableWriter.isEmpty(changes)) {
+        runElements(changes);
+      }
+      written = Optional.of(want);
+      return;
+    }
+    if (written.isEmpty() || written.get().isPresent()) {
+      counters.carry();
     }
     written = Optional.empty();
-    if (want.absent()) {
-      nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
-    } else {
-      nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n"
-          + script(holds, inCluster, lbIps, ours, guard));
-    }
+    nft.run(want.isEmpty() ? TableWriter.remove("inet", TABLE) : TableWriter.replace(want.get()));
     written = Optional.of(want);
-    writtenLb = want.guard() ? new HashSet<>(lbIps) : new HashSet<>();
-    writtenOurs = want.guard() ? new HashSet<>(ours) : new HashSet<>();
   }
 
   /**
@@ -148,135 +148,113 @@ public final class NoHostNftables {
    */
   public synchronized boolean updateElements(Collection<IpPrefix> lbAdded, Collection<IpPrefix> lbRemoved,
       Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved) {
-    if (written.isEmpty() || !written.get().guard()) {
+    if (written.isEmpty() || written.get().isEmpty() || written.get().get().set("lb_v4").isEmpty()) {
       return false;
     }
-    StringBuilder sb = new StringBuilder();
-    ElementCommands.append(sb, "add", TABLE, "lb_", lbAdded.stream().filter(p -> !writtenLb.contains(p)).toList());
-    ElementCommands.append(sb, "delete", TABLE, "lb_", lbRemoved.stream().filter(writtenLb::contains).toList());
-    ElementCommands.append(sb, "add", TABLE, "ours_",
-        oursAdded.stream().filter(p -> !writtenOurs.contains(p)).toList());
-    ElementCommands.append(sb, "delete", TABLE, "ours_", oursRemoved.stream().filter(writtenOurs::contains).toList());
-    if (sb.length() == 0) {
+    NftTable table = written.get().get();
+    List<SetChange> changes = new ArrayList<>();
+    for (IpFamily f : IpFamily.values()) {
+      changes.add(change(table, "lb_" + fam(f), f, lbAdded, lbRemoved));
+      changes.add(change(table, "ours_" + fam(f), f, oursAdded, oursRemoved));
+    }
+    if (changes.stream().allMatch(SetChange::isEmpty)) {
       return true;
     }
+    runElements(TableWriter.elementChanges("inet", TABLE, changes));
+    written = Optional.of(Optional.of(table.withChanges(changes)));
+    return true;
+  }
+
+  /** The elements of {@code family} to add that the set lacks, and to delete that it holds. */
+  private static SetChange change(NftTable table, String set, IpFamily family, Collection<IpPrefix> added,
+      Collection<IpPrefix> removed) {
+    Set<String> held = table.set(set).orElseThrow().elements().stream().map(e -> e.key().asText())
+        .collect(Collectors.toCollection(HashSet::new));
+    return new SetChange(set, addresses(added, family).filter(a -> !held.contains(a)).map(Element::of).toList(),
+        addresses(removed, family).filter(held::contains).map(Element::of).toList());
+  }
+
+  private void runElements(JsonNode changes) {
     try {
-      nft.runScript(sb.toString());
+      nft.run(changes);
     } catch (RuntimeException e) {
       written = Optional.empty(); // the next sync writes it whole
       throw e;
     }
-    writtenLb.addAll(lbAdded);
-    writtenLb.removeAll(lbRemoved);
-    writtenOurs.addAll(oursAdded);
-    writtenOurs.removeAll(oursRemoved);
-    return true;
   }
 
   /** Packets dropped per service ({@code namespace/name}) since this instance started. */
   public synchronized Map<String, Long> droppedPackets() {
-    Map<String, Long> out = new TreeMap<>(carried);
-    if (written.isEmpty() || !written.get().absent()) {
-      current().forEach((k, v) -> out.merge(k, v, Long::sum));
-    }
-    return out;
+    return counters.total(written.isEmpty() || written.get().isPresent());
   }
 
   /** Removes the table (cleanup). */
   public synchronized void delete() {
-    nft.runScript("add table inet " + TABLE + "\ndelete table inet " + TABLE + "\n");
-    written = Optional.of(Shape.ABSENT);
+    nft.run(TableWriter.remove("inet", TABLE));
+    written = Optional.of(Optional.empty());
   }
 
-  private void carryCounters() {
-    try {
-      current().forEach((k, v) -> carried.merge(k, v, Long::sum));
-    } catch (NftException e) {
-      // the counts since the last read are lost; the table is rewritten anyway
-    }
-  }
-
-  private Map<String, Long> current() {
-    Map<String, Long> out = new HashMap<>();
-    nft.countersIfPresent("inet", TABLE).orElse(List.of())
-        .forEach(c -> c.comment().ifPresent(service -> out.merge(service, c.packets(), Long::sum)));
-    return out;
-  }
-
-  static String script(List<Hold> holds, List<IpPrefix> inCluster, List<IpPrefix> lbIps, List<IpPrefix> ours,
+  /** The table (package-visible for its test). */
+  static NftTable table(List<Hold> holds, List<IpPrefix> inCluster, List<IpPrefix> lbIps, List<IpPrefix> ours,
       boolean guard) {
     Map<String, List<Hold>> byService = new TreeMap<>(holds.stream().collect(Collectors.groupingBy(Hold::service)));
-    StringBuilder sb = new StringBuilder("table inet ").append(TABLE).append(" {\n");
+    NftTable table = NftTable.of("inet", TABLE);
     for (IpFamily f : IpFamily.values()) {
-      String type = f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
-      sb.append("  set in_cluster_").append(f == IpFamily.V4 ? "v4" : "v6").append(" { type ").append(type)
-          .append("; flags interval; ");
-      List<String> elems = EgressNftables.merge(inCluster.stream().filter(p -> p.family() == f)
-          .map(EgressNftables.IpRange::of).toList()).stream()
-          .map(r -> r.first().equals(r.last()) ? r.first().addressText()
-              : r.first().addressText() + "-" + r.last().addressText())
-          .toList();
-      if (!elems.isEmpty()) {
-        sb.append("elements = { ").append(String.join(", ", elems)).append(" } ");
-      }
-      sb.append("}\n");
+      table = table.withSet(NftSet.of("in_cluster_" + fam(f), type(f)).withFlags("interval")
+          .withElements(IpRanges.intervalElements(inCluster, f)));
     }
-    StringBuilder rules = new StringBuilder();
+    Chain forward = Chain.base("forward", "filter", "forward", -10);
     int i = 0;
     for (Map.Entry<String, List<Hold>> e : byService.entrySet()) {
       String id = "s" + i++;
-      sb.append("  counter ").append(id).append(" { comment \"").append(quote(e.getKey())).append("\" }\n");
+      table = table.withCounter(id, e.getKey().replace("\"", ""));
       for (IpFamily f : IpFamily.values()) {
-        List<String> sources = e.getValue().stream().map(Hold::source).filter(p -> p.family() == f)
-            .map(IpPrefix::addressText).distinct().sorted().toList();
+        List<Element> sources = addresses(e.getValue().stream().map(Hold::source).toList(), f).map(Element::of)
+            .toList();
         if (sources.isEmpty()) {
           continue;
         }
-        String fam = f == IpFamily.V4 ? "v4" : "v6";
-        String ip = f == IpFamily.V4 ? "ip" : "ip6";
-        sb.append("  set ").append(id).append('_').append(fam).append(" { type ")
-            .append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr").append("; elements = { ")
-            .append(String.join(", ", sources)).append(" } }\n");
-        rules.append("    ").append(ip).append(" saddr @").append(id).append('_').append(fam).append(' ')
-            .append(ip).append(" daddr != @in_cluster_").append(fam)
-            .append(" ct direction original counter name \"").append(id).append("\" drop\n");
+        String set = id + '_' + fam(f);
+        table = table.withSet(NftSet.of(set, type(f)).withElements(sources));
+        forward = forward.withRule(rule(in(payload(f.nftName(), "saddr"), set),
+            notIn(payload(f.nftName(), "daddr"), "in_cluster_" + fam(f)), is(ct("direction"), text("original")),
+            counter(id), drop()));
       }
     }
-    sb.append("  chain forward {\n    type filter hook forward priority filter - 10; policy accept;\n")
-        .append(rules).append("  }\n");
-    if (guard) {
-      sb.append("  counter steered_unsnatted { comment \"").append(STEERED_GUARD).append("\" }\n");
-      StringBuilder g = new StringBuilder();
-      for (IpFamily f : IpFamily.values()) {
-        String fam = f == IpFamily.V4 ? "v4" : "v6";
-        String ip = f == IpFamily.V4 ? "ip" : "ip6";
-        List<String> mine = lbIps.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
-            .sorted().toList();
-        sb.append("  set lb_").append(fam).append(" { type ").append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr")
-            .append("; ").append(mine.isEmpty() ? "" : "elements = { " + String.join(", ", mine) + " } ")
-            .append("}\n");
-        g.append("    iifname \"").append(EgressNftables.STEERING_DEVICE).append("\" oifname != \"")
-            .append(EgressNftables.STEERING_DEVICE).append("\" ").append(ip).append(" daddr != @in_cluster_")
-            .append(fam).append(' ').append(ip).append(" saddr != @lb_").append(fam)
-            .append(" ct direction original counter name \"steered_unsnatted\" drop\n");
-        List<String> sources = ours.stream().filter(p -> p.family() == f).map(IpPrefix::addressText).distinct()
-            .sorted().toList();
-        // Declared even when empty, so that sources come and go by element (updateElements), not by a rewrite.
-        sb.append("  set ours_").append(fam).append(" { type ").append(f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr")
-            .append("; ").append(sources.isEmpty() ? "" : "elements = { " + String.join(", ", sources) + " } ")
-            .append("}\n");
-        g.append("    oifname != \"").append(EgressNftables.STEERING_DEVICE).append("\" ").append(ip)
-            .append(" saddr @ours_").append(fam).append(' ').append(ip).append(" daddr != @in_cluster_").append(fam)
-            .append(" ct direction original counter name \"steered_unsnatted\" drop\n");
-      }
-      sb.append("  chain postrouting {\n    type filter hook postrouting priority srcnat + 10; policy accept;\n")
-          .append(g).append("  }\n");
+    table = table.withChain(forward);
+    if (!guard) {
+      return table;
     }
-    sb.append("}\n");
-    return sb.toString();
+    table = table.withCounter("steered_unsnatted", STEERED_GUARD);
+    Chain postrouting = Chain.base("postrouting", "filter", "postrouting", 110);
+    String dev = EgressNftables.STEERING_DEVICE;
+    for (IpFamily f : IpFamily.values()) {
+      String ip = f.nftName();
+      String cluster = "in_cluster_" + fam(f);
+      // Declared even when empty, so that LB IPs and sources come and go by element, not by a rewrite.
+      table = table.withSet(NftSet.of("lb_" + fam(f), type(f))
+              .withElements(addresses(lbIps, f).map(Element::of).toList()))
+          .withSet(NftSet.of("ours_" + fam(f), type(f)).withElements(addresses(ours, f).map(Element::of).toList()));
+      postrouting = postrouting.withRule(rule(is(meta("iifname"), text(dev)), isNot(meta("oifname"), text(dev)),
+          notIn(payload(ip, "daddr"), cluster), notIn(payload(ip, "saddr"), "lb_" + fam(f)),
+          is(ct("direction"), text("original")), counter("steered_unsnatted"), drop()));
+      postrouting = postrouting.withRule(rule(isNot(meta("oifname"), text(dev)), in(payload(ip, "saddr"), "ours_" + fam(f)),
+          notIn(payload(ip, "daddr"), cluster), is(ct("direction"), text("original")),
+          counter("steered_unsnatted"), drop()));
+    }
+    return table.withChain(postrouting);
   }
 
-  private static String quote(String s) {
-    return s.replace("\"", "");
+  /** The distinct addresses of {@code family}, sorted as text. */
+  private static java.util.stream.Stream<String> addresses(Collection<IpPrefix> all, IpFamily family) {
+    return all.stream().filter(p -> p.family() == family).map(IpPrefix::addressText).distinct().sorted();
+  }
+
+  private static String fam(IpFamily f) {
+    return f == IpFamily.V4 ? "v4" : "v6";
+  }
+
+  private static String type(IpFamily f) {
+    return f == IpFamily.V4 ? "ipv4_addr" : "ipv6_addr";
   }
 }

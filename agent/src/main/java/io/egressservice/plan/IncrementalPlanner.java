@@ -282,13 +282,19 @@ public final class IncrementalPlanner {
   }
 
   private DesiredState snapshot() {
-    return new DesiredState(nodeName, config.priority(), config.ruleProtocol(),
-        slots.list(PlanSlots.Kind.RULES, nodeWide.networkRules()), slots.list(PlanSlots.Kind.SNAT, List.of()),
-        nodeWide.inCluster(), slots.list(PlanSlots.Kind.OUTCOMES, List.of()), config.ruleMode(), config.markMask(),
-        slots.list(PlanSlots.Kind.MARKS, List.of()), marks.networkMarks(), nodeWide.routes(), context.refusedInputs(),
-        new SteeringPlan(slots.list(PlanSlots.Kind.STEERED, List.of()), nodeWide.steerRoutes(),
-            nodeWide.receivesSteered(), config.steering().port(), context.steeringPeers()),
-        slots.list(PlanSlots.Kind.HELD, List.of()));
+    return DesiredState.builder().node(nodeName).priority(config.priority()).ruleProtocol(config.ruleProtocol())
+        .rules(slots.list(PlanSlots.Kind.RULES, nodeWide.networkRules()))
+        .snat(slots.list(PlanSlots.Kind.SNAT, List.of()))
+        .inCluster(nodeWide.inCluster())
+        .services(slots.list(PlanSlots.Kind.OUTCOMES, List.of()))
+        .ruleMode(config.ruleMode()).markMask(config.markMask())
+        .marks(slots.list(PlanSlots.Kind.MARKS, List.of())).networkMarks(marks.networkMarks())
+        .routes(nodeWide.routes())
+        .refusedInputs(context.refusedInputs())
+        .steering(new SteeringPlan(slots.list(PlanSlots.Kind.STEERED, List.of()), nodeWide.steerRoutes(),
+            nodeWide.receivesSteered(), config.steering().port(), context.steeringPeers()))
+        .held(slots.list(PlanSlots.Kind.HELD, List.of()))
+        .build();
   }
 
   /** Every service planned again from the inputs, as {@link Planner#plan} does; the summaries rebuilt. */

@@ -104,10 +104,14 @@ public final class Planner {
     outcomeList.sort((a, b) -> a.service().compareTo(b.service()));
     steered.sort(SteeredEndpoint.ORDER);
     held.sort(HeldEndpoint.ORDER);
-    return new DesiredState(ctx.nodeName(), config.priority(), config.ruleProtocol(), rules, snat, inCluster,
-        outcomeList, config.ruleMode(), config.markMask(), marks, networkMarks, routes, ctx.refusedInputs(),
-        new SteeringPlan(steered, steerRoutes(steered), receives, config.steering().port(), ctx.steeringPeers()),
-        held);
+    return DesiredState.builder().node(ctx.nodeName()).priority(config.priority()).ruleProtocol(config.ruleProtocol())
+        .rules(rules).snat(snat).inCluster(inCluster).services(outcomeList)
+        .ruleMode(config.ruleMode()).markMask(config.markMask()).marks(marks).networkMarks(networkMarks)
+        .routes(routes).refusedInputs(ctx.refusedInputs())
+        .steering(new SteeringPlan(steered, steerRoutes(steered), receives, config.steering().port(),
+            ctx.steeringPeers()))
+        .held(held)
+        .build();
   }
 
   /** A table a rule looks up, per family. */

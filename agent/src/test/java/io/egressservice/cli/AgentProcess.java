@@ -43,6 +43,13 @@ final class AgentProcess {
     return pb;
   }
 
+  /** {@code pb}, one of the above, with {@code main} started in Main's place: a test's wrapper around Main. */
+  static ProcessBuilder mainClass(ProcessBuilder pb, Class<?> main) {
+    List<String> command = pb.command();
+    command.set(command.indexOf(Main.class.getName()), main.getName());
+    return pb;
+  }
+
   private static void useApiServer(Map<String, String> env, KubernetesClient client) {
     env.put("KUBERNETES_MASTER", client.getConfiguration().getMasterUrl());
     env.put("KUBERNETES_TRUST_CERTIFICATES", "true");

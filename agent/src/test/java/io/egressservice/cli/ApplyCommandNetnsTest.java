@@ -126,7 +126,7 @@ class ApplyCommandNetnsTest {
 
     PlanConfig config = PlanConfig.defaults().withCidrs(List.of(IpPrefix.parse("10.128.0.0/14")), List.of(), List.of());
     try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(ns.name())), config.priority(), config.ruleProtocol())) {
-      DesiredState plan = dp.plan(ObjectFiles.load(List.of(objects), n -> {}), "node-a", config).desired();
+      DesiredState plan = KernelPlan.of(dp, ObjectFiles.load(List.of(objects), n -> {}), "node-a", config).desired();
       ApplyReport report = dp.reconcile(plan);
       assertThat(report.succeeded()).isTrue();
       assertThat(Differ.diff(plan, dp.observe()).isEmpty()).isTrue();

@@ -2,7 +2,6 @@ package io.egressservice.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.egressservice.lifecycle.TestFaults;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import java.nio.file.Files;
@@ -14,8 +13,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * After an OutOfMemoryError in the reconcile thread the process stayed up, never ready and never
- * restarted. The real {@code run} process, started without {@code -XX:+ExitOnOutOfMemoryError} (as by hand), with
- * the test-only fault that makes its reconcile worker throw one ({@link TestFaults}), now exits 3 within seconds.
+ * restarted. The real {@code run} process, started without {@code -XX:+ExitOnOutOfMemoryError} (as by hand), its
+ * reconcile worker made to throw one in its first reconcile ({@link OomInFirstReconcileMain}, which wraps Main on
+ * the tests' class path), now exits 3 within seconds.
  */
 @EnableKubernetesMockClient(crud = true)
 class FailFastProcessTest {
@@ -27,7 +27,7 @@ class FailFastProcessTest {
   @Test
   void anOutOfMemoryErrorInTheReconcileThreadEndsTheProcessWithStatusThree() throws Exception {
     Path log = dir.resolve("agent.log");
-    Process agent = node.start(node.run(log, 0, "-D" + TestFaults.PROPERTY + "=oom-in-thread:reconcile-"));
+    Process agent = node.start(AgentProcess.mainClass(node.run(log, 0), OomInFirstReconcileMain.class));
     boolean exited = agent.waitFor(60, TimeUnit.SECONDS);
 
     String output = Files.readString(log);

@@ -32,8 +32,9 @@ class ColdStartEventsTest {
     for (int i = 0; i < SERVICES; i++) {
       outcomes.add(new ServiceOutcome(new ObjectRef("ns", "svc-" + i), true, reason, List.of(), List.of()));
     }
-    return new DesiredState("node-a", PlanConfig.DEFAULT_PRIORITY, PlanConfig.DEFAULT_RULE_PROTOCOL, List.of(),
-        List.of(), List.of(), outcomes);
+    return DesiredState.builder().node("node-a").priority(PlanConfig.DEFAULT_PRIORITY)
+        .ruleProtocol(PlanConfig.DEFAULT_RULE_PROTOCOL)
+        .services(outcomes).build();
   }
 
   @Test

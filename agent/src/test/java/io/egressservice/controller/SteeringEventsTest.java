@@ -25,7 +25,8 @@ class SteeringEventsTest {
   }
 
   static DesiredState state(ServiceOutcome o) {
-    return new DesiredState("node-b", 5000, 201, List.of(), List.of(), List.of(), List.of(o));
+    return DesiredState.builder().node("node-b").priority(5000).ruleProtocol(201)
+        .services(List.of(o)).build();
   }
 
   static ServiceOutcome steering(List<SkippedEndpoint> skipped, SteeredEndpoint... e) {

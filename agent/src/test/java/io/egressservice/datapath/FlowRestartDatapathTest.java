@@ -1,5 +1,6 @@
 package io.egressservice.datapath;
 
+import io.egressservice.cli.KernelPlan;
 import io.egressservice.kernel.linux.LinuxKernel;
 import static io.egressservice.testing.LineSockets.ask;
 import static io.egressservice.testing.LineSockets.read;
@@ -107,7 +108,7 @@ class FlowRestartDatapathTest extends TopologyCase {
     Path file = ParityDatapathTest.write(tmp.resolve("step-" + (++step)), ParityDatapathTest.service("web",
         "LoadBalancerIP", "100", "node", "Cluster", List.of(lbIp), List.of("172.30.0.10"), List.of(POD1)));
     try {
-      DesiredState next = dp.plan(ObjectFiles.load(List.of(file), note -> {}), "node", config).desired();
+      DesiredState next = KernelPlan.of(dp, ObjectFiles.load(List.of(file), note -> {}), "node", config).desired();
       ApplyReport report = fast ? dp.reconcileChanged(last, next, Set.of(new ObjectRef("default", "web")))
           : dp.reconcile(next);
       last = next;

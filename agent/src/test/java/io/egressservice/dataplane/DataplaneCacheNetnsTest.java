@@ -44,7 +44,8 @@ class DataplaneCacheNetnsTest {
       rules.add(new RuleSpec(IpFamily.V4, PRIORITY, Optional.of(src), Optional.empty(), TableRef.of(100), Optional.of(svc)));
       snat.add(new SnatEntry(src, lb, svc));
     }
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")), List.of());
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(List.of(IpPrefix.parse("10.96.0.0/12"))).build();
   }
 
   @Test
@@ -138,8 +139,9 @@ class DataplaneCacheNetnsTest {
     snat.sort(SnatEntry.ORDER);
     List<RuleSpec> rules = List.of(new RuleSpec(IpFamily.V4, PRIORITY, Optional.empty(), Optional.empty(),
         TableRef.of(100), Optional.empty(), OptionalLong.of(mark)));
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")),
-        List.of(), RuleMode.MARK, PlanConfig.DEFAULT_MARK_MASK, marks, Map.of(100L, mark));
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(List.of(IpPrefix.parse("10.96.0.0/12"))).ruleMode(RuleMode.MARK)
+        .markMask(PlanConfig.DEFAULT_MARK_MASK).marks(marks).networkMarks(Map.of(100L, mark)).build();
   }
 
   @Test

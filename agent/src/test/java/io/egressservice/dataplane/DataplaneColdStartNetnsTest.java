@@ -41,8 +41,8 @@ class DataplaneColdStartNetnsTest {
     }
     rules.sort(RuleSpec.ORDER);
     snat.sort(SnatEntry.ORDER);
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")),
-        List.of());
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(List.of(IpPrefix.parse("10.96.0.0/12"))).build();
   }
 
   @Test
@@ -85,9 +85,11 @@ class DataplaneColdStartNetnsTest {
     snat.sort(SnatEntry.ORDER);
     List<RuleSpec> rules = List.of(new RuleSpec(IpFamily.V4, PRIORITY, Optional.empty(), Optional.empty(),
         TableRef.of(100), Optional.empty(), java.util.OptionalLong.of(0x01000000L)));
-    DesiredState s = new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, List.of(IpPrefix.parse("10.96.0.0/12")),
-        List.of(), io.egressservice.model.RuleMode.MARK, io.egressservice.model.PlanConfig.DEFAULT_MARK_MASK, marks,
-        java.util.Map.of(100L, 0x01000000L));
+    DesiredState s = DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(List.of(IpPrefix.parse("10.96.0.0/12")))
+        .ruleMode(io.egressservice.model.RuleMode.MARK)
+        .markMask(io.egressservice.model.PlanConfig.DEFAULT_MARK_MASK).marks(marks)
+        .networkMarks(java.util.Map.of(100L, 0x01000000L)).build();
     try (Dataplane dp = Dataplane.open(LinuxKernel.open(Optional.of(kernel.ns().name())), PRIORITY, PROTOCOL)) {
       ApplyReport report = dp.reconcile(s);
       assertThat(report.failures()).isEmpty();

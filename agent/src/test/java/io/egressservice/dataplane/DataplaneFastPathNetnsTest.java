@@ -23,7 +23,6 @@ import io.egressservice.plan.TableRef;
 import io.egressservice.testing.Netns;
 import io.egressservice.testing.Privileges;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -138,8 +137,10 @@ class DataplaneFastPathNetnsTest {
     SteeringPlan steering = new SteeringPlan(steered,
         List.of(new SteerRoute(IpFamily.V4, STEER_TABLE, "node-b", IpPrefix.parse("192.168.50.2"))), false,
         SteeringConfig.DEFAULT_PORT);
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, inCluster, List.of(), mode,
-        PlanConfig.DEFAULT_MARK_MASK, marks, networkMarks, routes, List.of(), steering, held);
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(inCluster).ruleMode(mode).markMask(PlanConfig.DEFAULT_MARK_MASK)
+        .marks(marks).networkMarks(networkMarks).routes(routes)
+        .steering(steering).held(held).build();
   }
 
   static Map<Integer, Service> initial(Random random, int count) {
@@ -251,9 +252,10 @@ class DataplaneFastPathNetnsTest {
     rules.add(new RuleSpec(IpFamily.V4, PRIORITY, Optional.of(IpPrefix.parse(clusterIp)), Optional.empty(),
         TableRef.of(100), Optional.of(service)));
     rules.sort(RuleSpec.ORDER);
-    return new DesiredState(s.node(), s.priority(), s.ruleProtocol(), rules, s.snat(), s.inCluster(), s.services(),
-        s.ruleMode(), s.markMask(), s.marks(), s.networkMarks(), s.routes(), s.refusedInputs(), s.steering(),
-        s.held());
+    return DesiredState.builder().node(s.node()).priority(s.priority()).ruleProtocol(s.ruleProtocol()).rules(rules)
+        .snat(s.snat()).inCluster(s.inCluster()).services(s.services()).ruleMode(s.ruleMode())
+        .markMask(s.markMask()).marks(s.marks()).networkMarks(s.networkMarks()).routes(s.routes())
+        .refusedInputs(s.refusedInputs()).steering(s.steering()).held(s.held()).build();
   }
 
   /** The labels of the rule deletions a reconcile applied, by rule. */
@@ -322,16 +324,16 @@ class DataplaneFastPathNetnsTest {
   void currentFactsReadLinksAndAddressesOnlyAfterInvalidation() {
     DesiredState s = state(initial(new Random(2), 2), RuleMode.SOURCE, IN_CLUSTER);
     assertThat(fast.reconcile(s).succeeded()).isTrue();
-    NodeFacts first = fast.currentFacts(List.of());
+    KernelFacts first = fast.currentFacts(List.of());
     long dumps = ((LinuxKernel) fast.kernel()).netlink().dumpRequests();
 
     fastNs.exec("ip", "addr", "add", "198.51.100.7/32", "dev", "lo");
-    NodeFacts again = fast.currentFacts(List.of());
+    KernelFacts again = fast.currentFacts(List.of());
     assertThat(((LinuxKernel) fast.kernel()).netlink().dumpRequests()).as("no dump without invalidation").isEqualTo(dumps);
     assertThat(again.localAddresses()).isEqualTo(first.localAddresses()).doesNotContain(IpPrefix.parse("198.51.100.7"));
 
     fast.invalidateFacts();
-    NodeFacts fresh = fast.currentFacts(List.of());
+    KernelFacts fresh = fast.currentFacts(List.of());
     assertThat(fresh.localAddresses()).contains(IpPrefix.parse("198.51.100.7"));
     assertThat(((LinuxKernel) fast.kernel()).netlink().dumpRequests()).isEqualTo(dumps + 2); // links, addresses
     assertThat(fresh.existingSteerTables()).containsOnlyKeys(STEER_TABLE);

@@ -1,5 +1,6 @@
 package io.egressservice.dataplane;
 
+import io.egressservice.cli.KernelPlan;
 import io.egressservice.kernel.linux.LinuxKernel;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -51,7 +52,7 @@ class DataplaneNetnsTest {
   }
 
   DesiredState planFor(ClusterObjects objects) {
-    return dp.plan(objects, NODE, CONFIG).desired();
+    return KernelPlan.of(dp, objects, NODE, CONFIG).desired();
   }
 
 
@@ -452,7 +453,7 @@ class DataplaneNetnsTest {
 
   /** The node's plan in mark mode, with the marks the kernel already uses. */
   private DesiredState markPlanFor(ClusterObjects objects) {
-    return dp.plan(objects, NODE, CONFIG.withRuleMode(io.egressservice.model.RuleMode.MARK,
+    return KernelPlan.of(dp, objects, NODE, CONFIG.withRuleMode(io.egressservice.model.RuleMode.MARK,
         PlanConfig.DEFAULT_MARK_MASK)).desired();
   }
 

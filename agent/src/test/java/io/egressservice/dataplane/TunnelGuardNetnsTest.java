@@ -20,7 +20,6 @@ import io.egressservice.testing.Netns;
 import io.egressservice.testing.NetnsFixture;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -72,8 +71,10 @@ class TunnelGuardNetnsTest {
         new ServiceOutcome(WEB, true, "host", List.of(), List.of(), List.of(), webIn, webSenders));
     SteeringPlan steering = new SteeringPlan(List.of(), List.of(), !webIn.isEmpty() || !dbIn.isEmpty(),
         SteeringConfig.DEFAULT_PORT, peers);
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, List.of(), snat, IN_CLUSTER, outcomes, RuleMode.SOURCE,
-        PlanConfig.DEFAULT_MARK_MASK, List.of(), Map.of(), List.of(), List.of(), steering, List.of());
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL)
+        .snat(snat).inCluster(IN_CLUSTER).services(outcomes).ruleMode(RuleMode.SOURCE)
+        .markMask(PlanConfig.DEFAULT_MARK_MASK)
+        .steering(steering).build();
   }
 
   @Test
@@ -104,9 +105,10 @@ class TunnelGuardNetnsTest {
 
   @Test
   void withSteeringOffTheTableIsThereOnlyWhileSomeSourceIsOurs() {
-    DesiredState none = new DesiredState("node-a", PRIORITY, PROTOCOL, List.of(), List.of(), IN_CLUSTER, List.of(),
-        RuleMode.SOURCE, PlanConfig.DEFAULT_MARK_MASK, List.of(), Map.of(), List.of(), List.of(),
-        SteeringPlan.none(SteeringConfig.DEFAULT_PORT), List.of());
+    DesiredState none = DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL)
+        .inCluster(IN_CLUSTER).ruleMode(RuleMode.SOURCE)
+        .markMask(PlanConfig.DEFAULT_MARK_MASK)
+        .steering(SteeringPlan.none(SteeringConfig.DEFAULT_PORT)).build();
     assertThat(dp.reconcile(none).failures()).isEmpty();
     assertThat(tablePresent()).as("steering off, nothing opted in: no table").isFalse();
 

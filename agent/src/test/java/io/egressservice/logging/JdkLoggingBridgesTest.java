@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * The JDK's two logging APIs end in our log (logback, hence the chosen format): System.Logger (netlink, nft, the
+ * The JDK's two logging APIs end in our log (logback, hence the chosen format): System.Logger (netlink, the
  * JDK's HTTP client) always, java.util.logging (JNA, fabric8's mock server) once {@link ProcessLogging} is installed.
  */
 class JdkLoggingBridgesTest {

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * With {@code EGRESS_AGENT_LOG_FORMAT=json} every stderr line of the real
  * process is one JSON object with the formatted message and an RFC 3339 time, whatever wrote it:
- * SLF4J, System.Logger (netlink, nft), java.util.logging, libnftables on C's stderr, the CLI's errors.
+ * SLF4J, System.Logger (netlink), java.util.logging, libnftables on C's stderr, the CLI's errors.
  */
 class JsonLogsTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -53,6 +53,10 @@ class JsonLogsTest {
     assertThat(lines).anySatisfy(l -> {
       assertThat(l.path("loggerName").asText()).isEqualTo("io.egressservice.probe.jul");
       assertThat(l.path("message").asText()).isEqualTo("through java.util.logging");
+    });
+    assertThat(lines).anySatisfy(l -> {
+      assertThat(l.path("loggerName").asText()).isEqualTo("io.egressservice.probe.platform");
+      assertThat(l.path("message").asText()).isEqualTo("through System.Logger");
     });
     assertThat(lines).anySatisfy(l -> assertThat(l.path("message").asText()).startsWith("observe failed: "));
   }

@@ -216,6 +216,24 @@ class LogConfiguratorTest {
         .isEqualTo("network 'a\nb\u001b[8m\u007f\u009b\u202e\u2028c'");
   }
 
+  /**
+   * Every control but newline, return and tab as a lower-case {@code \}{@code u00hh}, as the format has always
+   * written them (not JSON's {@code \b} and {@code \f}), and characters beyond the BMP as themselves in UTF-8.
+   */
+  @Test
+  void jsonLinesWriteOtherControlsAsLowerCaseUnicodeEscapesAndEmojiAsUtf8() {
+    LoggerContext context = new LoggerContext();
+    context.setMDCAdapter(new ch.qos.logback.classic.util.LogbackMDCAdapter());
+    var event = new LoggingEvent("x", context.getLogger("io.egressservice.X"), Level.WARN, "network '{}'", null,
+        new Object[] {"\b\f\u0000\u001f\t\u00e9\ud83d\ude00"});
+
+    byte[] line = new JsonLineEncoder().encode(event);
+
+    assertThat(new String(line, StandardCharsets.UTF_8))
+        .contains("\"message\":\"network '\\u0008\\u000c\\u0000\\u001f\\t\u00e9\ud83d\ude00'\"");
+    assertThat(line).containsSequence(0xf0, 0x9f, 0x98, 0x80);
+  }
+
   @Test
   void jsonCarriesTheStackTraceAsOneString() throws Exception {
     LoggerContext context = new LoggerContext();
@@ -230,9 +248,11 @@ class LogConfiguratorTest {
   }
 
   private static final java.util.function.Function<String, String> JSON_STRING = s -> {
-    StringBuilder sb = new StringBuilder();
-    JsonLineEncoder.string(sb, s);
-    return sb.toString();
+    try {
+      return new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(s);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new AssertionError(e);
+    }
   };
 
   @Test

@@ -1,11 +1,8 @@
 package io.egressservice.nft;
 
-import io.egressservice.kernel.NftException;
-import io.egressservice.kernel.linux.NftClient;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.nft.EgressNftables.IpRange;
 import io.egressservice.nft.EgressNftables.NftChange;

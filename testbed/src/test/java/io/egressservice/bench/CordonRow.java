@@ -3,7 +3,7 @@ package io.egressservice.bench;
 import static org.awaitility.Awaitility.await;
 
 import io.egressservice.cluster.FailoverScenario;
-import io.egressservice.cluster.PlannedMoves;
+import io.egressservice.cluster.OperatorMoves;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Optional;
@@ -60,18 +60,18 @@ final class CordonRow {
           }
           String old = steady;
           if (!cordoned.isEmpty()) {
-            PlannedMoves.cordon(s.cluster(), cordoned, false); // no move: the service stays where it is
+            OperatorMoves.cordon(s.cluster(), cordoned, false); // no move: the service stays where it is
           }
           long rcvBefore = ReceiverDrops.total(s.cluster());
           long t0 = System.nanoTime();
-          PlannedMoves.cordon(s.cluster(), old, true);
+          OperatorMoves.cordon(s.cluster(), old, true);
           cordoned = old;
           await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
               .until(() -> !s.host().isEmpty() && !s.host().equals(old));
           double moved = (System.nanoTime() - t0) / 1e9;
           String now = s.host();
           await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50))
-              .until(() -> !PlannedMoves.underWay(s.cluster(), FailoverScenario.SERVICE));
+              .until(() -> !OperatorMoves.underWay(s.cluster(), FailoverScenario.SERVICE));
           s.awaitSteady(Duration.ofSeconds(30));
           long t1 = System.nanoTime();
           Pause.ms(300); // the last datagrams of the window in flight
@@ -93,7 +93,7 @@ final class CordonRow {
         stopped = Optional.of("run " + (done + 1) + ": " + e);
       } finally {
         if (!cordoned.isEmpty()) {
-          PlannedMoves.cordon(s.cluster(), cordoned, false);
+          OperatorMoves.cordon(s.cluster(), cordoned, false);
         }
       }
     } catch (RuntimeException e) {

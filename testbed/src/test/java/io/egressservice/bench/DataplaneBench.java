@@ -145,7 +145,8 @@ public final class DataplaneBench {
     }
     rules.sort(RuleSpec.ORDER);
     snat.sort(SnatEntry.ORDER);
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, IN_CLUSTER, List.of());
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(IN_CLUSTER).build();
   }
 
   /** {@code services} LoadBalancerIP services of 10 endpoints each, on tables 100 and 101 in turn. */
@@ -181,9 +182,10 @@ public final class DataplaneBench {
     }
     rules.sort(RuleSpec.ORDER);
     snat.sort(SnatEntry.ORDER);
-    return new DesiredState("node-a", PRIORITY, PROTOCOL, rules, snat, IN_CLUSTER, List.of(),
-        io.egressservice.model.RuleMode.SOURCE, io.egressservice.model.PlanConfig.DEFAULT_MARK_MASK, List.of(),
-        java.util.Map.of(), routes, List.of());
+    return DesiredState.builder().node("node-a").priority(PRIORITY).ruleProtocol(PROTOCOL).rules(rules).snat(snat)
+        .inCluster(IN_CLUSTER).ruleMode(io.egressservice.model.RuleMode.SOURCE)
+        .markMask(io.egressservice.model.PlanConfig.DEFAULT_MARK_MASK)
+        .networkMarks(java.util.Map.of()).routes(routes).build();
   }
 
   /**

@@ -31,7 +31,7 @@ final class ProbeLossRow {
         await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100))
             .until(() -> s.allocator().allocator().probedNodes().size() == 3);
         double dropsBefore = NoHostDrops.total(s.cluster());
-        HostWatch watch = new HostWatch(s);
+        HostSequence watch = new HostSequence(s);
         boolean suspected = false;
         long t0 = System.nanoTime();
         try (ProbeLoss loss = ProbeLoss.start(s.cluster().netns("lan"), PERCENT)) {

@@ -5,7 +5,7 @@ import io.egressservice.dataplane.ApplyReport;
 import io.egressservice.dataplane.ChangeSet;
 import io.egressservice.dataplane.Dataplane;
 import io.egressservice.dataplane.Differ;
-import io.egressservice.dataplane.NodeFacts;
+import io.egressservice.dataplane.KernelFacts;
 import io.egressservice.dataplane.ObservedState;
 import io.egressservice.netlink.Rule;
 import io.egressservice.objects.ChangeFeed;
@@ -111,7 +111,7 @@ public final class ReconcileCpuBench {
       int changes = 0;
       int fullPlans = 0;
       ObservedState[] lastObserved = new ObservedState[1];
-      NodeFacts[] lastFacts = new NodeFacts[1];
+      KernelFacts[] lastFacts = new KernelFacts[1];
       for (int r = 0; r < warmup + reconciles; r++) {
         if (r == warmup) {
           java.util.Arrays.fill(cpu, 0);
@@ -130,7 +130,7 @@ public final class ReconcileCpuBench {
         lastObserved[0] = observed;
         p = 1;
         TreeSet<String> networks = new TreeSet<>(List.of("100"));
-        NodeFacts facts = kernel ? timed(threads, cpu, wall, bytes, p++, () -> dataplane.facts(networks, observed))
+        KernelFacts facts = kernel ? timed(threads, cpu, wall, bytes, p++, () -> dataplane.facts(networks, observed))
             : lastFacts[0];
         lastFacts[0] = facts;
         p = 2;

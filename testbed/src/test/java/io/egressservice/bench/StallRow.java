@@ -25,7 +25,7 @@ final class StallRow {
       for (int i = 1; i <= runs; i++) {
         String host = s.awaitSteady(Duration.ofSeconds(30));
         Cluster.Node node = s.cluster().node(host);
-        HostWatch watch = new HostWatch(s);
+        HostSequence watch = new HostSequence(s);
         int failoversBefore = s.allocator().allocator().failoverSeconds().size();
         long t0 = System.nanoTime();
         long t1;

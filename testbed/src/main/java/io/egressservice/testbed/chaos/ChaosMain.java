@@ -1,5 +1,6 @@
 package io.egressservice.testbed.chaos;
 
+import io.egressservice.logging.MockServerLogs;
 import java.time.Duration;
 import java.util.List;
 
@@ -8,10 +9,6 @@ import java.util.List;
  * stdout; exit 0 when no invariant broke, 1 when one did, 2 on bad arguments.
  */
 public final class ChaosMain {
-  /** Held so its level stays set: java.util.logging drops loggers nobody references. */
-  private static final java.util.logging.Logger MOCK_SERVER_LOG =
-      java.util.logging.Logger.getLogger("io.fabric8.mockwebserver");
-
   private ChaosMain() {}
 
   public static void main(String[] args) {
@@ -39,7 +36,7 @@ public final class ChaosMain {
       return;
     }
     // the mock API server logs every request; the run's story is the faults and the table
-    MOCK_SERVER_LOG.setLevel(java.util.logging.Level.WARNING);
+    MockServerLogs.warningsOnly();
     if (services < 0) {
       services = 20 + new java.util.Random(seed).nextInt(31); // 20-50, from the seed
     }

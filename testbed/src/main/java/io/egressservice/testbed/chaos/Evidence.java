@@ -58,7 +58,7 @@ final class Evidence {
       Files.createDirectories(to);
       Files.writeString(to.resolve("violation.txt"), Instant.now() + " " + what + "\n");
       for (Cluster.Node n : cluster.nodes()) {
-        Files.writeString(to.resolve("kernel-" + n.name() + ".txt"), KernelView.ownedState(n.netns()));
+        Files.writeString(to.resolve("kernel-" + n.name() + ".txt"), JudgedKernelState.ownedState(n.netns()));
         agentState(n, to);
       }
       Files.writeString(to.resolve("timeline.txt"), timelineText());

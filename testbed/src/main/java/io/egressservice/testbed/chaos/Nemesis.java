@@ -285,7 +285,7 @@ final class Nemesis {
     try {
       node.agent().kill();
       ns.ip(node.pods().stream().map(p -> "link set p" + p.index() + " down").toArray(String[]::new));
-      KernelView.flushOwned(ns);
+      JudgedKernelState.flushOwned(ns);
       pause(seconds * 1000L);
       node.agent().start();
       awaitReady(node, Fault.NODE_REBOOT);
@@ -409,7 +409,7 @@ final class Nemesis {
     int what = random.nextInt(3);
     if (what == 0) {
       for (JsonNode rule : ns.json("ip", "-j", "-4", "rule", "show")) {
-        if (rule.path("protocol").asText("").equals(Integer.toString(KernelView.RULE_PROTOCOL))
+        if (rule.path("protocol").asText("").equals(Integer.toString(JudgedKernelState.RULE_PROTOCOL))
             && rule.has("src") && !workload.judgedIps().contains(rule.path("src").asText())) {
           String pref = rule.path("priority").asText();
           String src = rule.path("src").asText() + (rule.has("srclen") ? "/" + rule.path("srclen").asText() : "");
@@ -419,19 +419,19 @@ final class Nemesis {
       }
     }
     if (what == 1) {
-      List<String> elems = new ArrayList<>(KernelView.snat(ns));
+      List<String> elems = new ArrayList<>(JudgedKernelState.snat(ns));
       elems.removeIf(e -> e.contains(":")); // the v4 map
       // a judged pod's element gone would leak its packets by the fault's own doing, not the agent's
       elems.removeIf(e -> workload.judgedIps().contains(e.substring(0, e.indexOf(' '))));
       if (!elems.isEmpty()) {
         String e = elems.get(random.nextInt(elems.size()));
         String key = e.substring(0, e.indexOf(' '));
-        ns.tryExec("nft", "delete", "element", "inet", KernelView.TABLE, "snat_v4", "{ " + key + " }");
+        ns.tryExec("nft", "delete", "element", "inet", JudgedKernelState.TABLE, "snat_v4", "{ " + key + " }");
         return node.name() + " snat element " + key;
       }
     }
-    if (ns.tryExec("ip", "link", "del", KernelView.STEERING_DEVICE).exitCode() == 0) {
-      return node.name() + " link " + KernelView.STEERING_DEVICE;
+    if (ns.tryExec("ip", "link", "del", JudgedKernelState.STEERING_DEVICE).exitCode() == 0) {
+      return node.name() + " link " + JudgedKernelState.STEERING_DEVICE;
     }
     return node.name() + " (nothing to delete)";
   }

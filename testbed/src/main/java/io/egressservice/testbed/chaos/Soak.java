@@ -263,8 +263,8 @@ public final class Soak {
   private static Map<String, String> differences(Cluster c, RuleMode mode) {
     Map<String, String> out = new java.util.TreeMap<>();
     for (Cluster.Node n : c.nodes()) {
-      Set<String> want = KernelView.plannedSnat(c.api(), n.name(), mode);
-      Set<String> have = KernelView.snat(n.netns());
+      Set<String> want = JudgedKernelState.plannedSnat(c.api(), n.name(), mode);
+      Set<String> have = JudgedKernelState.snat(n.netns());
       if (!want.equals(have)) {
         Set<String> missing = new TreeSet<>(want);
         missing.removeAll(have);
@@ -377,7 +377,7 @@ public final class Soak {
     while (System.nanoTime() < limit) {
       left.clear();
       for (Cluster.Node n : c.nodes()) {
-        List<String> l = KernelView.leftovers(n.netns());
+        List<String> l = JudgedKernelState.leftovers(n.netns());
         if (!l.isEmpty()) {
           left.put(n.name(), l);
         }

@@ -33,7 +33,7 @@ class EvidenceTest {
     List<String> said = new ArrayList<>();
     try (Cluster c = Cluster.builder().node("node-a", 1, 1).withoutAgents().start()) {
       c.api().applyEgressService("kept-svc", SourceIPBy.LOADBALANCERIP, "", Optional.empty());
-      c.node("node-a").netns().nft("table inet " + KernelView.TABLE + " {\n"
+      c.node("node-a").netns().nft("table inet " + JudgedKernelState.TABLE + " {\n"
           + "  map snat_v4 { type ipv4_addr : ipv4_addr; elements = { 10.128.0.7 : 5.5.5.9 } }\n"
           + "}\n");
       Files.writeString(c.dir().resolve("allocator-0.log"), "the allocator's last words\n");
@@ -42,7 +42,7 @@ class EvidenceTest {
       Evidence evidence = new Evidence(tmp, 77, "source", c, () -> List.of(fault), said::add);
 
       evidence.snapshot("after API_HANG 9 s not converged in 60 s");
-      c.node("node-a").netns().nft("delete table inet " + KernelView.TABLE + "\n"); // the state moves on
+      c.node("node-a").netns().nft("delete table inet " + JudgedKernelState.TABLE + "\n"); // the state moves on
       Path dir = evidence.finish(List.of(new Soak.Violation(3, "after API_HANG 9 s not converged")), "the table");
 
       assertThat(dir).startsWith(tmp).isEqualTo(evidence.dir());

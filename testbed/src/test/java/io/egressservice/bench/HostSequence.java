@@ -5,11 +5,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** The sequence of status.host values seen while polling: the moves are its length minus one. */
-final class HostWatch {
+final class HostSequence {
   private final FailoverScenario scenario;
   private final List<String> seen = new ArrayList<>();
 
-  HostWatch(FailoverScenario scenario) {
+  HostSequence(FailoverScenario scenario) {
     this.scenario = scenario;
     poll();
   }

@@ -11,9 +11,9 @@ import java.util.Set;
  * the node's interfaces, in mark mode the marks the kernel already uses per table, and the steering
  * tables' hosts.
  */
-public record NodeFacts(NetworkResolution networks, List<IpPrefix> localAddresses, Map<Long, Long> existingMarks,
+public record KernelFacts(NetworkResolution networks, List<IpPrefix> localAddresses, Map<Long, Long> existingMarks,
     Map<Long, Set<IpPrefix>> existingSteerTables) {
-  public NodeFacts {
+  public KernelFacts {
     localAddresses = List.copyOf(localAddresses);
     existingMarks = Map.copyOf(existingMarks);
     existingSteerTables = Map.copyOf(existingSteerTables);

@@ -26,12 +26,12 @@ import org.ovn.k8s.v1.EgressService;
  * packet's source. Rules and steering routes depend on facts only the running agent resolves (tables of networks,
  * marks it already uses), so they are not compared to the plan; they are counted for the "nothing left" check.
  */
-final class KernelView {
+final class JudgedKernelState {
   static final String TABLE = "egress_service_agent";
   static final int RULE_PROTOCOL = PlanConfig.DEFAULT_RULE_PROTOCOL;
   static final String STEERING_DEVICE = "egress-vx";
 
-  private KernelView() {}
+  private JudgedKernelState() {}
 
   /** The SNAT elements of the node's kernel: {@code endpoint -> lbIp}, sorted. Empty without our table. */
   static Set<String> snat(Namespace node) {

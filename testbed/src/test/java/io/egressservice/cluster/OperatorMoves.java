@@ -7,8 +7,8 @@ import java.util.Map;
 import org.ovn.k8s.v1.EgressService;
 
 /** The operator's side of a planned move: cordoning a node, and whether a make-before-break move is under way. */
-public final class PlannedMoves {
-  private PlannedMoves() {}
+public final class OperatorMoves {
+  private OperatorMoves() {}
 
   /** Cordons ({@code on}) or uncordons the node, as {@code kubectl cordon/uncordon} does. */
   public static void cordon(Cluster c, String node, boolean on) {
