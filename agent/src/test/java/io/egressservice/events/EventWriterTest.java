@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 class EventWriterTest {
   private static final Clock CLOCK = Clock.fixed(Instant.parse("2026-12-08T00:00:00.600Z"), ZoneOffset.UTC);
 
-  KubernetesClient client;
+  static KubernetesClient client;
 
   private EventWriter writer() {
     return new EventWriter(client, "egress-service-agent", "node-a", "node-a", Map.of("egress-service-agent/node",
