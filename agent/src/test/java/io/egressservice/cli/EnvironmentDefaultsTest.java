@@ -94,6 +94,12 @@ class EnvironmentDefaultsTest {
       found.put(variable, String.join(", ", uses));
     });
     assertThat(found).isEqualTo(VARIABLES);
+
+    CommandLine asWritten = Main.commandLine(name -> null);
+    asWritten.setInterpolateVariables(false);
+    asWritten.getSubcommands().forEach((command, sub) -> sub.getCommandSpec().options().forEach(option ->
+        assertThat(String.valueOf(option.defaultValue())).as("%s %s: its variable comes from @FromEnvironment", command,
+            option.longestName()).doesNotContain("${env:")));
   }
 
   @Test
