@@ -51,6 +51,7 @@ final class ConntrackRestarts {
   private static final long TAKEOVER_ROUND_MILLIS = 3;
 
   private final Flows flows;
+  private final Pause pause;
   /**
    * Whether the kernel refused a source-filtered dump. The first one is its own probe (no separate request on an
    * unused address): on a refusal the same call dumps whole, and so does every later one.
@@ -58,7 +59,18 @@ final class ConntrackRestarts {
   private volatile boolean filteredDumpRefused;
 
   ConntrackRestarts(Flows flows) {
+    this(flows, Thread::sleep);
+  }
+
+  /** With the pauses between takeover rounds made by {@code pause} (tests record them). */
+  ConntrackRestarts(Flows flows, Pause pause) {
     this.flows = flows;
+    this.pause = pause;
+  }
+
+  /** Waits between two rounds of {@link #deleteTakeovers}. */
+  interface Pause {
+    void millis(long millis) throws InterruptedException;
   }
 
   /**
@@ -126,7 +138,7 @@ final class ConntrackRestarts {
       // and the answer then joins it instead).
       try {
         for (int round = 0; round < TAKEOVER_ROUNDS && deleteTakeoversOnce(untranslated, errors) > 0; round++) {
-          Thread.sleep(TAKEOVER_ROUND_MILLIS);
+          pause.millis(TAKEOVER_ROUND_MILLIS);
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
