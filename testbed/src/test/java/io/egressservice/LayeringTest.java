@@ -47,7 +47,7 @@ class LayeringTest {
    * vocabulary everyone shares (ObjectRef, PlanConfig, RuleMode); kernel is the port to the kernel and
    * kernel.linux its Linux side; plan is the pure planner; objects and nft its API-object and nftables renderings;
    * probe, dataplane and informers read or write the kernel (through the port) or the API; explain and metrics read
-   * them; controller and allocator drive them; cli wires everything; testbed and demo (test infrastructure) on top.
+   * them; events writes the Kubernetes Events of both controller and allocator, which drive them; cli wires everything; testbed and demo (test infrastructure) on top.
    */
   static final List<Layer> BOTTOM_UP = List.of(
       new Layer("generated API model", "io.egressservice.v1alpha1.."),
@@ -62,6 +62,7 @@ class LayeringTest {
       new Layer("probe, dataplane, informers", "io.egressservice.probe..", "io.egressservice.dataplane..",
           "io.egressservice.informers.."),
       new Layer("explain, metrics", "io.egressservice.explain..", "io.egressservice.metrics.."),
+      new Layer("events", "io.egressservice.events.."),
       new Layer("controller, allocator", "io.egressservice.controller..", "io.egressservice.allocator..",
           "io.egressservice.uninstall.."),
       new Layer("cli", "io.egressservice.cli.."),

@@ -2,19 +2,15 @@ package io.egressservice.allocator;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.egressservice.events.EventWriter;
 import io.egressservice.objects.PlanInputs;
-import io.egressservice.text.Printable;
-import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
-import java.time.Instant;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
+import java.time.Clock;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.ovn.k8s.v1.EgressService;
@@ -25,7 +21,8 @@ import org.slf4j.LoggerFactory;
 /**
  * What the allocator writes to the API, and only while it may ({@code mayWrite}: leading, not closed; checked before
  * every write): {@code status.host} through the status subresource (with conflict retries), node labels by JSON
- * merge patch of {@code metadata.labels}, and core/v1 Events on an EgressService. Counts what it wrote.
+ * merge patch of {@code metadata.labels}, and core/v1 Events on an EgressService ({@link EventWriter}). Counts what it
+ * wrote.
  */
 final class AllocatorWrites {
   /** The allocator's logger: operators filter on it, whichever part of the allocator speaks. */
@@ -34,6 +31,7 @@ final class AllocatorWrites {
 
   private final KubernetesClient client;
   private final String identity;
+  private final EventWriter eventWriter;
   private final BooleanSupplier mayWrite;
   private final AtomicLong statusWrites = new AtomicLong();
   private final AtomicLong labelPatches = new AtomicLong();
@@ -52,6 +50,7 @@ final class AllocatorWrites {
   AllocatorWrites(KubernetesClient client, String identity, BooleanSupplier mayWrite) {
     this.client = client;
     this.identity = identity;
+    this.eventWriter = new EventWriter(client, Allocator.COMPONENT, identity, null, Map.of(), Clock.systemUTC());
     this.mayWrite = mayWrite;
   }
 
@@ -137,49 +136,18 @@ final class AllocatorWrites {
     if (!mayWrite.getAsBoolean()) {
       return;
     }
-    Instant now = Instant.now();
-    String ts = DateTimeFormatter.ISO_INSTANT.format(now.truncatedTo(ChronoUnit.SECONDS));
-    String base = es.getMetadata().getName();
-    if (base.length() > 200) {
-      base = base.substring(0, 200);
-    }
-    Event ev = new EventBuilder()
-        .withNewMetadata()
-            .withNamespace(es.getMetadata().getNamespace())
-            .withName(base + "." + UUID.randomUUID().toString().replace("-", "").substring(0, 16))
-        .endMetadata()
-        .withNewInvolvedObject()
-            .withApiVersion(es.getApiVersion())
-            .withKind(es.getKind())
-            .withNamespace(es.getMetadata().getNamespace())
-            .withName(es.getMetadata().getName())
-            .withUid(es.getMetadata().getUid())
-            .withResourceVersion(es.getMetadata().getResourceVersion())
-        .endInvolvedObject()
-        .withType(type)
-        .withReason(reason)
-        .withMessage(eventMessage(message))
-        .withFirstTimestamp(ts)
-        .withLastTimestamp(ts)
-        .withCount(1)
-        .withNewSource().withComponent(Allocator.COMPONENT).endSource()
-        .withReportingComponent(Allocator.COMPONENT)
-        .withReportingInstance(identity)
-        .build();
     try {
-      client.v1().events().inNamespace(es.getMetadata().getNamespace()).resource(ev).create();
+      eventWriter.create(new ObjectReferenceBuilder()
+          .withApiVersion(es.getApiVersion())
+          .withKind(es.getKind())
+          .withNamespace(es.getMetadata().getNamespace())
+          .withName(es.getMetadata().getName())
+          .withUid(es.getMetadata().getUid())
+          .withResourceVersion(es.getMetadata().getResourceVersion())
+          .build(), type, reason, message);
       eventsWritten.incrementAndGet();
     } catch (KubernetesClientException e) {
       LOG.warn("{}: could not write Event {} for {}: {}", identity, reason, PlanInputs.ref(es), e.getMessage());
     }
-  }
-
-  /**
-   * An Event's message as the allocator writes it: {@linkplain Printable#escape escaped} (it carries names, networks
-   * and node names others wrote, which people read in {@code kubectl describe} and log pipelines), then bounded.
-   */
-  static String eventMessage(String message) {
-    String escaped = Printable.escape(message);
-    return escaped.length() > 1024 ? escaped.substring(0, 1024) : escaped;
   }
 }

@@ -1,17 +1,15 @@
 package io.egressservice.allocator;
 
+import io.egressservice.events.EventWriter;
 import io.egressservice.model.ObjectRef;
-import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
+import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
+import java.util.Map;
 import java.util.Objects;
-import java.util.UUID;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.BooleanSupplier;
@@ -38,6 +36,7 @@ final class SelfSuspicionEvents implements Allocator.Listener {
   private final BooleanSupplier leading;
   private final Executor executor;
   private final Duration spacing;
+  private final EventWriter eventWriter;
   /** When the last "suspected" Event was written (monotonic), or never; guarded by this. */
   private long lastWrittenNanos;
   private boolean written;
@@ -53,6 +52,7 @@ final class SelfSuspicionEvents implements Allocator.Listener {
     this.leading = Objects.requireNonNull(leading);
     this.executor = Objects.requireNonNull(executor);
     this.spacing = Objects.requireNonNull(spacing);
+    this.eventWriter = new EventWriter(client, Allocator.COMPONENT, identity, null, Map.of(), Clock.systemUTC());
   }
 
   @Override
@@ -99,30 +99,13 @@ final class SelfSuspicionEvents implements Allocator.Listener {
   private void write(String type, String reason, String message) {
     try {
       Lease lease = client.leases().inNamespace(namespace).withName(leaseName).get();
-      String ts = DateTimeFormatter.ISO_INSTANT.format(Instant.now().truncatedTo(ChronoUnit.SECONDS));
-      Event ev = new EventBuilder()
-          .withNewMetadata()
-              .withNamespace(namespace)
-              .withName(leaseName + "." + UUID.randomUUID().toString().replace("-", "").substring(0, 16))
-          .endMetadata()
-          .withNewInvolvedObject()
-              .withApiVersion("coordination.k8s.io/v1")
-              .withKind("Lease")
-              .withNamespace(namespace)
-              .withName(leaseName)
-              .withUid(lease == null ? null : lease.getMetadata().getUid())
-          .endInvolvedObject()
-          .withType(type)
-          .withReason(reason)
-          .withMessage(AllocatorWrites.eventMessage(message))
-          .withFirstTimestamp(ts)
-          .withLastTimestamp(ts)
-          .withCount(1)
-          .withNewSource().withComponent(Allocator.COMPONENT).endSource()
-          .withReportingComponent(Allocator.COMPONENT)
-          .withReportingInstance(identity)
-          .build();
-      client.v1().events().inNamespace(namespace).resource(ev).create();
+      eventWriter.create(new ObjectReferenceBuilder()
+          .withApiVersion("coordination.k8s.io/v1")
+          .withKind("Lease")
+          .withNamespace(namespace)
+          .withName(leaseName)
+          .withUid(lease == null ? null : lease.getMetadata().getUid())
+          .build(), type, reason, message);
     } catch (KubernetesClientException e) {
       LOG.warn("{}: could not write Event {} on the Lease {}/{}: {}", identity, reason, namespace, leaseName,
           e.getMessage());

@@ -14,15 +14,12 @@ import io.egressservice.uninstall.Uninstall;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.time.Duration;
 import java.io.IOException;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /**
  * {@code allocator}: the cluster side alone, as the {@code egress-service-allocator} Deployment runs it. Its
@@ -45,11 +42,7 @@ public final class AllocatorCommand implements Callable<Integer> {
   @picocli.CommandLine.Mixin UninstallOptions uninstall;
   @picocli.CommandLine.Mixin EgressServicePolicyOptions policy;
 
-  @Option(names = "--trusted-endpoint-managers", split = ",",
-      defaultValue = "${env:EGRESS_AGENT_TRUSTED_ENDPOINT_MANAGERS}",
-      description = "EndpointSlice managers trusted besides Kubernetes' EndpointSlice controller, as the node agents'"
-          + " flag of the same name (set both alike): only trusted endpoints make a node a candidate host.")
-  List<String> trustedEndpointManagers = new ArrayList<>();
+  @picocli.CommandLine.Mixin TrustedEndpointManagersOption trustedEndpointManagers;
 
   @Override
   public Integer call() throws Exception {
@@ -61,7 +54,7 @@ public final class AllocatorCommand implements Callable<Integer> {
       throw new Main.UserError("--lease-namespace must not be empty");
     }
     AllocatorConfig config = process.lease.apply(AllocatorConfig.defaults())
-        .withEndpointTrust(PlanOptions.endpointTrust(trustedEndpointManagers))
+        .withEndpointTrust(trustedEndpointManagers.toTrust())
         .withProbes(process.probeKey.apply(process.hostProbes.toProbes()));
     Optional<Owner> owner = uninstall.owner(Owner.Kind.DEPLOYMENT);
     config = policy.applyTo(config);

@@ -12,20 +12,24 @@ import picocli.CommandLine.Option;
  * {@code run} falls back to the node name.
  */
 public final class AllocatorProcessOptions {
-  @Option(names = "--kubeconfig", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+  @FromEnvironment
+  @Option(names = "--kubeconfig",
       description = "Kubeconfig file; default: in-cluster configuration, then ~/.kube/config.")
   Path kubeconfig;
 
-  @Option(names = "--metrics-port", defaultValue = "${env:EGRESS_AGENT_METRICS_PORT:-9464}",
+  @FromEnvironment
+  @Option(names = "--metrics-port", defaultValue = "9464",
       description = "Port of /metrics, /healthz and /readyz (default ${DEFAULT-VALUE}; 0 picks a free port).")
   int metricsPort;
 
-  @Option(names = "--lease-namespace", defaultValue = "${env:EGRESS_AGENT_POD_NAMESPACE:-egress-service-agent}",
+  @FromEnvironment("EGRESS_AGENT_POD_NAMESPACE")
+  @Option(names = "--lease-namespace", defaultValue = "egress-service-agent",
       description = "Namespace of the allocator's leader-election Lease (default: the pod's namespace, else "
           + "${DEFAULT-VALUE}).")
   String leaseNamespace;
 
-  @Option(names = "--pod-name", defaultValue = "${env:EGRESS_AGENT_POD_NAME}",
+  @FromEnvironment
+  @Option(names = "--pod-name",
       description = "Leader-election identity, unique per replica (the allocator Deployment sets it from "
           + "metadata.name): 'allocator' requires it; 'run' defaults to the node name.")
   String podName;

@@ -6,8 +6,9 @@ import picocli.CommandLine.Option;
 
 /** How long a watch may deliver nothing before it is re-opened on a new connection (see SilentWatches). */
 public final class ApiWatchOptions {
+  @FromEnvironment
   @Option(names = "--api-watch-idle-timeout", hidden = true,
-      defaultValue = "${env:EGRESS_AGENT_API_WATCH_IDLE_TIMEOUT:-90s}",
+      defaultValue = "90s",
       converter = RunCommand.DurationConverter.class,
       description = "A watch that delivers no event or bookmark for this long is re-opened on a new connection"
           + " (default ${DEFAULT-VALUE}; longer than the API server's bookmark period of about a minute).")

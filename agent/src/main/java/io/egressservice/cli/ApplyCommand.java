@@ -34,7 +34,8 @@ public final class ApplyCommand implements Callable<Integer> {
       description = "YAML/JSON files or directories (multi-document, kind: List).")
   List<Path> objects;
 
-  @Option(names = {"--node", "--node-name"}, required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+  @FromEnvironment
+  @Option(names = {"--node", "--node-name"}, required = true,
       description = "The node this kernel belongs to (--node-name as on run).")
   String node;
 

@@ -14,7 +14,8 @@ import picocli.CommandLine.Option;
  * and EgressServicePolicy documents of their files.
  */
 public final class EgressServicePolicyOptions {
-  @Option(names = "--egress-service-policy", defaultValue = "${env:EGRESS_AGENT_EGRESS_SERVICE_POLICY:-off}",
+  @FromEnvironment
+  @Option(names = "--egress-service-policy", defaultValue = "off",
       paramLabel = "off|enforce",
       description = "enforce: an EgressService is configured only if the EgressServicePolicy 'cluster' grants its "
           + "namespace its network (and LoadBalancer IPs); a missing policy grants nothing. off (default): every "

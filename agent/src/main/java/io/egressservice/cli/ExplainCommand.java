@@ -63,7 +63,8 @@ public final class ExplainCommand implements Callable<Integer> {
   @Option(names = {"-o", "--output"}, defaultValue = "text", description = "text or json (default ${DEFAULT-VALUE}).")
   String output;
 
-  @Option(names = "--kubeconfig", paramLabel = "FILE", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+  @FromEnvironment
+  @Option(names = "--kubeconfig", paramLabel = "FILE",
       description = "The API to ask (default: in cluster, the pod's service account; else ~/.kube/config if present).")
   Path kubeconfig;
 
@@ -76,7 +77,8 @@ public final class ExplainCommand implements Callable<Integer> {
   @Option(names = "--no-api", description = "Ask only the kernel.")
   boolean noApi;
 
-  @Option(names = {"--node", "--node-name"}, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+  @FromEnvironment
+  @Option(names = {"--node", "--node-name"},
       description = "This node's name, for the sentence (default: the pod's node from the API).")
   String node;
 

@@ -10,19 +10,22 @@ import picocli.CommandLine.Option;
  * the price of about one Lease write a second by the leader (deploy/README.md, "The Lease and its API cost").
  */
 public final class LeaseOptions {
-  @Option(names = "--lease-duration", defaultValue = "${env:EGRESS_AGENT_LEASE_DURATION:-5s}",
+  @FromEnvironment
+  @Option(names = "--lease-duration", defaultValue = "5s",
       converter = RunCommand.DurationConverter.class,
       description = "How long the allocator's Lease holds after its last renewal: a follower takes over when it "
           + "has passed; whole seconds, as the Lease stores it (default ${DEFAULT-VALUE}).")
   Duration leaseDuration;
 
-  @Option(names = "--lease-renew-deadline", defaultValue = "${env:EGRESS_AGENT_LEASE_RENEW_DEADLINE:-3s}",
+  @FromEnvironment
+  @Option(names = "--lease-renew-deadline", defaultValue = "3s",
       converter = RunCommand.DurationConverter.class,
       description = "How long the leader keeps trying to renew before it stops writing; shorter than the lease "
           + "duration (default ${DEFAULT-VALUE}).")
   Duration renewDeadline;
 
-  @Option(names = "--lease-retry-period", defaultValue = "${env:EGRESS_AGENT_LEASE_RETRY_PERIOD:-1s}",
+  @FromEnvironment
+  @Option(names = "--lease-retry-period", defaultValue = "1s",
       converter = RunCommand.DurationConverter.class,
       description = "How often the leader renews and a follower tries to acquire (followers wait up to 2.2 times "
           + "this, jittered); shorter than the renew deadline (default ${DEFAULT-VALUE}).")

@@ -77,7 +77,13 @@ public final class Main implements Runnable {
   }
 
   static CommandLine commandLine() {
+    return commandLine(System::getenv);
+  }
+
+  /** The command line whose flags' defaults read {@code environment} ({@link EnvironmentDefaults}). */
+  static CommandLine commandLine(java.util.function.UnaryOperator<String> environment) {
     CommandLine cl = new CommandLine(new Main());
+    cl.setDefaultValueProvider(new EnvironmentDefaults(environment));
     cl.setParameterExceptionHandler((ex, args) -> {
       CommandLine cmd = ex.getCommandLine();
       cmd.getErr().println("error: " + ex.getMessage());

@@ -11,8 +11,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -55,10 +53,7 @@ public final class ManCommand implements Callable<Integer> {
       }
       section(out, "COMMAND " + sub.getCommandName().toUpperCase(Locale.ROOT), sub);
     }
-    // the flags' defaults as written (${env:NAME:-default}), not as this process's environment fills them in
-    CommandLine uninterpolated = Main.commandLine();
-    uninterpolated.setInterpolateVariables(false);
-    environment(out, uninterpolated);
+    environment(out, root);
     exitStatus(out);
     out.println(".SH SEE ALSO");
     out.println("ip-rule(8), ip-route(8), nft(8)");
@@ -68,8 +63,6 @@ public final class ManCommand implements Callable<Integer> {
     out.flush();
     return Main.EXIT_OK;
   }
-
-  private static final Pattern ENV_DEFAULT = Pattern.compile("\\$\\{env:([A-Z0-9_]+)");
 
   /** Variables read without a flag: the logging's and the image launcher's. */
   private static final Map<String, String> OTHER_VARIABLES = new TreeMap<>(Map.of(
@@ -85,15 +78,9 @@ public final class ManCommand implements Callable<Integer> {
     Map<String, Map<String, TreeSet<String>>> flagsByVariable = new TreeMap<>();
     for (CommandLine sub : root.getSubcommands().values()) {
       for (OptionSpec option : sub.getCommandSpec().options()) {
-        String defaultValue = option.defaultValue();
-        if (defaultValue == null) {
-          continue;
-        }
-        Matcher m = ENV_DEFAULT.matcher(defaultValue);
-        while (m.find()) {
-          flagsByVariable.computeIfAbsent(m.group(1), k -> new TreeMap<>())
-              .computeIfAbsent(option.longestName(), k -> new TreeSet<>()).add(sub.getCommandName());
-        }
+        EnvironmentDefaults.variable(option).ifPresent(variable -> flagsByVariable
+            .computeIfAbsent(variable, k -> new TreeMap<>())
+            .computeIfAbsent(option.longestName(), k -> new TreeSet<>()).add(sub.getCommandName()));
       }
     }
     out.println(".SH ENVIRONMENT");

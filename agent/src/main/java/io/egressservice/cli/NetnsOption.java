@@ -5,7 +5,8 @@ import picocli.CommandLine.Option;
 
 /** {@code --netns NAME}: act in {@code /run/netns/NAME} instead of the current network namespace. */
 public final class NetnsOption {
-  @Option(names = "--netns", defaultValue = "${env:EGRESS_AGENT_NETNS}",
+  @FromEnvironment
+  @Option(names = "--netns",
       description = "Network namespace (as in 'ip netns') to act in; default: the current one.")
   String netns;
 

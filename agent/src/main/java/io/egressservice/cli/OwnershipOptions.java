@@ -4,12 +4,14 @@ import picocli.CommandLine.Option;
 
 /** What marks kernel objects as ours: the rule priority band and the rule protocol. */
 public final class OwnershipOptions {
-  @Option(names = "--priority", defaultValue = "${env:EGRESS_AGENT_PRIORITY:-5000}",
+  @FromEnvironment
+  @Option(names = "--priority", defaultValue = "5000",
       description = "Priority P of the service rules; P-1 is ours too (earlier versions' in-cluster rules, removed on"
           + " upgrade) (default ${DEFAULT-VALUE}).")
   int priority;
 
-  @Option(names = "--rule-protocol", defaultValue = "${env:EGRESS_AGENT_RULE_PROTOCOL:-201}",
+  @FromEnvironment
+  @Option(names = "--rule-protocol", defaultValue = "201",
       description = "The 'protocol' that marks our ip rules and throw routes; others are left alone (default ${DEFAULT-VALUE}).")
   int ruleProtocol;
 

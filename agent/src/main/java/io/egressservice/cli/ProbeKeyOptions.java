@@ -12,14 +12,16 @@ import picocli.CommandLine.Option;
  * Shared by {@code run} and {@code allocator} ({@link AllocatorProcessOptions}).
  */
 public final class ProbeKeyOptions {
-  @Option(names = "--probe-key-file", defaultValue = "${env:EGRESS_AGENT_PROBE_KEY_FILE}",
+  @FromEnvironment
+  @Option(names = "--probe-key-file",
       description = "File holding the probe key (the Secret egress-service-agent-probe-key's 'key', mounted): the agent "
           + "proves its answers to the allocator's probes with it, the allocator accepts proofs under it or under "
           + "'previous' in the same directory. Read again when it changes. Unset or missing: answers are not proved "
           + "(docs/operate.md, \"Probe proofs\").")
   Path keyFile;
 
-  @Option(names = "--host-probe-proofs", defaultValue = "${env:EGRESS_AGENT_HOST_PROBE_PROOFS:-require}",
+  @FromEnvironment
+  @Option(names = "--host-probe-proofs", defaultValue = "require",
       description = "With a probe key, what an answer without a valid proof is worth: require (counted as a refused "
           + "connection) or learn (taken by the node it names until that node's agent has proven one; for upgrades "
           + "from agents without proofs). Default ${DEFAULT-VALUE}.")

@@ -51,32 +51,38 @@ public final class RunCommand implements Callable<Integer> {
   /** With the allocator on, the part of the DaemonSet's 30 s grace its labels and annotations may take. */
   private static final Duration UNINSTALL_API_BUDGET = Duration.ofSeconds(15);
 
-  @Option(names = "--node-name", required = true, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+  @FromEnvironment
+  @Option(names = "--node-name", required = true,
       description = "This node's name (the DaemonSet sets it from spec.nodeName).")
   String nodeName;
 
-  @Option(names = "--pod-uid", defaultValue = "${env:EGRESS_AGENT_POD_UID}",
+  @FromEnvironment
+  @Option(names = "--pod-uid",
       description = "This agent's pod UID (the DaemonSet sets it from metadata.uid): named, with the node, in every "
           + "answer of the metrics port, so the allocator can tell the agent's answers from another process's.")
   String podUid;
 
-  @Option(names = "--resync", defaultValue = "${env:EGRESS_AGENT_RESYNC:-60s}", converter = DurationConverter.class,
+  @FromEnvironment
+  @Option(names = "--resync", defaultValue = "60s", converter = DurationConverter.class,
       description = "Period of the full reconcile that repairs drift (e.g. 60s, 5m; default ${DEFAULT-VALUE}).")
   Duration resync;
 
-  @Option(names = "--metrics-bind-address", defaultValue = "${env:EGRESS_AGENT_METRICS_BIND_ADDRESS:-}",
+  @FromEnvironment
+  @Option(names = "--metrics-bind-address", defaultValue = "",
       description = "IP address /metrics, /healthz and /readyz listen on (default: every address of the node; the"
           + " DaemonSet sets the node's own address from status.hostIP, which the kubelet, Prometheus and the allocator"
           + " reach; never 127.0.0.1 in a cluster, which blinds all three).")
   String metricsBindAddress;
 
-  @Option(names = "--allocator", arity = "1", defaultValue = "${env:EGRESS_AGENT_ALLOCATOR:-true}",
+  @FromEnvironment
+  @Option(names = "--allocator", arity = "1", defaultValue = "true",
       description = "Also choose status.host when leader (false where OVN-Kubernetes' cluster manager does it).")
   boolean allocator;
 
   @Mixin NetnsOption netns;
 
-  @Option(names = "--netns-metrics-port", defaultValue = "${env:EGRESS_AGENT_NETNS_METRICS_PORT:-9464}", hidden = true,
+  @FromEnvironment
+  @Option(names = "--netns-metrics-port", defaultValue = "9464", hidden = true,
       description = "Tests: with --netns, /metrics, /healthz and /readyz also listen inside that namespace on this "
           + "port (0: not), where a hostNetwork pod's port would be: on the node's addresses.")
   int netnsMetricsPort;

@@ -67,11 +67,13 @@ public final class StatusCommand implements Callable<Integer> {
       description = "Optional: the cluster's objects, to name the services of rules that have no SNAT entry.")
   List<Path> objects = new ArrayList<>();
 
-  @Option(names = {"--node", "--node-name"}, defaultValue = "${env:EGRESS_AGENT_NODE_NAME}",
+  @FromEnvironment
+  @Option(names = {"--node", "--node-name"},
       description = "With --objects: this node's name (--node-name as on run).")
   String node;
 
-  @Option(names = "--kubeconfig", paramLabel = "FILE", defaultValue = "${env:EGRESS_AGENT_KUBECONFIG}",
+  @FromEnvironment
+  @Option(names = "--kubeconfig", paramLabel = "FILE",
       description = "The API that names the rules when no --objects are given (default: in cluster, the pod's"
           + " service account).")
   Path kubeconfig;

@@ -10,14 +10,16 @@ import picocli.CommandLine.Option;
  * as the chart and deploy/ name it in the environment. Unset, the process never removes what it owns when it stops.
  */
 public final class UninstallOptions {
-  @Option(names = "--owner", paramLabel = "KIND/NAME", defaultValue = "${env:EGRESS_AGENT_OWNER}",
+  @FromEnvironment
+  @Option(names = "--owner", paramLabel = "KIND/NAME",
       description = "This process's own workload, daemonset/<name> (run) or deployment/<name> (allocator); the chart "
           + "and deploy/ set it. When it is deleted (helm uninstall, kubectl delete; not a rolling update, a drain, a "
           + "node shutdown or a restart), the process removes what it owns as it stops: run its node's kernel state, "
           + "allocator its node labels, also-receive annotations and status.host. Unset: nothing is removed.")
   String owner;
 
-  @Option(names = "--owner-namespace", defaultValue = "${env:EGRESS_AGENT_POD_NAMESPACE}",
+  @FromEnvironment("EGRESS_AGENT_POD_NAMESPACE")
+  @Option(names = "--owner-namespace",
       description = "The namespace of --owner (default: the pod's own, EGRESS_AGENT_POD_NAMESPACE from the downward "
           + "API).")
   String namespace;

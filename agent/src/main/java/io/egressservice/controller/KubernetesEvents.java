@@ -1,27 +1,24 @@
 package io.egressservice.controller;
 
+import io.egressservice.events.EventWriter;
 import io.egressservice.model.ObjectRef;
 import io.egressservice.text.Printable;
 import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.EventBuilder;
 import io.fabric8.kubernetes.api.model.EventList;
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
+import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Instant;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * core/v1 Events on the EgressService, reported by this node. Each carries the label {@value #NODE_LABEL}
  * (the node's name, or a hash of a name too long for a label value), so that a restarted agent lists
  * only its own node's Events to go on from them; a repeat is a merge patch of count, last time and
- * message (needs {@code list} and {@code patch} on events, besides {@code create}).
+ * message (needs {@code list} and {@code patch} on events, besides {@code create}). {@link EventWriter} writes them.
  */
 public final class KubernetesEvents implements EventSink {
   private static final Logger LOG = LoggerFactory.getLogger(KubernetesEvents.class);
@@ -40,13 +37,13 @@ public final class KubernetesEvents implements EventSink {
   private final KubernetesClient client;
   private final String node;
   private final String nodeLabel;
-  private final Clock clock;
+  private final EventWriter writer;
 
   public KubernetesEvents(KubernetesClient client, String node, Clock clock) {
     this.client = client;
     this.node = node;
     this.nodeLabel = labelValue(node);
-    this.clock = clock;
+    this.writer = new EventWriter(client, COMPONENT, node, node, Map.of(NODE_LABEL, nodeLabel), clock);
   }
 
   /** The node name when it is a valid label value, else a stable hash of it. */
@@ -70,45 +67,15 @@ public final class KubernetesEvents implements EventSink {
   /** Failures are thrown, for the caller to retry or count. */
   @Override
   public Written create(EventRecord e) {
-    Instant now = clock.instant().truncatedTo(ChronoUnit.SECONDS);
-    String ts = DateTimeFormatter.ISO_INSTANT.format(now);
     ObjectRef es = e.object();
-    String name = es.name() + "." + Long.toHexString(clock.millis()) + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 16));
-    Event event = new EventBuilder()
-        .withNewMetadata().withName(name).withNamespace(es.namespace()).addToLabels(NODE_LABEL, nodeLabel).endMetadata()
-        .withNewInvolvedObject()
-          .withApiVersion("k8s.ovn.org/v1").withKind(KIND)
-          .withNamespace(es.namespace()).withName(es.name())
-        .endInvolvedObject()
-        .withType(e.type())
-        .withReason(e.reason())
-        .withMessage(bounded(e.message()))
-        .withNewSource().withComponent(COMPONENT).withHost(node).endSource()
-        .withReportingComponent(COMPONENT)
-        .withReportingInstance(node)
-        .withFirstTimestamp(ts)
-        .withLastTimestamp(ts)
-        .withCount(1)
-        .build();
-    client.v1().events().inNamespace(es.namespace()).resource(event).create();
-    return new Written(e, name, 1, now);
+    EventWriter.Created created = writer.create(new ObjectReferenceBuilder().withApiVersion("k8s.ovn.org/v1")
+        .withKind(KIND).withNamespace(es.namespace()).withName(es.name()).build(), e.type(), e.reason(), e.message());
+    return new Written(e, created.name(), 1, created.at());
   }
 
   @Override
   public boolean repeat(Written earlier, EventRecord e, int count) {
-    String ts = DateTimeFormatter.ISO_INSTANT.format(clock.instant().truncatedTo(ChronoUnit.SECONDS));
-    var patch = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode()
-        .put("count", count).put("lastTimestamp", ts).put("message", bounded(e.message()));
-    try {
-      client.v1().events().inNamespace(e.object().namespace()).withName(earlier.name())
-          .patch(PatchContext.of(PatchType.JSON_MERGE), patch.toString());
-      return true;
-    } catch (KubernetesClientException ex) {
-      if (ex.getCode() == 404) {
-        return false; // expired (the API server's --event-ttl): a new one is written
-      }
-      throw ex;
-    }
+    return writer.repeat(e.object().namespace(), earlier.name(), count, e.message());
   }
 
   /**
@@ -162,15 +129,5 @@ public final class KubernetesEvents implements EventSink {
     } catch (RuntimeException e) {
       return Instant.EPOCH;
     }
-  }
-
-  /**
-   * What an Event says, as it is written: {@linkplain Printable#escape escaped}, since messages carry names, networks
-   * and reasons others wrote, and {@code kubectl describe}, {@code get events} and log pipelines print them to people
-   * as they are; then bounded.
-   */
-  private static String bounded(String message) {
-    String escaped = Printable.escape(message);
-    return escaped.length() > 1000 ? escaped.substring(0, 997) + "..." : escaped;
   }
 }

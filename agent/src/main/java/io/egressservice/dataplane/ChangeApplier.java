@@ -3,7 +3,6 @@ package io.egressservice.dataplane;
 import io.egressservice.kernel.Kernel;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.BatchResult;
-import io.egressservice.netlink.Conntrack;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.Route;
 import io.egressservice.netlink.RouteChange;
@@ -209,7 +208,7 @@ final class ChangeApplier {
     // walk the whole conntrack table (tens of milliseconds on a loaded node), and every millisecond between the
     // deletion and the restart is a dropped packet of a steady stream (its old NAT no longer fits its route).
     boolean restartEarly = !early.sources().isEmpty() && failures.isEmpty();
-    Optional<Conntrack.Found> found = restartEarly ? Optional.of(restarts.findEarly(early)) : Optional.empty();
+    Optional<ConntrackRestarts.Found> found = restartEarly ? Optional.of(restarts.findEarly(early)) : Optional.empty();
     batch(changes.ruleDeletes().stream().map(RuleChange::delete).toList(), ruleChanges, applied, failures, null, true);
     batch(shadowed, ruleChanges, applied, failures, null, true);
     found.ifPresent(restarts::deleteEarly);

@@ -2,7 +2,6 @@ package io.egressservice.dataplane;
 
 import io.egressservice.kernel.Flows;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.Conntrack;
 import io.egressservice.plan.DesiredState;
 import io.egressservice.plan.SteerRoute;
 import java.util.ArrayList;
@@ -36,7 +35,7 @@ final class FlowRestarts {
   /** The marks the kernel holds, by table: a drain's mark must be none of them. */
   private final Supplier<Map<Long, Long>> knownMarks;
   /** Restarts the flows of changed endpoints (and keeps what it learned of the kernel across reconciles). */
-  private final Flows conntrack;
+  private final ConntrackRestarts conntrack;
   /** How each local endpoint's traffic leaves, as last applied; null before the first reconcile. */
   private Map<IpPrefix, String> lastTreatment;
   /** The steering tables' routes as last applied with {@link #lastTreatment}: where a switched source was steered. */
@@ -44,7 +43,7 @@ final class FlowRestarts {
   /** What the early restart in {@code apply} could not do; reported with the later pass's. */
   private final List<String> earlyFailures = new ArrayList<>();
   /** What the early restarts deleted since the last later pass, whose takeovers that pass deletes again. */
-  private final List<Conntrack.Found> earlyFound = new ArrayList<>();
+  private final List<ConntrackRestarts.Found> earlyFound = new ArrayList<>();
 
   /**
    * Sources whose flows out of the cluster restart right after the rule deletions, what is in the cluster, and those
@@ -54,8 +53,8 @@ final class FlowRestarts {
     static final EarlyRestart NONE = new EarlyRestart(Set.of(), List.of(), FlowDrain.Plan.NONE);
   }
 
-  FlowRestarts(Flows conntrack, TunnelGuard guard, FlowDrain drain, Supplier<Map<Long, Long>> knownMarks) {
-    this.conntrack = conntrack;
+  FlowRestarts(Flows flows, TunnelGuard guard, FlowDrain drain, Supplier<Map<Long, Long>> knownMarks) {
+    this.conntrack = new ConntrackRestarts(flows);
     this.guard = guard;
     this.drain = drain;
     this.knownMarks = knownMarks;
@@ -136,13 +135,13 @@ final class FlowRestarts {
    * the whole conntrack table (tens of milliseconds on a loaded node), and every millisecond between the deletion and
    * the restart is a dropped packet of a steady stream (its old NAT no longer fits its route).
    */
-  Conntrack.Found findEarly(EarlyRestart early) {
+  ConntrackRestarts.Found findEarly(EarlyRestart early) {
     guard.holdNewInbound(early.sources());
     return conntrack.find(early.sources(), early.inCluster());
   }
 
   /** Right after the rule deletions: the entries {@link #findEarly} found go. */
-  void deleteEarly(Conntrack.Found found) {
+  void deleteEarly(ConntrackRestarts.Found found) {
     earlyFailures.addAll(conntrack.delete(found));
     earlyFound.add(found);
   }
@@ -163,7 +162,7 @@ final class FlowRestarts {
         if (round > 0) {
           Thread.sleep(DRAIN_ROUND_MILLIS);
         }
-        Conntrack.Found f = conntrack.find(sources, inCluster).withoutSnat();
+        ConntrackRestarts.Found f = conntrack.find(sources, inCluster).withoutSnat();
         if (f.size() > 0) {
           earlyFailures.addAll(conntrack.delete(f));
           earlyFound.add(f);
@@ -230,7 +229,7 @@ final class FlowRestarts {
     lastSteerRoutes = next.steering().routes();
   }
 
-  /** The later pass's end: see {@link Conntrack#deleteTakeovers}. */
+  /** The later pass's end: see {@link ConntrackRestarts#deleteTakeovers}. */
   private void deleteTakeovers(List<String> failures) {
     earlyFound.forEach(f -> failures.addAll(conntrack.deleteTakeovers(f)));
     earlyFound.clear();

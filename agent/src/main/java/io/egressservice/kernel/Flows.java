@@ -1,24 +1,32 @@
 package io.egressservice.kernel;
 
+import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
-import io.egressservice.netlink.Conntrack;
-import java.util.Collection;
+import io.egressservice.netlink.ConntrackAnswer;
+import io.egressservice.netlink.ConntrackDump;
+import io.egressservice.netlink.ConntrackEntry;
+import io.egressservice.netlink.ConntrackKey;
 import java.util.List;
+import java.util.Set;
+import java.util.function.Predicate;
 
 /**
- * The connection tracking table of one network namespace, as far as the agent restarts flows in it. Every method
- * returns the errors, one line each, instead of throwing: a flow that cannot be restarted must not stop a reconcile.
+ * The connection tracking table of one network namespace: its entries listed and deleted one by one (the kernel's
+ * side of {@code netlink.Conntrack}; which flows restart, and when, is the dataplane's). The kernel's refusals come
+ * back as answers; a table that cannot be reached at all throws (a {@code NetlinkException}, or an
+ * {@code IllegalArgumentException} for an answer that cannot be read).
  */
 public interface Flows {
-  /** Deletes every entry from one of {@code sources} to a destination outside {@code inCluster}. */
-  List<String> restartFlowsLeavingTheCluster(Collection<IpPrefix> sources, Collection<IpPrefix> inCluster);
+  /** One dump of the entries of {@code families} (both: one walk of the whole table) that {@code keep} accepts. */
+  ConntrackDump dump(Set<IpFamily> families, Predicate<ConntrackEntry> keep);
 
-  /** The entries {@link #restartFlowsLeavingTheCluster} would delete now, to delete right after a change. */
-  Conntrack.Found find(Collection<IpPrefix> sources, Collection<IpPrefix> inCluster);
+  /**
+   * One dump narrowed in the kernel to the IPv4 original source {@code source} (Linux 5.8; an older kernel walks
+   * and returns the whole table, so {@code keep} must check the source too; a kernel that refuses the form answers
+   * EINVAL or EOPNOTSUPP), the entries {@code keep} accepts.
+   */
+  ConntrackDump dumpFrom(IpPrefix source, Predicate<ConntrackEntry> keep);
 
-  /** Deletes what {@link #find} found. */
-  List<String> delete(Conntrack.Found found);
-
-  /** Deletes the entries that took over what {@link #find} found with the source's own address. */
-  List<String> deleteTakeovers(Conntrack.Found found);
+  /** Deletes the entries {@code keys} name, in order; an answer each, in the same order (gone: ENOENT). */
+  List<ConntrackAnswer> delete(List<ConntrackKey> keys);
 }

@@ -53,4 +53,15 @@ class AllocatorProcessOptionsTest {
     assertThat(inRun.lease.leaseDuration).isEqualTo(inAllocator.lease.leaseDuration);
     assertThat(inRun.hostProbes.toProbes()).isEqualTo(inAllocator.hostProbes.toProbes());
   }
+
+  @Test
+  void theTrustedEndpointManagersFlagIsOneDeclarationTheAgentsAndTheAllocatorShare() {
+    CommandLine main = Main.commandLine();
+    for (String command : List.of("run", "allocator", "plan", "apply", "status", "explain")) {
+      OptionSpec flag = main.getSubcommands().get(command).getCommandSpec().findOption("--trusted-endpoint-managers");
+      assertThat(flag).as(command).isNotNull();
+      assertThat(((java.lang.reflect.Field) flag.userObject()).getDeclaringClass()).as(command)
+          .isEqualTo(TrustedEndpointManagersOption.class);
+    }
+  }
 }

@@ -40,7 +40,7 @@ final class ConntrackNamespace implements BeforeEachCallback, AfterEachCallback 
     return kernel.ns();
   }
 
-  /** The thread in the namespace, on which the tests call {@link Conntrack}. */
+  /** The thread in the namespace, which {@link Conntrack} is given. */
   NetnsThread thread() {
     return kernel.thread();
   }

@@ -2,12 +2,14 @@ package io.egressservice.netlink;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -16,9 +18,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * An answer to a restarted flow that arrives before the flow's next packet (the old host un-NATs the answers to
  * what it sent before a planned move and routes them to the pod) makes an entry of its own, with the outside host
  * as the original source: the pod's flow then runs in that entry's reply direction, which takes no SNAT and which
- * the no-host guard ({@code ct direction original}) lets out with the pod's own address. {@link
- * Conntrack#deleteTakeovers} deletes exactly that entry; the restart by source alone never sees it. The oracle is
- * the kernel's {@code /proc/net/nf_conntrack} and an nft counter of the pod's packets by direction.
+ * the no-host guard ({@code ct direction original}) lets out with the pod's own address. That entry's original tuple
+ * is the deleted entry's reply tuple, so a delete by that tuple ends exactly it (what the agent's restart does after
+ * each delete); a dump by the pod's source never sees it. The oracle is the kernel's {@code /proc/net/nf_conntrack}
+ * and an nft counter of the pod's packets by direction.
  */
 class ConntrackTakeoverNetnsTest {
   private static final IpPrefix POD = IpPrefix.parseHost("10.66.0.5");
@@ -26,7 +29,6 @@ class ConntrackTakeoverNetnsTest {
   private static final int POD_PORT = 40000;
   private static final int OTHER_POD_PORT = 40001;
   private static final int ECHO = 7000;
-  private static final List<IpPrefix> IN_CLUSTER = List.of(IpPrefix.parse("10.66.0.0/16"));
   @RegisterExtension
   final ConntrackNamespace kernel = new ConntrackNamespace("ctt");
 
@@ -39,28 +41,39 @@ class ConntrackTakeoverNetnsTest {
   }
 
   @Test
-  void anAnswerArrivingBetweenTheRestartAndTheNextPacketDoesNotKeepThePodsFlowOutOfTheGuard() {
-    Conntrack conntrack = new Conntrack();
+  void theEntryAnAnswerMakesBeforeTheNextPacketIsNamedByTheDeletedEntrysReplyTuple() {
+    Conntrack conntrack = new Conntrack(kernel.thread());
     send(POD.addressText(), POD_PORT, EXTERNAL, ECHO); // the steered flow, its identity NAT bound
     // a flow from outside to the pod's own address, which must keep its entry (answers leave with that address)
     send(EXTERNAL, ECHO, POD.addressText(), OTHER_POD_PORT);
-    Conntrack.Found found = conntrack.find(kernel.thread(), List.of(POD), IN_CLUSTER);
-    assertThat(found.size()).isEqualTo(1);
-    assertThat(conntrack.delete(kernel.thread(), found)).isEmpty();
+    List<ConntrackEntry> found = fromPod(conntrack);
+    assertThat(found).hasSize(1).noneMatch(ConntrackEntry::sourceTranslated);
+    ConntrackEntry restarted = found.get(0);
+    assertThat(conntrack.delete(List.of(restarted.key()))).containsExactly(ConntrackAnswer.DONE);
 
     send(EXTERNAL, ECHO, POD.addressText(), POD_PORT); // the late answer, before the pod's next packet
     send(POD.addressText(), POD_PORT, EXTERNAL, ECHO); // the pod's next packet: the takeover's reply direction
     assertThat(replyPackets()).as("the pod's packets in the reply direction (out of the guard's reach)").isEqualTo(1);
-    // the later pass by source alone does not see it: its original source is the outside host
-    assertThat(conntrack.restartFlowsLeavingTheCluster(kernel.thread(), List.of(POD), IN_CLUSTER)).isEmpty();
-    assertThat(entries()).contains(EXTERNAL + ":" + ECHO + " > " + POD.addressText() + ":" + POD_PORT);
+    assertThat(fromPod(conntrack)).as("a dump by the pod's source: the takeover's original source is outside")
+        .isEmpty();
+    assertThat(conntrack.dump(Set.of(IpFamily.V4), e -> e.original().destinationPort() == POD_PORT).entries())
+        .extracting(ConntrackEntry::original).containsExactly(restarted.reply());
 
-    assertThat(conntrack.deleteTakeovers(kernel.thread(), found)).isEmpty();
+    assertThat(conntrack.delete(List.of(new ConntrackKey(restarted.reply(), restarted.zone()))))
+        .containsExactly(ConntrackAnswer.DONE);
 
     assertThat(entries()).containsExactly(EXTERNAL + ":" + ECHO + " > " + POD.addressText() + ":" + OTHER_POD_PORT);
     send(POD.addressText(), POD_PORT, EXTERNAL, ECHO);
     assertThat(replyPackets()).as("the pod's next packet starts its flow over, in the original direction")
         .isEqualTo(1);
+  }
+
+  /** The UDP entries from the pod (a dump narrowed to its address). */
+  private static List<ConntrackEntry> fromPod(Conntrack conntrack) {
+    ConntrackDump dump = conntrack.dumpFrom(POD, e -> e.original().source().equals(POD)
+        && e.original().protocol() == 17);
+    assertThat(dump.answer().done()).isTrue();
+    return dump.entries();
   }
 
   private void send(String from, int fromPort, String to, int toPort) {

@@ -186,7 +186,7 @@ class PlannedMoveClusterTest {
       assertThat(leaked).as("datagrams seen outside with another source than %s", LB_IP).isZero();
       // The new host's own pod's flow restarts: an answer to what it sent through the old host, arriving before
       // its next packet, must not stay as an entry from outside to its address (its flow would run in that entry's
-      // reply direction: no SNAT, past the guard). See Conntrack#deleteTakeovers. A late answer to the old flow that
+      // reply direction: no SNAT, past the guard). See ConntrackRestarts#deleteTakeovers. A late answer to the old flow that
       // arrives once the new flow's entry exists makes an entry whose reply port the kernel remapped (the tuple is
       // taken): it cannot carry the pod's flow, so it is not one.
       assertThat(cluster.node(now).netns().tryExec("cat", "/proc/net/nf_conntrack").stdout().lines()

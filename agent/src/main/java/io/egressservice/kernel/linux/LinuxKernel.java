@@ -3,8 +3,13 @@ package io.egressservice.kernel.linux;
 import io.egressservice.kernel.Flows;
 import io.egressservice.kernel.GenerationSource;
 import io.egressservice.kernel.Kernel;
+import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.netlink.Conntrack;
+import io.egressservice.netlink.ConntrackAnswer;
+import io.egressservice.netlink.ConntrackDump;
+import io.egressservice.netlink.ConntrackEntry;
+import io.egressservice.netlink.ConntrackKey;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.NetnsThread;
 import io.egressservice.netlink.NftGeneration;
@@ -14,10 +19,11 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
-import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * Linux: one thread in the namespace (every call runs there), rtnetlink on it, a libnftables context per reader,
@@ -40,7 +46,7 @@ public final class LinuxKernel implements Kernel {
     this.ownsThread = ownsThread;
     this.netlink = netlink;
     this.generation = generation;
-    this.flows = new ConntrackFlows(new Conntrack(), thread);
+    this.flows = new ConntrackFlows(new Conntrack(thread));
   }
 
   /**
@@ -158,26 +164,21 @@ public final class LinuxKernel implements Kernel {
     }
   }
 
-  /** {@link Conntrack} in the namespace of {@code thread}. */
-  private record ConntrackFlows(Conntrack conntrack, NetnsThread thread) implements Flows {
+  /** {@link Conntrack} in the namespace (it runs every call on the namespace's thread). */
+  private record ConntrackFlows(Conntrack conntrack) implements Flows {
     @Override
-    public List<String> restartFlowsLeavingTheCluster(Collection<IpPrefix> sources, Collection<IpPrefix> inCluster) {
-      return conntrack.restartFlowsLeavingTheCluster(thread, sources, inCluster);
+    public ConntrackDump dump(Set<IpFamily> families, Predicate<ConntrackEntry> keep) {
+      return conntrack.dump(families, keep);
     }
 
     @Override
-    public Conntrack.Found find(Collection<IpPrefix> sources, Collection<IpPrefix> inCluster) {
-      return conntrack.find(thread, sources, inCluster);
+    public ConntrackDump dumpFrom(IpPrefix source, Predicate<ConntrackEntry> keep) {
+      return conntrack.dumpFrom(source, keep);
     }
 
     @Override
-    public List<String> delete(Conntrack.Found found) {
-      return conntrack.delete(thread, found);
-    }
-
-    @Override
-    public List<String> deleteTakeovers(Conntrack.Found found) {
-      return conntrack.deleteTakeovers(thread, found);
+    public List<ConntrackAnswer> delete(List<ConntrackKey> keys) {
+      return conntrack.delete(keys);
     }
   }
 }

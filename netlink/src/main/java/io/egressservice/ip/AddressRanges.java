@@ -1,7 +1,5 @@
-package io.egressservice.netlink;
+package io.egressservice.ip;
 
-import io.egressservice.ip.IpFamily;
-import io.egressservice.ip.IpPrefix;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -16,10 +14,10 @@ import java.util.TreeMap;
  * checks every flow of its endpoints against the in-cluster list, which holds every node's address in a large
  * cluster.
  */
-final class AddressRanges {
+public final class AddressRanges {
   private final Map<IpFamily, TreeMap<BigInteger, BigInteger>> byFamily = new EnumMap<>(IpFamily.class);
 
-  AddressRanges(Collection<IpPrefix> prefixes) {
+  public AddressRanges(Collection<IpPrefix> prefixes) {
     for (IpFamily f : IpFamily.values()) {
       List<IpPrefix> of = new ArrayList<>(prefixes.stream().filter(p -> p.family() == f).toList());
       of.sort(Comparator.comparing(IpPrefix::firstAddress));
@@ -45,7 +43,7 @@ final class AddressRanges {
   }
 
   /** Whether the address {@code a} lies in one of the prefixes. */
-  boolean contains(IpPrefix a) {
+  public boolean contains(IpPrefix a) {
     BigInteger x = a.firstAddress();
     Map.Entry<BigInteger, BigInteger> r = byFamily.get(a.family()).floorEntry(x);
     return r != null && x.compareTo(r.getValue()) <= 0;

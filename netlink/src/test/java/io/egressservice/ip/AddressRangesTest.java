@@ -1,8 +1,7 @@
-package io.egressservice.netlink;
+package io.egressservice.ip;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.egressservice.ip.IpPrefix;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
