@@ -1,55 +1,71 @@
 package io.egressservice.kernel.fake;
 
+import io.egressservice.ip.IpFamily;
 import io.egressservice.ip.IpPrefix;
 import io.egressservice.kernel.Flows;
-import io.egressservice.netlink.Conntrack;
+import io.egressservice.netlink.ConntrackAnswer;
+import io.egressservice.netlink.ConntrackDump;
+import io.egressservice.netlink.ConntrackEntry;
+import io.egressservice.netlink.ConntrackKey;
+import io.egressservice.netlink.NetlinkException;
 import java.util.ArrayList;
-import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Predicate;
 
 /**
- * A conntrack table without flows that records what it was asked to restart: the controller's tests check that a
- * move restarts the sources it should, not what the kernel then deletes (the datapath tests do that).
+ * The conntrack table of a fake namespace: the flows a test puts in ({@link #add}), dumped and deleted as the kernel
+ * answers (a delete of an entry that is gone: ENOENT), each delete recorded, so that a controller test sees which
+ * flows a move restarted. No packet ever creates an entry here.
  */
 public final class FakeFlows implements Flows {
-  /** One {@link #restartFlowsLeavingTheCluster} call. */
-  public record Restart(List<IpPrefix> sources, List<IpPrefix> inCluster) {}
+  private final Map<ConntrackKey, ConntrackEntry> entries = new LinkedHashMap<>();
+  private final List<ConntrackKey> deleted = new ArrayList<>();
 
-  private final List<Restart> restarts = new ArrayList<>();
-  private final List<List<IpPrefix>> finds = new ArrayList<>();
-
-  @Override
-  public synchronized List<String> restartFlowsLeavingTheCluster(Collection<IpPrefix> sources,
-      Collection<IpPrefix> inCluster) {
-    restarts.add(new Restart(sources.stream().sorted().toList(), inCluster.stream().sorted().toList()));
-    return List.of();
-  }
-
-  /** Finds nothing (the fake has no flows); the sources asked for are recorded. */
-  @Override
-  public synchronized Conntrack.Found find(Collection<IpPrefix> sources, Collection<IpPrefix> inCluster) {
-    finds.add(sources.stream().sorted().toList());
-    // With no sources the real table is not even read: the empty result, without a kernel.
-    return new Conntrack().find(null, List.of(), inCluster);
+  /** A flow, as the kernel would track it once its first packet passed. */
+  public synchronized void add(ConntrackEntry entry) {
+    entries.put(entry.key(), entry);
   }
 
   @Override
-  public List<String> delete(Conntrack.Found found) {
-    return List.of();
+  public synchronized ConntrackDump dump(Set<IpFamily> families, Predicate<ConntrackEntry> keep) {
+    return new ConntrackDump(entries.values().stream().filter(e -> families.contains(e.family())).filter(keep)
+        .toList(), ConntrackAnswer.DONE);
+  }
+
+  /** As Linux 5.8 and later: narrowed to IPv4 original source {@code source}. */
+  @Override
+  public synchronized ConntrackDump dumpFrom(IpPrefix source, Predicate<ConntrackEntry> keep) {
+    if (source.family() != IpFamily.V4) {
+      return ConntrackDump.failed(ConntrackAnswer.refused(NetlinkException.EINVAL));
+    }
+    return new ConntrackDump(entries.values().stream().filter(e -> e.original().source().equals(source))
+        .filter(keep).toList(), ConntrackAnswer.DONE);
   }
 
   @Override
-  public List<String> deleteTakeovers(Conntrack.Found found) {
-    return List.of();
+  public synchronized List<ConntrackAnswer> delete(List<ConntrackKey> keys) {
+    List<ConntrackAnswer> answers = new ArrayList<>();
+    for (ConntrackKey k : keys) {
+      if (entries.remove(k) == null) {
+        answers.add(ConntrackAnswer.refused(NetlinkException.ENOENT));
+      } else {
+        deleted.add(k);
+        answers.add(ConntrackAnswer.DONE);
+      }
+    }
+    return answers;
   }
 
-  /** The restarts asked for so far, in order. */
-  public synchronized List<Restart> restarts() {
-    return List.copyOf(restarts);
+  /** The flows there now. */
+  public synchronized List<ConntrackEntry> entries() {
+    return List.copyOf(entries.values());
   }
 
-  /** The sources of each {@link #find} so far, in order. */
-  public synchronized List<List<IpPrefix>> finds() {
-    return List.copyOf(finds);
+  /** The flows deleted so far, in order. */
+  public synchronized List<ConntrackKey> deleted() {
+    return List.copyOf(deleted);
   }
 }

@@ -14,6 +14,9 @@ import io.egressservice.netlink.BatchResult;
 import io.egressservice.netlink.ChangeEvent;
 import io.egressservice.netlink.ChangeGroup;
 import io.egressservice.netlink.ChangeKind;
+import io.egressservice.netlink.ConntrackAnswer;
+import io.egressservice.netlink.ConntrackEntry;
+import io.egressservice.netlink.ConntrackTuple;
 import io.egressservice.netlink.Link;
 import io.egressservice.netlink.NetlinkException;
 import io.egressservice.netlink.Route;
@@ -171,6 +174,22 @@ class FakeKernelTest {
 
     assertThat(s.isClosed()).isTrue();
     assertThat(events).isEmpty();
+  }
+
+  @Test
+  void flowsAreDumpedAndDeletedAsTheKernelAnswers() {
+    ConntrackTuple out = ConntrackTuple.of(6, IpPrefix.parse("10.128.0.5"), 40000, IpPrefix.parse("1.1.1.1"), 443);
+    ConntrackTuple back = ConntrackTuple.of(6, IpPrefix.parse("1.1.1.1"), 443, IpPrefix.parse("5.5.5.5"), 40000);
+    ConntrackEntry flow = new ConntrackEntry(out, back);
+    kernel.flows().add(flow);
+
+    assertThat(kernel.flows().dumpFrom(IpPrefix.parse("10.128.0.5"), e -> true).entries()).containsExactly(flow);
+    assertThat(kernel.flows().dump(Set.of(IpFamily.V6), e -> true).entries()).isEmpty();
+    assertThat(kernel.flows().delete(List.of(flow.key(), flow.key())))
+        .extracting(ConntrackAnswer::done, ConntrackAnswer::gone)
+        .containsExactly(org.assertj.core.groups.Tuple.tuple(true, false),
+            org.assertj.core.groups.Tuple.tuple(false, true));
+    assertThat(kernel.flows().deleted()).containsExactly(flow.key());
   }
 
   // ---------------------------------------------------------------------------------------------- nftables
