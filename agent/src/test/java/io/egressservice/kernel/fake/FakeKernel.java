@@ -8,7 +8,7 @@ import java.util.Optional;
 
 /**
  * An in-memory kernel for the controller's tests: one {@link FakeRouting}, one {@link FakeNftables} (every {@link
- * #openNftables()} is a view of it), its generation, a recording {@link FakeFlows}, and the sysctls the agent reads.
+ * #openNftables()} is a view of it), its generation, an in-memory conntrack table ({@link FakeConntrack}), and the sysctls the agent reads.
  * It refuses what Linux refuses for what the agent does (see each part), so a test that passes here does not pass
  * only because nothing checked; {@link #dump()} prints all of it as canonical text to compare.
  */
@@ -19,7 +19,7 @@ public final class FakeKernel implements Kernel {
   private final String name;
   private final FakeRouting routing;
   private final FakeNftables nftables;
-  private final FakeFlows flows = new FakeFlows();
+  private final FakeConntrack flows = new FakeConntrack();
 
   private FakeKernel(String name) {
     this.name = name;
@@ -63,7 +63,7 @@ public final class FakeKernel implements Kernel {
   }
 
   @Override
-  public FakeFlows flows() {
+  public FakeConntrack flows() {
     return flows;
   }
 
