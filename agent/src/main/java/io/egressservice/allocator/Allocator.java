@@ -147,9 +147,10 @@ public final class Allocator implements AutoCloseable {
     this.writes = new AllocatorWrites(client, identity, () -> leading && !closed);
     this.decisions = new DecisionWriter(identity, writes, metrics, listeners, hostWatch, () -> plannedMoves);
     metrics.pendingWork(this::pendingSeconds);
-    this.loop = new ReconcileLoop(new ReconcileLoop.Settings("egress-allocator-" + identity,
-        config.resyncPeriod().isNegative() ? Duration.ZERO : config.resyncPeriod(), ReconcileLoop.Pace.fixed(PASS_SPACING),
-        Backoff.from100Millis(MAX_BACKOFF), LOG), this::runPass)
+    // The resync is a full pass asked for every period (below), not the loop's own: the loop counts a pass that
+    // runs past the resync time as the resync, and an incremental pass is not one.
+    this.loop = new ReconcileLoop(new ReconcileLoop.Settings("egress-allocator-" + identity, Duration.ZERO,
+        ReconcileLoop.Pace.fixed(PASS_SPACING), Backoff.from100Millis(MAX_BACKOFF), LOG), this::runPass)
         .startWhen(informers::hasSynced, () -> { }, "the informers to sync before the first pass")
         .onRetry((failed, delay) -> LOG.warn("{}: allocation pass failed (attempt {}), retrying in {} ms: {}", identity,
             failed, delay, lastFailure));
@@ -170,6 +171,10 @@ public final class Allocator implements AutoCloseable {
         intake.requestFullPass();
       }
     }));
+    Duration resync = config.resyncPeriod();
+    if (!resync.isNegative() && !resync.isZero()) {
+      loop.every(resync, intake::requestFullPass);
+    }
     plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
         objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
             .flatMap(HostWatch::internalIp), intake::touch, () -> leading && !closed, identity));
@@ -337,9 +342,6 @@ public final class Allocator implements AutoCloseable {
   private boolean runPass(Due due) {
     if (!leading || closed) {
       return true;
-    }
-    if (ReconcileLoop.RESYNC.equals(due.cause())) {
-      intake.needFull();
     }
     decisions.term(term.get());
     try {

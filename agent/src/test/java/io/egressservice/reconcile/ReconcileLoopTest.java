@@ -168,6 +168,16 @@ class ReconcileLoopTest {
   }
 
   @Test
+  void theResyncComesWhileChangesKeepComing() {
+    loop(Duration.ofMillis(300), ReconcileLoop.Pace.ADAPTIVE, Backoff.from100Millis(Duration.ofSeconds(30))).start();
+    awaitCalls(1);
+    await().atMost(AT_MOST).pollInterval(Duration.ofMillis(5)).until(() -> {
+      loop.changed("api");
+      return work.causes().contains(ReconcileLoop.RESYNC);
+    });
+  }
+
+  @Test
   void aFixedPaceSpacesReconcileStartsHoweverManyChangesCome() {
     loop(NO_RESYNC, ReconcileLoop.Pace.fixed(Duration.ofMillis(200)), Backoff.from100Millis(Duration.ofSeconds(30)))
         .start();
