@@ -64,7 +64,9 @@ public final class ReconcileLoop implements AutoCloseable {
 
   /**
    * @param name the worker thread's name
-   * @param resync the longest time between two resyncs; zero for none
+   * @param resync the longest time between two resyncs; zero for none. A reconcile of any cause that ends past the
+   *     resync time counts as the resync (the node agent's: a cold start's long full reconcile is not followed at once
+   *     by another); an owner that needs a full pass every period asks for one with {@link #every}
    * @param log the owner's logger: the loop's lines read as part of its log
    */
   public record Settings(String name, Duration resync, Pace pace, Backoff backoff, Logger log) {
