@@ -43,7 +43,8 @@ class LayeringTest {
    * Bottom to top, as today's imports have it. Within a rank packages may use each other (no cycles, though).
    * The generated EgressServicePolicy model (api module, from crds/) is a value model like org.ovn.k8s.v1;
    * ip and netlink are the reusable kernel library; the support packages (logging, health endpoints, lifecycle,
-   * build info, text: escaping what others wrote for where it is printed) use nothing of ours; model is the
+   * build info, text: escaping what others wrote for where it is printed) use nothing of ours; the reconcile loop
+   * (triggers, pacing, resync, backoff) that controller and allocator share uses nothing of ours either; model is the
    * vocabulary everyone shares (ObjectRef, PlanConfig, RuleMode); kernel is the port to the kernel and
    * kernel.linux its Linux side; plan is the pure planner; objects and nft its API-object and nftables renderings;
    * probe, dataplane and informers read or write the kernel (through the port) or the API; explain and metrics read
@@ -55,6 +56,7 @@ class LayeringTest {
       new Layer("netlink", "io.egressservice.netlink.."),
       new Layer("support", "io.egressservice.logging..", "io.egressservice.health..", "io.egressservice.lifecycle..",
           "io.egressservice.buildinfo..", "io.egressservice.text.."),
+      new Layer("reconcile loop", "io.egressservice.reconcile.."),
       new Layer("model", "io.egressservice.model.."),
       new Layer("kernel port", "io.egressservice.kernel.."),
       new Layer("plan", "io.egressservice.plan.."),
@@ -143,6 +145,12 @@ class LayeringTest {
       .orShould().dependOnClassesThat().haveFullyQualifiedName("io.egressservice.netlink.NetnsThread")
       .because("rtnetlink and the namespace's thread are the port's Linux side; the logic gets them as"
           + " kernel.Kernel and netlink.Routing");
+
+  @ArchTest
+  static final ArchRule theReconcileLoopKnowsOnlyTime = classes()
+      .that().resideInAPackage("io.egressservice.reconcile..")
+      .should().onlyDependOnClassesThat().resideInAnyPackage("io.egressservice.reconcile..", "java..", "org.slf4j..")
+      .because("the node agent and the allocator share the loop; what a reconcile is, is the function each gives it");
 
   @ArchTest
   static final ArchRule nothingImportsUpward = layering();

@@ -7,18 +7,17 @@ import io.egressservice.plan.GrantPolicy;
 import io.egressservice.plan.NamespaceInfo;
 import io.egressservice.metrics.AllocatorMetrics;
 import io.egressservice.model.ObjectRef;
+import io.egressservice.reconcile.Backoff;
+import io.egressservice.reconcile.Due;
+import io.egressservice.reconcile.ReconcileLoop;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,25 +53,32 @@ import org.slf4j.LoggerFactory;
 public final class Allocator implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
   static final String COMPONENT = "egress-service-allocator";
-  private static final long MAX_BACKOFF_MS = 30_000;
+  /**
+   * Failed passes are retried from 100 ms, doubling up to this. The retry also waits out {@link #PASS_SPACING}, so the
+   * first one starts 250 ms after the failed pass started (it was 200 ms doubling when the allocator had a loop of
+   * its own: the spacing hid the difference for a pass shorter than 150 ms, and a change never waited for either).
+   */
+  private static final Duration MAX_BACKOFF = Duration.ofSeconds(30);
   /**
    * Passes start at least this far apart, so a burst of endpoint churn is decided in a few passes; a host choice
    * 250 ms later changes nothing that matters. The first event after a quiet spell still runs a pass at once.
    */
-  static final long MIN_PASS_SPACING_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+  static final Duration PASS_SPACING = Duration.ofMillis(250);
+  /** What the loop calls a pass for a change it was told of (the informers' events, probe verdicts, grants). */
+  private static final String CHANGE = "change";
+  /** ... and the pass that begins a leadership term. */
+  private static final String LEADING = "leading";
 
   private final KubernetesClient client;
   private final AllocatorConfig config;
   private final String identity;
-  private final ScheduledExecutorService worker;
-  private final AtomicBoolean queued = new AtomicBoolean();
-  /** When the pass now queued was requested (System.nanoTime()); 0 when none is queued. */
-  private volatile long queuedSinceNanos;
-  private volatile long lastPassStartNanos = System.nanoTime() - MIN_PASS_SPACING_NANOS;
+  /** The one worker: passes, and the probe targets' refresh between them. */
+  private final ReconcileLoop loop;
   private volatile boolean leading;
   private final AtomicLong term = new AtomicLong();
   private volatile boolean closed;
-  private int failures;
+  /** Why the last pass failed (worker thread only). */
+  private String lastFailure = "";
 
   private final ClusterInformers informers;
   private final boolean ownsInformers;
@@ -141,11 +147,13 @@ public final class Allocator implements AutoCloseable {
     this.writes = new AllocatorWrites(client, identity, () -> leading && !closed);
     this.decisions = new DecisionWriter(identity, writes, metrics, listeners, hostWatch, () -> plannedMoves);
     metrics.pendingWork(this::pendingSeconds);
-    this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "egress-allocator-" + identity);
-      t.setDaemon(true);
-      return t;
-    });
+    // The resync is a full pass asked for every period (below), not the loop's own: the loop counts a pass that
+    // runs past the resync time as the resync, and an incremental pass is not one.
+    this.loop = new ReconcileLoop(new ReconcileLoop.Settings("egress-allocator-" + identity, Duration.ZERO,
+        ReconcileLoop.Pace.fixed(PASS_SPACING), Backoff.from100Millis(MAX_BACKOFF), LOG), this::runPass)
+        .startWhen(informers::hasSynced, () -> { }, "the informers to sync before the first pass")
+        .onRetry((failed, delay) -> LOG.warn("{}: allocation pass failed (attempt {}), retrying in {} ms: {}", identity,
+            failed, delay, lastFailure));
   }
 
   /** Starts the informers; nothing is written until {@link #startLeading()}. */
@@ -163,27 +171,20 @@ public final class Allocator implements AutoCloseable {
         intake.requestFullPass();
       }
     }));
-    long resync = config.resyncPeriod().toMillis();
-    if (resync > 0) {
-      try {
-        worker.scheduleWithFixedDelay(intake::requestFullPass, resync, resync, TimeUnit.MILLISECONDS);
-      } catch (RejectedExecutionException e) {
-        // closed
-      }
+    Duration resync = config.resyncPeriod();
+    if (!resync.isNegative() && !resync.isZero()) {
+      loop.every(resync, intake::requestFullPass);
     }
     plannedMoves = Optional.of(new PlannedMoves(client, config.plannedMoves(), config.probes(), name ->
         objects.nodeObjects().stream().filter(n -> name.equals(n.getMetadata().getName())).findFirst()
             .flatMap(HostWatch::internalIp), intake::touch, () -> leading && !closed, identity));
     if (config.probes().enabled()) {
       hostWatch.start();
-      long every = config.probes().interval().toMillis();
-      try {
-        worker.scheduleWithFixedDelay(hostWatch::refreshTargets, every, every, TimeUnit.MILLISECONDS);
-      } catch (RejectedExecutionException e) {
-        // closed
-      }
+      // On the worker, between passes: the refresh and a pass's own probe update never interleave.
+      loop.every(config.probes().interval(), hostWatch::refreshTargets);
     }
     informers.start();
+    loop.start();
   }
 
   /** A node became unreachable or answers again (a probe thread): the next pass reads the nodes again. */
@@ -242,7 +243,7 @@ public final class Allocator implements AutoCloseable {
     intake.needFull();
     leading = true;
     metrics.leading(true);
-    submit(this::runPass);
+    loop.now(LEADING);
   }
 
   /** Ends the term; no write is started after this returns. */
@@ -267,8 +268,7 @@ public final class Allocator implements AutoCloseable {
 
   /** How long the pass now queued has waited to start (changes wait for it); 0 when none is queued. */
   public double pendingSeconds() {
-    long since = queuedSinceNanos;
-    return since == 0 ? 0 : (System.nanoTime() - since) / 1e9;
+    return loop.pending().oldestSeconds();
   }
 
   /**
@@ -286,11 +286,7 @@ public final class Allocator implements AutoCloseable {
 
   /** Waits (bounded) until a pass in progress, if any, has finished. */
   void awaitIdle(long timeoutMillis) {
-    try {
-      worker.submit(() -> { }).get(timeoutMillis, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (Exception e) {
+    if (!loop.awaitIdle(Duration.ofMillis(timeoutMillis))) {
       LOG.debug("{}: worker not idle after {} ms", identity, timeoutMillis);
     }
   }
@@ -335,48 +331,17 @@ public final class Allocator implements AutoCloseable {
     return writes.eventsWritten();
   }
 
+  /** Any number of requests that come before a pass starts make that one pass (changes and probe verdicts). */
   void requestPass() {
-    if (!closed && queued.compareAndSet(false, true)) {
-      queuedSinceNanos = System.nanoTime();
-      long wait = lastPassStartNanos + MIN_PASS_SPACING_NANOS - System.nanoTime();
-      if (wait <= 0) {
-        submit(this::runPass);
-      } else {
-        schedule(this::runPass, wait, TimeUnit.NANOSECONDS);
-      }
+    if (!closed) {
+      loop.changed(CHANGE);
     }
   }
 
-  private void submit(Runnable r) {
-    try {
-      worker.execute(r);
-    } catch (RejectedExecutionException e) {
-      // closed
-    }
-  }
-
-  private void schedule(long delayMillis) {
-    schedule(this::requestPass, delayMillis, TimeUnit.MILLISECONDS);
-  }
-
-  private void schedule(Runnable task, long delay, TimeUnit unit) {
-    try {
-      worker.schedule(task, delay, unit);
-    } catch (RejectedExecutionException e) {
-      // closed
-    }
-  }
-
-  private void runPass() {
-    queued.set(false);
-    queuedSinceNanos = 0;
-    lastPassStartNanos = System.nanoTime();
+  /** One pass on the loop's worker; false when it failed (the loop retries it after its backoff). */
+  private boolean runPass(Due due) {
     if (!leading || closed) {
-      return;
-    }
-    if (!informers.hasSynced()) {
-      schedule(100);
-      return;
+      return true;
     }
     decisions.term(term.get());
     try {
@@ -385,18 +350,16 @@ public final class Allocator implements AutoCloseable {
       } else {
         incrementalPass();
       }
-      failures = 0;
+      return true;
     } catch (AllocatorWrites.NotLeadingException e) {
       intake.needFull();
       LOG.debug("{}: pass abandoned, leadership lost", identity);
+      return true;
     } catch (RuntimeException e) {
       // What was decided may not have been written: the retry decides and checks everything again.
       intake.needFull();
-      failures++;
-      long delay = Math.min(MAX_BACKOFF_MS, 100L << Math.min(failures, 20));
-      LOG.warn("{}: allocation pass failed (attempt {}), retrying in {} ms: {}", identity, failures, delay,
-          e.toString());
-      schedule(delay);
+      lastFailure = e.toString();
+      return false;
     }
   }
 
@@ -462,11 +425,6 @@ public final class Allocator implements AutoCloseable {
     if (ownsInformers) {
       informers.close();
     }
-    worker.shutdownNow();
-    try {
-      worker.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    loop.close(Duration.ofSeconds(5));
   }
 }

@@ -24,6 +24,8 @@ import io.egressservice.model.PlanConfig;
 import io.egressservice.plan.PlanDelta;
 import io.egressservice.model.RuleMode;
 import io.egressservice.plan.RuleSpec;
+import io.egressservice.reconcile.Backoff;
+import io.egressservice.reconcile.ReconcileLoop;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.time.Clock;
 import java.util.List;
@@ -33,8 +35,6 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,16 +48,16 @@ import org.slf4j.LoggerFactory;
  * Stopping leaves the kernel as it is: a restart or an upgrade does not disturb traffic.
  *
  * <p>The parts: {@link RelevantChangeHandler} turns informer events into triggers, {@link DriftFilter} kernel
- * notifications, {@link ReconcileTriggers} decides when the next reconcile starts, {@link ReconcileLog} logs it, and
- * {@link OutcomeReporter} writes its outcomes as Events.
+ * notifications, the {@link ReconcileLoop} (shared with the allocator) decides when the next reconcile starts and
+ * retries, {@link ReconcileLog} logs it, and {@link OutcomeReporter} writes its outcomes as Events.
  */
 public final class NodeAgent implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NodeAgent.class);
   static final String TRIGGER_API = "api";
-  static final String TRIGGER_RESYNC = "resync";
+  static final String TRIGGER_RESYNC = ReconcileLoop.RESYNC;
   static final String TRIGGER_KERNEL = "kernel";
-  static final String TRIGGER_STARTUP = "startup";
-  static final String TRIGGER_RETRY = "retry";
+  static final String TRIGGER_STARTUP = ReconcileLoop.STARTUP;
+  static final String TRIGGER_RETRY = ReconcileLoop.RETRY;
 
   /**
    * @param maxBackoff cap of the retry delay after failed reconciles (doubling from 100 ms)
@@ -98,12 +98,11 @@ public final class NodeAgent implements AutoCloseable {
   private final OutcomeReporter reporter;
   private final Clock clock;
 
-  private final ReconcileTriggers triggers;
+  private final ReconcileLoop loop;
   private final DriftFilter drift;
   private volatile boolean synced;
   private volatile boolean firstReconcileDone;
   private volatile Runnable afterFirstReconcile = () -> { };
-  private volatile long lastLoopNanos = System.nanoTime();
   private final AtomicLong reconciles = new AtomicLong();
   private OptionalLong lastNftGeneration = OptionalLong.empty();
   /** Never an nftables generation (they are unsigned 32-bit): see {@link #nftGenerationAccountedFor()}. */
@@ -124,12 +123,10 @@ public final class NodeAgent implements AutoCloseable {
   private final AtomicLong kernelDoubts = new AtomicLong();
   private long cleanAt = -1;
   private volatile Optional<ReconcileSummary> lastReconcile = Optional.empty();
-  private final CountDownLatch stopped = new CountDownLatch(1);
   /** Informer caches replace objects, never mutate them: each reconcile converts only what changed. */
   private final PlanInputs.Memo planInputs = PlanInputs.Memo.forImmutableObjects();
 
   private Subscription kernelEvents;
-  private Thread worker;
 
   /** An agent with informers of its own (closed with it). */
   public NodeAgent(KubernetesClient client, Dataplane dataplane, Settings settings, AgentMetrics metrics,
@@ -154,18 +151,23 @@ public final class NodeAgent implements AutoCloseable {
     this.reporter = new OutcomeReporter(eventRecorder, settings.nodeName());
     this.clock = clock;
     this.drift = new DriftFilter(settings.config());
-    this.triggers = new ReconcileTriggers(() -> {
-      if (nftChangedSinceLastReconcile()) {
-        doubtKernel();
-        return true;
-      }
-      return false;
-    }, () -> lastLoopNanos = System.nanoTime(), metrics::reconcileInterval);
+    this.loop = new ReconcileLoop(new ReconcileLoop.Settings("reconcile-" + settings.nodeName(), settings.resync(),
+        ReconcileLoop.Pace.ADAPTIVE, Backoff.from100Millis(settings.maxBackoff()), LOG),
+        due -> reconcileOnce(due.cause(), due.change()))
+        .startWhen(informers::hasSynced, this::informersSynced,
+            "the informers to sync before the first reconcile (the kernel is left as it is)")
+        .whenIdle(TRIGGER_KERNEL, () -> {
+          if (nftChangedSinceLastReconcile()) {
+            doubtKernel();
+            return true;
+          }
+          return false;
+        })
+        .onInterval(metrics::reconcileInterval);
   }
 
   /** Starts the informers, the kernel subscription and the worker; returns at once. */
   public void start() {
-    triggers.start();
     informers.addEventHandler(org.ovn.k8s.v1.EgressService.class,
         new RelevantChangeHandler<>(PlanInputs::egressService, es -> true, changes::egressService, this::apiEvent));
     informers.addEventHandler(io.fabric8.kubernetes.api.model.Service.class, new RelevantChangeHandler<>(PlanInputs::service,
@@ -192,7 +194,7 @@ public final class NodeAgent implements AutoCloseable {
     }));
     informers.start();
     metrics.apiConnectivity(informers.connectivity());
-    metrics.pendingWork(() -> triggers.pending().triggers(), () -> triggers.pending().oldestSeconds());
+    metrics.pendingWork(() -> loop.pending().triggers(), () -> loop.pending().oldestSeconds());
     eventRecorder.start(reporter::seeded);
     try {
       kernelEvents = dataplane.kernel().routing().subscribe(
@@ -207,9 +209,7 @@ public final class NodeAgent implements AutoCloseable {
     } catch (RuntimeException e) {
       LOG.warn("no kernel change notifications ({}); drift is repaired at each resync only", e.getMessage());
     }
-    worker = new Thread(this::loop, "reconcile-" + settings.nodeName());
-    worker.setDaemon(true);
-    worker.start();
+    loop.start();
   }
 
   private void apiEvent(boolean relevant) {
@@ -241,40 +241,10 @@ public final class NodeAgent implements AutoCloseable {
 
   /** Marks the node dirty; the worker reconciles once for any number of triggers that arrive meanwhile. */
   public void trigger(String cause) {
-    triggers.trigger(cause);
-  }
-
-  private void loop() {
-    try {
-      awaitSync();
-      long nextResync = System.nanoTime() + settings.resync().toNanos();
-      long notBefore = 0;
-      int failures = 0;
-      while (triggers.running()) {
-        lastLoopNanos = System.nanoTime();
-        Optional<ReconcileTriggers.Due> due = triggers.awaitDue(nextResync, notBefore, failures > 0);
-        if (due.isEmpty()) {
-          break;
-        }
-        String cause = due.get().cause();
-        if (reconcileOnce(cause, due.get().api())) {
-          failures = 0;
-          notBefore = 0;
-        } else {
-          failures++;
-          long delay = Math.min(settings.maxBackoff().toMillis(), 100L << Math.min(failures - 1, 20));
-          notBefore = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
-          LOG.info("retrying in {} ms (attempt {})", delay, failures + 1);
-          triggers.retry();
-        }
-        if (TRIGGER_RESYNC.equals(cause) || System.nanoTime() >= nextResync) {
-          nextResync = System.nanoTime() + settings.resync().toNanos();
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } finally {
-      stopped.countDown();
+    if (TRIGGER_API.equals(cause)) {
+      loop.changed(cause);
+    } else {
+      loop.trigger(cause);
     }
   }
 
@@ -286,24 +256,12 @@ public final class NodeAgent implements AutoCloseable {
     afterFirstReconcile = java.util.Objects.requireNonNull(action);
   }
 
-  private void awaitSync() throws InterruptedException {
-    long lastLog = 0;
-    while (triggers.running()) {
-      if (informers.hasSynced()) {
-        synced = true;
-        triggers.synced();
-        LOG.info("informers synced: {} EgressService(s), {} Service(s), {} EndpointSlice(s), {} Node(s)",
-            informers.egressServices().getStore().list().size(), informers.services().getStore().list().size(),
-            informers.endpointSlices().getStore().list().size(), informers.nodes().getStore().list().size());
-        return;
-      }
-      if (System.nanoTime() - lastLog > TimeUnit.SECONDS.toNanos(10)) {
-        LOG.info("waiting for the informers to sync before the first reconcile (the kernel is left as it is)");
-        lastLog = System.nanoTime();
-      }
-      lastLoopNanos = System.nanoTime();
-      triggers.pause(50);
-    }
+  /** The loop may start: the informers have listed everything once. */
+  private void informersSynced() {
+    synced = true;
+    LOG.info("informers synced: {} EgressService(s), {} Service(s), {} EndpointSlice(s), {} Node(s)",
+        informers.egressServices().getStore().list().size(), informers.services().getStore().list().size(),
+        informers.endpointSlices().getStore().list().size(), informers.nodes().getStore().list().size());
   }
 
   /**
@@ -450,9 +408,9 @@ public final class NodeAgent implements AutoCloseable {
 
   /** /healthz: the loop is alive (it wakes at least once a second). */
   public Probe liveness() {
-    long idle = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastLoopNanos);
-    boolean alive = worker != null && worker.isAlive() && idle < 120;
-    return new Probe(alive, alive ? "reconcile loop alive" : "reconcile loop stuck or dead (idle " + idle + " s)");
+    ReconcileLoop.Liveness live = loop.liveness();
+    return new Probe(live.alive(), live.alive() ? "reconcile loop alive"
+        : "reconcile loop stuck or dead (idle " + live.idleSeconds() + " s)");
   }
 
   /**
@@ -508,14 +466,7 @@ public final class NodeAgent implements AutoCloseable {
   /** Stops after the current reconcile; leaves the kernel as it is. */
   @Override
   public void close() {
-    triggers.stop();
-    try {
-      if (worker != null && !stopped.await(30, TimeUnit.SECONDS)) {
-        LOG.warn("the reconcile worker did not stop within 30 s");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    loop.close(Duration.ofSeconds(30));
     if (kernelEvents != null) {
       kernelEvents.close();
     }

@@ -1,9 +1,9 @@
-package io.egressservice.controller;
+package io.egressservice.reconcile;
 
-import static io.egressservice.controller.Pacing.MAX_INTERVAL_NANOS;
-import static io.egressservice.controller.Pacing.MIN_INTERVAL_NANOS;
-import static io.egressservice.controller.Pacing.isBurst;
-import static io.egressservice.controller.Pacing.nextIntervalNanos;
+import static io.egressservice.reconcile.Pacing.MAX_INTERVAL_NANOS;
+import static io.egressservice.reconcile.Pacing.MIN_INTERVAL_NANOS;
+import static io.egressservice.reconcile.Pacing.isBurst;
+import static io.egressservice.reconcile.Pacing.nextIntervalNanos;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
@@ -11,7 +11,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** How the gap between reconcile starts follows the rate of relevant API events. */
-class ReconcilePacingTest {
+class PacingTest {
   static final long MS = 1_000_000L;
 
   /**
@@ -84,5 +84,12 @@ class ReconcilePacingTest {
     assertThat(isBurst(4, 50 * MS)).isTrue();
     assertThat(isBurst(4, 60 * MS)).isFalse();
     assertThat(isBurst(40, 10_000 * MS)).isFalse();
+  }
+
+  @Test
+  void aPaceWithTheMinimumAtTheMaximumIsAFixedSpacingThatNoBurstChanges() {
+    Pacing fixed = new Pacing(250 * MS, 250 * MS);
+    assertThat(steadyStream(fixed, 400, 10)).containsOnly(250L);
+    assertThat(steadyStream(fixed, 1, 5)).containsOnly(250L);
   }
 }

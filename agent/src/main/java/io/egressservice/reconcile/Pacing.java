@@ -1,4 +1,4 @@
-package io.egressservice.controller;
+package io.egressservice.reconcile;
 
 import java.util.concurrent.TimeUnit;
 
@@ -6,7 +6,8 @@ import java.util.concurrent.TimeUnit;
  * How far apart reconciles start: at the minimum while relevant API events come at a calm rate, so
  * each change reaches the kernel within about one minimum interval; doubling up to the maximum while
  * a burst lasts, so a rollout storm costs one reconcile a second instead of one per minimum interval.
- * Not thread-safe: the reconcile loop owns it.
+ * With the minimum equal to the maximum the spacing is fixed (the allocator's). Not thread-safe: the
+ * reconcile loop owns it.
  */
 final class Pacing {
   /**
@@ -38,10 +39,34 @@ final class Pacing {
   static final double BURST_EVENTS_PER_SECOND = 80;
   static final int BURST_MIN_EVENTS = 4;
 
-  private long intervalNanos = MIN_INTERVAL_NANOS;
+  private final long minNanos;
+  private final long maxNanos;
+  private long intervalNanos;
   private boolean lastStretchWasBurst;
   private int stretchEvents;
   private long stretchNanos;
+
+  /** The node agent's pacing: from {@link #MIN_INTERVAL_NANOS} up to {@link #MAX_INTERVAL_NANOS} in a burst. */
+  Pacing() {
+    this(MIN_INTERVAL_NANOS, MAX_INTERVAL_NANOS);
+  }
+
+  Pacing(long minNanos, long maxNanos) {
+    if (minNanos <= 0 || maxNanos < minNanos) {
+      throw new IllegalArgumentException("pacing needs 0 < min <= max, not " + minNanos + " and " + maxNanos);
+    }
+    this.minNanos = minNanos;
+    this.maxNanos = maxNanos;
+    this.intervalNanos = minNanos;
+  }
+
+  long minNanos() {
+    return minNanos;
+  }
+
+  long maxNanos() {
+    return maxNanos;
+  }
 
   /** The least time between the last reconcile start and the next. */
   long intervalNanos() {
@@ -59,7 +84,7 @@ final class Pacing {
       return intervalNanos;
     }
     boolean burst = isBurst(stretchEvents, stretchNanos);
-    intervalNanos = nextIntervalNanos(intervalNanos, lastStretchWasBurst, burst);
+    intervalNanos = nextIntervalNanos(intervalNanos, lastStretchWasBurst, burst, minNanos, maxNanos);
     lastStretchWasBurst = burst;
     stretchEvents = 0;
     stretchNanos = 0;
@@ -71,11 +96,15 @@ final class Pacing {
     return events >= BURST_MIN_EVENTS && events * 1e9 >= BURST_EVENTS_PER_SECOND * elapsedNanos;
   }
 
-  /** The interval after a judged stretch that was, or was not, a burst. */
+  /** The node agent's interval after a judged stretch that was, or was not, a burst. */
   static long nextIntervalNanos(long current, boolean previousWasBurst, boolean burst) {
+    return nextIntervalNanos(current, previousWasBurst, burst, MIN_INTERVAL_NANOS, MAX_INTERVAL_NANOS);
+  }
+
+  private static long nextIntervalNanos(long current, boolean previousWasBurst, boolean burst, long min, long max) {
     if (burst != previousWasBurst) {
       return current;
     }
-    return burst ? Math.min(MAX_INTERVAL_NANOS, current * 2) : Math.max(MIN_INTERVAL_NANOS, current / 2);
+    return burst ? Math.min(max, current * 2) : Math.max(min, current / 2);
   }
 }
