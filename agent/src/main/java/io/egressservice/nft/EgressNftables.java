@@ -101,13 +101,7 @@ public final class EgressNftables implements AutoCloseable {
    * a source that fails makes every {@link #observe()} and {@link #apply} list the table.
    */
   public static EgressNftables open(Kernel kernel) {
-    GenerationSource generation = kernel.openGeneration();
-    try {
-      return new EgressNftables(kernel.openNftables(), generation);
-    } catch (RuntimeException | Error e) {
-      generation.close();
-      throw e;
-    }
+    return ListingCache.openWithGeneration(kernel, EgressNftables::new);
   }
 
   /** The same through {@code client}, the generation read from {@code generation} (both closed with this object). */

@@ -1,5 +1,8 @@
 package io.egressservice.nft;
 
+import java.util.function.BiFunction;
+import io.egressservice.kernel.Nftables;
+import io.egressservice.kernel.Kernel;
 import io.egressservice.kernel.GenerationSource;
 import io.egressservice.kernel.NftException;
 import io.egressservice.netlink.NetlinkException;
@@ -29,6 +32,20 @@ import org.slf4j.LoggerFactory;
  * <p>Not thread safe; {@link EgressNftables} synchronizes.
  */
 final class ListingCache<T> {
+  /**
+   * A reader made by {@code make} on a libnftables context and a generation source of {@code kernel}'s own (the
+   * source closed again when {@code make} fails; both the reader's to close after).
+   */
+  static <R> R openWithGeneration(Kernel kernel, BiFunction<Nftables, GenerationSource, R> make) {
+    GenerationSource generation = kernel.openGeneration();
+    try {
+      return make.apply(kernel.openNftables(), generation);
+    } catch (RuntimeException | Error e) {
+      generation.close();
+      throw e;
+    }
+  }
+
   private static final Logger LOG = LoggerFactory.getLogger(EgressNftables.class);
   /** Reads of a listing while commits keep landing between its parts. */
   static final int CONSISTENT_READ_ATTEMPTS = 3;

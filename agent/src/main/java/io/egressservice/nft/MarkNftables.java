@@ -67,13 +67,7 @@ public final class MarkNftables implements AutoCloseable {
 
   /** The mark part of the table of {@code kernel}, with a libnftables context and generation source of its own. */
   public static MarkNftables open(Kernel kernel) {
-    GenerationSource generation = kernel.openGeneration();
-    try {
-      return new MarkNftables(kernel.openNftables(), generation);
-    } catch (RuntimeException | Error e) {
-      generation.close();
-      throw e;
-    }
+    return ListingCache.openWithGeneration(kernel, MarkNftables::new);
   }
 
   /** The same through {@code client}, the generation read from {@code generation} (both closed with this object). */
