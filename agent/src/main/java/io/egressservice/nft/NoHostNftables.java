@@ -25,6 +25,7 @@ import io.egressservice.nft.table.NftTable.SetChange;
 import io.egressservice.nft.table.TableWriter;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -76,6 +77,13 @@ public final class NoHostNftables {
   private final CarriedCounters counters;
   /** The table as last written: empty: unknown (written whole next); {@code Optional.of(Optional.empty())}: absent. */
   private Optional<Optional<NftTable>> written = Optional.empty();
+  /**
+   * The keys of the by-element sets' elements as the kernel holds them while {@link #written} holds a table: the fast
+   * path keeps them in step by change (O(change), not O(elements), per endpoint update); {@link #written}'s copies of
+   * those sets are then out of date ({@link #elementsMoved}) until the next {@link #sync} brings them in.
+   */
+  private final Map<String, Set<String>> held = new HashMap<>();
+  private boolean elementsMoved;
 
   public NoHostNftables(Nftables nft) {
     this.nft = Objects.requireNonNull(nft);
@@ -116,29 +124,64 @@ public final class NoHostNftables {
         : Optional.of(table(holds, inCluster, lbIps, ours, guard));
     if (verify) {
       if (!nft.tablePresent("inet", TABLE)) {
-        written = Optional.of(Optional.empty());
+        remember(Optional.empty());
       } else if (written.isEmpty() || written.get().isEmpty()) {
-        written = Optional.empty(); // someone else's change (or an earlier run's table): written whole
+        forget(); // someone else's change (or an earlier run's table): written whole
       }
     }
     if (written.isPresent() && written.get().isEmpty() && want.isEmpty()) {
       return;
     }
-    Optional<NftTable> known = written.orElse(Optional.empty());
+    Optional<NftTable> known = written.orElse(Optional.empty()).map(this::withHeldElements);
     if (want.isPresent() && TableWriter.sameShape(want.get(), known, BY_ELEMENT)) {
       JsonNode changes = TableWriter.transaction(want.get(), known, BY_ELEMENT);
       if (!TableWriter.isEmpty(changes)) {
         runElements(changes);
       }
-      written = Optional.of(want);
+      remember(want);
       return;
     }
     if (written.isEmpty() || written.get().isPresent()) {
       counters.carry();
     }
-    written = Optional.empty();
+    forget();
     nft.run(want.isEmpty() ? TableWriter.remove("inet", TABLE) : TableWriter.replace(want.get()));
-    written = Optional.of(want);
+    remember(want);
+  }
+
+  /** {@code table} as written, with the by-element sets' elements as the fast path has left them since. */
+  private NftTable withHeldElements(NftTable table) {
+    if (!elementsMoved) {
+      return table;
+    }
+    List<SetChange> since = new ArrayList<>();
+    for (String set : BY_ELEMENT) {
+      Optional<NftSet> was = table.set(set);
+      if (was.isEmpty()) {
+        continue;
+      }
+      Set<String> writtenKeys = was.get().elements().stream().map(e -> e.key().asText()).collect(Collectors.toSet());
+      Set<String> now = held.getOrDefault(set, Set.of());
+      since.add(new SetChange(set, now.stream().filter(k -> !writtenKeys.contains(k)).map(Element::of).toList(),
+          writtenKeys.stream().filter(k -> !now.contains(k)).map(Element::of).toList()));
+    }
+    return table.withChanges(since);
+  }
+
+  /** The kernel holds {@code table} (empty: no table). */
+  private void remember(Optional<NftTable> table) {
+    written = Optional.of(table);
+    held.clear();
+    elementsMoved = false;
+    table.ifPresent(t -> BY_ELEMENT.forEach(set -> t.set(set).ifPresent(s -> held.put(set,
+        s.elements().stream().map(e -> e.key().asText()).collect(Collectors.toCollection(HashSet::new))))));
+  }
+
+  /** What the kernel holds is not known (the next sync writes the table whole). */
+  private void forget() {
+    written = Optional.empty();
+    held.clear();
+    elementsMoved = false;
   }
 
   /**
@@ -148,37 +191,39 @@ public final class NoHostNftables {
    */
   public synchronized boolean updateElements(Collection<IpPrefix> lbAdded, Collection<IpPrefix> lbRemoved,
       Collection<IpPrefix> oursAdded, Collection<IpPrefix> oursRemoved) {
-    if (written.isEmpty() || written.get().isEmpty() || written.get().get().set("lb_v4").isEmpty()) {
+    if (written.isEmpty() || written.get().isEmpty() || !held.containsKey("lb_v4")) {
       return false;
     }
-    NftTable table = written.get().get();
     List<SetChange> changes = new ArrayList<>();
     for (IpFamily f : IpFamily.values()) {
-      changes.add(change(table, "lb_" + fam(f), f, lbAdded, lbRemoved));
-      changes.add(change(table, "ours_" + fam(f), f, oursAdded, oursRemoved));
+      changes.add(change("lb_" + fam(f), f, lbAdded, lbRemoved));
+      changes.add(change("ours_" + fam(f), f, oursAdded, oursRemoved));
     }
     if (changes.stream().allMatch(SetChange::isEmpty)) {
       return true;
     }
     runElements(TableWriter.elementChanges("inet", TABLE, changes));
-    written = Optional.of(Optional.of(table.withChanges(changes)));
+    for (SetChange c : changes) {
+      Set<String> keys = held.computeIfAbsent(c.set(), k -> new HashSet<>());
+      c.removed().forEach(e -> keys.remove(e.key().asText()));
+      c.added().forEach(e -> keys.add(e.key().asText()));
+    }
+    elementsMoved = true;
     return true;
   }
 
-  /** The elements of {@code family} to add that the set lacks, and to delete that it holds. */
-  private static SetChange change(NftTable table, String set, IpFamily family, Collection<IpPrefix> added,
-      Collection<IpPrefix> removed) {
-    Set<String> held = table.set(set).orElseThrow().elements().stream().map(e -> e.key().asText())
-        .collect(Collectors.toCollection(HashSet::new));
-    return new SetChange(set, addresses(added, family).filter(a -> !held.contains(a)).map(Element::of).toList(),
-        addresses(removed, family).filter(held::contains).map(Element::of).toList());
+  /** The elements of {@code family} to add that the set lacks, and to delete that it holds (O(change)). */
+  private SetChange change(String set, IpFamily family, Collection<IpPrefix> added, Collection<IpPrefix> removed) {
+    Set<String> keys = held.getOrDefault(set, Set.of());
+    return new SetChange(set, addresses(added, family).filter(a -> !keys.contains(a)).map(Element::of).toList(),
+        addresses(removed, family).filter(keys::contains).map(Element::of).toList());
   }
 
   private void runElements(JsonNode changes) {
     try {
       nft.run(changes);
     } catch (RuntimeException e) {
-      written = Optional.empty(); // the next sync writes it whole
+      forget(); // the next sync writes it whole
       throw e;
     }
   }
@@ -191,7 +236,7 @@ public final class NoHostNftables {
   /** Removes the table (cleanup). */
   public synchronized void delete() {
     nft.run(TableWriter.remove("inet", TABLE));
-    written = Optional.of(Optional.empty());
+    remember(Optional.empty());
   }
 
   /** The table (package-visible for its test). */
