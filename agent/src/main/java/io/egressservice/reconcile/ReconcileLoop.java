@@ -198,7 +198,9 @@ public final class ReconcileLoop implements AutoCloseable {
   public Liveness liveness() {
     long idle = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - lastAwakeNanos);
     Thread t = worker;
-    return new Liveness(t != null && t.isAlive() && idle < STUCK_AFTER_SECONDS, idle);
+    // Stopped counts as dead at once: the worker thread may still be finishing after it counted down.
+    boolean running = t != null && stopped.getCount() > 0 && t.isAlive();
+    return new Liveness(running && idle < STUCK_AFTER_SECONDS, idle);
   }
 
   /** Waits, at most {@code timeout}, until no reconcile (or periodic task) is running; true if none is. */
